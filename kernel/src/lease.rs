@@ -1,0 +1,159 @@
+//! Leases: what a grant gives the holder, and what renewal and release need.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::model::Cell;
+use crate::name::LockName;
+use crate::options::{LockOptions, Strategy};
+use crate::owner::OwnerId;
+use crate::time::Instant;
+
+/// A granted lock: name, owner, fencing token and deadline.
+///
+/// The holder may act as the lock's owner only while [`Lease::is_valid_at`] holds for its own
+/// monotonic clock. The deadline is the instant the acquiring command was sent, plus the TTL,
+/// minus the drift margin; the store keeps the lock cell alive at least until the command was
+/// applied plus the TTL, which is later. Renewal moves the deadline the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub(crate) name: LockName,
+    pub(crate) owner: OwnerId,
+    pub(crate) token: u64,
+    pub(crate) deadline: Instant,
+    pub(crate) opts: LockOptions,
+    /// The row and column of our cell, and the exact value we wrote (compare-and-set needs it).
+    pub(crate) row: String,
+    pub(crate) column: String,
+    pub(crate) value: String,
+}
+
+impl Lease {
+    /// The lock's name.
+    pub fn name(&self) -> &LockName {
+        &self.name
+    }
+
+    /// Who holds it (this acquisition).
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// The fencing token: strictly larger than every token granted before for this name, on
+    /// every strategy and store. Show it to the protected resource so it can refuse a stale
+    /// holder.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The instant (caller's monotonic clock) after which the holder must stop acting as owner.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the lease is still valid at `now`.
+    pub fn is_valid_at(&self, now: Instant) -> bool {
+        now < self.deadline
+    }
+
+    /// The strategy that granted it.
+    pub fn strategy(&self) -> Strategy {
+        self.opts.strategy
+    }
+
+    /// The TTL it was granted (and is renewed) with.
+    pub fn ttl(&self) -> Duration {
+        self.opts.ttl
+    }
+
+    /// The options it was acquired with (renewal and release use the same ones).
+    pub fn options(&self) -> &LockOptions {
+        &self.opts
+    }
+
+    /// The lock cell's column in the lock table.
+    pub fn column(&self) -> &str {
+        &self.column
+    }
+
+    /// A hint for the next acquisition of the same name: the fencing counter as this lease
+    /// left it, which saves the unique-insert strategy one round trip when it is still current.
+    pub fn fence_hint(&self) -> FenceHint {
+        FenceHint {
+            token: self.token,
+            owner: self.owner.key(),
+        }
+    }
+}
+
+/// The fencing counter as a previous lease left it (see [`Lease::fence_hint`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FenceHint {
+    pub(crate) token: u64,
+    pub(crate) owner: String,
+}
+
+/// What a successful acquisition returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The lease.
+    pub lease: Lease,
+    /// With column prefix and [`PrefixOptions::read_row`](crate::PrefixOptions::read_row): the
+    /// row's data columns (every live cell outside the lock prefix), read in the same round trip
+    /// that verified the lock. Empty otherwise.
+    pub row: Vec<Cell>,
+}
+
+/// Where a lock entry stands, as seen by [`Inspect`](crate::Inspect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryState {
+    /// The owner holds the lock (for bakery: the smallest ticket with nobody choosing).
+    Held,
+    /// Bakery: holds a ticket and waits for smaller ones.
+    Waiting,
+    /// Bakery: choosing a ticket.
+    Entering,
+    /// Column prefix: older than its lease TTL but not yet removed by the store.
+    Stale,
+    /// Column prefix: a contender that has not (or not yet) won.
+    Contending,
+}
+
+impl EntryState {
+    /// Stable lowercase name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EntryState::Held => "held",
+            EntryState::Waiting => "waiting",
+            EntryState::Entering => "entering",
+            EntryState::Stale => "stale",
+            EntryState::Contending => "contending",
+        }
+    }
+}
+
+/// One live entry of a lock, as listed by [`Inspect`](crate::Inspect) and returned by
+/// [`ForceRelease`](crate::ForceRelease) and [`Purge`](crate::Purge).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockInfo {
+    /// The lock name (row).
+    pub name: String,
+    /// The strategy whose layout the entry follows.
+    pub strategy: Strategy,
+    /// The column holding the entry.
+    pub column: String,
+    /// The owner id as written (`host:pid:nonce`), or the column's unique part for column-prefix
+    /// locks written with a custom lock id.
+    pub owner: String,
+    /// Where the entry stands.
+    pub state: EntryState,
+    /// The fencing token, when the counter shows it was issued to this owner.
+    pub token: Option<u64>,
+    /// Bakery ticket.
+    pub ticket: Option<u64>,
+    /// When it was written, Unix milliseconds by the writer's wall clock (informational).
+    pub created_unix_ms: Option<u64>,
+    /// Time left before the store expires it, by the store's clock.
+    pub expires_in: Option<Duration>,
+}

@@ -1,0 +1,235 @@
+//! Commands the kernel emits and the replies stores give.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+/// Consistency level of plain reads and writes (Cassandra's names; SQL stores ignore it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Consistency {
+    /// One replica.
+    One,
+    /// A majority of all replicas (the default, as in QCassandraLock and Astyanax).
+    #[default]
+    Quorum,
+    /// A majority of the replicas in the local data centre.
+    LocalQuorum,
+    /// A majority in every data centre.
+    EachQuorum,
+    /// Every replica.
+    All,
+}
+
+/// Consistency of the Paxos phase of conditional commands and of serial reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SerialConsistency {
+    /// Linearizable across all data centres (the default).
+    #[default]
+    Serial,
+    /// Linearizable within the local data centre.
+    LocalSerial,
+}
+
+/// How a [`Command::Read`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReadConsistency {
+    /// A plain read at this level.
+    Plain(Consistency),
+    /// A linearizable read: sees every conditional command that completed, and settles any
+    /// that is in flight (Cassandra's `SERIAL` read finishes an in-progress Paxos round).
+    Serial(SerialConsistency),
+}
+
+/// Which columns of a row a read returns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnFilter {
+    /// Every live cell of the row.
+    All,
+    /// Live cells whose column starts with this prefix.
+    Prefix(String),
+    /// The live cell with exactly this column, if any.
+    Exact(String),
+}
+
+impl ColumnFilter {
+    /// Whether `column` passes the filter.
+    pub fn matches(&self, column: &str) -> bool {
+        match self {
+            ColumnFilter::All => true,
+            ColumnFilter::Prefix(p) => column.starts_with(p.as_str()),
+            ColumnFilter::Exact(c) => column == c,
+        }
+    }
+}
+
+/// One plain write inside a [`Command::Batch`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Write {
+    /// Write `value` to `column`, with an optional TTL.
+    Put {
+        /// The column.
+        column: String,
+        /// The value.
+        value: String,
+        /// Time to live; `None` keeps the cell until deleted.
+        ttl: Option<Duration>,
+    },
+    /// Remove `column`.
+    Delete {
+        /// The column.
+        column: String,
+    },
+}
+
+/// A storage command. Every command addresses one row of the store's lock table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// Read the live cells of `row` that pass `filter`, with their remaining TTL.
+    /// Answered by [`Reply::Cells`], sorted by column.
+    Read {
+        /// The row.
+        row: String,
+        /// Which columns.
+        filter: ColumnFilter,
+        /// Plain or serial.
+        consistency: ReadConsistency,
+    },
+    /// Write a cell unconditionally. Answered by [`Reply::Written`].
+    Put {
+        /// The row.
+        row: String,
+        /// The column.
+        column: String,
+        /// The value.
+        value: String,
+        /// Time to live (stores may round up, never down); `None` keeps it until deleted.
+        ttl: Option<Duration>,
+        /// Write consistency.
+        consistency: Consistency,
+    },
+    /// Remove a cell unconditionally (absent is fine). Answered by [`Reply::Written`].
+    Delete {
+        /// The row.
+        row: String,
+        /// The column.
+        column: String,
+        /// Write consistency.
+        consistency: Consistency,
+    },
+    /// Create a cell only if no live cell exists at `(row, column)`; an expired one is replaced.
+    /// Answered by [`Reply::Conditional`].
+    InsertIfAbsent {
+        /// The row.
+        row: String,
+        /// The column.
+        column: String,
+        /// The value.
+        value: String,
+        /// Time to live; `None` keeps it until deleted.
+        ttl: Option<Duration>,
+        /// Paxos consistency.
+        serial: SerialConsistency,
+        /// Commit consistency.
+        consistency: Consistency,
+    },
+    /// If the live cell at `(row, column)` holds exactly `expected`, replace it with `new`
+    /// (and `ttl`), or delete it when `new` is `None`. Answered by [`Reply::Conditional`].
+    CompareAndSet {
+        /// The row.
+        row: String,
+        /// The column.
+        column: String,
+        /// The value the cell must hold.
+        expected: String,
+        /// The value to write, or `None` to delete.
+        new: Option<String>,
+        /// Time to live of the new value; `None` keeps it until deleted.
+        ttl: Option<Duration>,
+        /// Paxos consistency.
+        serial: SerialConsistency,
+        /// Commit consistency.
+        consistency: Consistency,
+    },
+    /// Plain writes to one row applied together (a logged batch on Cassandra, one transaction
+    /// on SQL). Used by release-with-mutation. Answered by [`Reply::Written`].
+    Batch {
+        /// The row.
+        row: String,
+        /// The writes, applied in order.
+        writes: Vec<Write>,
+        /// Write consistency.
+        consistency: Consistency,
+    },
+    /// Physically remove expired cells (of one row, or of the whole table when `row` is
+    /// `None`). Answered by [`Reply::Purged`] with what was removed.
+    Purge {
+        /// The row, or every row.
+        row: Option<String>,
+    },
+}
+
+impl Command {
+    /// The row the command addresses (`None` for a table-wide purge).
+    pub fn row(&self) -> Option<&str> {
+        match self {
+            Command::Read { row, .. }
+            | Command::Put { row, .. }
+            | Command::Delete { row, .. }
+            | Command::InsertIfAbsent { row, .. }
+            | Command::CompareAndSet { row, .. }
+            | Command::Batch { row, .. } => Some(row),
+            Command::Purge { row } => row.as_deref(),
+        }
+    }
+
+    /// Whether the command is conditional (a lightweight transaction on Cassandra).
+    pub fn is_conditional(&self) -> bool {
+        matches!(
+            self,
+            Command::InsertIfAbsent { .. } | Command::CompareAndSet { .. }
+        )
+    }
+}
+
+/// A live cell returned by a read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cell {
+    /// The column.
+    pub column: String,
+    /// The value.
+    pub value: String,
+    /// Time left before the store expires the cell, by the store's clock; `None` if it has no TTL.
+    pub ttl_remaining: Option<Duration>,
+}
+
+/// Why a store could not execute a command.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Failure {
+    /// The command was not applied (connection refused, not enough live replicas...).
+    Unavailable(String),
+    /// The command may or may not have been applied (a timeout after it was sent).
+    Timeout(String),
+    /// The store refused the command for a reason retrying will not fix.
+    Rejected(String),
+}
+
+/// A store's answer to a [`Command`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reply {
+    /// The cells a [`Command::Read`] found.
+    Cells(Vec<Cell>),
+    /// A plain write completed.
+    Written,
+    /// The outcome of a conditional command. When not applied, `current` is the live value that
+    /// prevented it (`None` if there was no live cell).
+    Conditional {
+        /// Whether the command took effect.
+        applied: bool,
+        /// When not applied: the live value found.
+        current: Option<String>,
+    },
+    /// The `(row, column)` pairs a [`Command::Purge`] removed.
+    Purged(Vec<(String, String)>),
+    /// The command failed.
+    Failed(Failure),
+}

@@ -1,0 +1,567 @@
+//! Acquisition: one state machine running whichever strategy the options name.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::io::{Io, IoPoll};
+use super::{CommandId, Operation, Poll};
+use crate::error::{unexpected, Error, ErrorKind, Result};
+use crate::lease::{FenceHint, Grant, Lease};
+use crate::model::{Cell, Command, ReadConsistency, Reply};
+use crate::name::LockName;
+use crate::options::{LockOptions, Sabotage, Strategy, Wait};
+use crate::owner::OwnerId;
+use crate::record::{encode_bakery, BakeryState, Fence, LockRecord};
+use crate::retry::SplitMix64;
+use crate::strategy::fence::FenceBump;
+use crate::strategy::{bakery, prefix, unique, Layout};
+use crate::time::Instant;
+
+/// What to do after deleting our own cell.
+#[derive(Clone, Debug)]
+enum Then {
+    /// Start a new attempt at once (our cell may have lapsed: continuity was broken).
+    Restart,
+    /// The lock is held: busy, or back off and retry.
+    Contended(Error),
+    /// Give up with this error.
+    Fail(Error),
+}
+
+/// What to do when a sleep ends.
+#[derive(Clone, Copy, Debug)]
+enum Next {
+    Start,
+    BakeryCheck(u64),
+}
+
+#[derive(Clone, Debug)]
+enum Phase {
+    Start,
+    Sleep { until: Instant, then: Next },
+    UniqueInsert,
+    UniqueBlindDelete,
+    BakeryEnter,
+    BakeryReadMax,
+    BakeryTicket(u64),
+    BakeryCheck(u64),
+    BakeryRefresh(u64),
+    PrefixWrite,
+    PrefixRead,
+    Fence(FenceBump),
+    DeleteStale(u64),
+    Abandon(Then),
+    Done,
+}
+
+/// Acquires a lock (try once, or wait up to a timeout) and returns a [`Grant`].
+///
+/// Create it with [`Acquire::new`], then drive it as [`Operation`] says. The round trips an
+/// uncontended acquisition costs are listed in each strategy's docs ([`crate::strategy`]).
+/// Errors: [`ErrorKind::Busy`] (try once, held), [`ErrorKind::TimedOut`] (waited the whole
+/// timeout or used up the retry policy), [`ErrorKind::StaleLock`] (column prefix with
+/// `fail_on_stale_lock`), and the store kinds. A failed acquisition leaves no cell of ours
+/// behind when the store is reachable; when it is not, our cells expire with their TTL.
+#[derive(Debug)]
+pub struct Acquire {
+    name: LockName,
+    owner: OwnerId,
+    opts: LockOptions,
+    layout: Layout,
+    column: String,
+    /// The value our cell holds now (a record, or the bakery state).
+    value: String,
+    io: Io,
+    rng: SplitMix64,
+    phase: Phase,
+    started: Option<Instant>,
+    wait_deadline: Instant,
+    attempts: u32,
+    polls: u32,
+    cell_deadline: Instant,
+    fence_hint: Option<FenceHint>,
+    stale: Vec<String>,
+    data: Vec<Cell>,
+    woken: bool,
+    result: Option<Result<Grant>>,
+}
+
+impl core::fmt::Debug for Io {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Io")
+    }
+}
+
+impl Acquire {
+    /// An acquisition of `name` by `owner`. Fails with [`ErrorKind::InvalidOption`] if an option
+    /// is out of range.
+    pub fn new(name: LockName, owner: OwnerId, opts: LockOptions) -> Result<Self> {
+        opts.validate()?;
+        let layout = Layout::of(&opts);
+        let column = layout.my_column(&opts, &owner);
+        let record = LockRecord {
+            owner: owner.key(),
+            ttl_ms: millis(opts.ttl),
+            cell_ttl_ms: millis(opts.cell_ttl()),
+            created_ms: opts.created_unix_ms,
+        };
+        let value = match opts.strategy {
+            Strategy::Bakery => encode_bakery(BakeryState::Entering, opts.created_unix_ms),
+            _ => record.encode(),
+        };
+        Ok(Acquire {
+            io: Io::new(opts.store_attempts, opts.retry),
+            rng: SplitMix64::new(opts.seed),
+            name,
+            owner,
+            layout,
+            column,
+            value,
+            phase: Phase::Start,
+            started: None,
+            wait_deadline: Instant::ZERO,
+            attempts: 0,
+            polls: 0,
+            cell_deadline: Instant::ZERO,
+            fence_hint: None,
+            stale: Vec::new(),
+            data: Vec::new(),
+            woken: false,
+            result: None,
+            opts,
+        })
+    }
+
+    /// Uses the fencing counter as a previous lease of this name left it: saves one round trip
+    /// for unique insert when no one else took the lock since.
+    pub fn with_fence_hint(mut self, hint: Option<FenceHint>) -> Self {
+        self.fence_hint = hint;
+        self
+    }
+
+    /// How many attempts it has started so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    fn row(&self) -> String {
+        String::from(self.name.as_str())
+    }
+
+    fn finish(&mut self, result: Result<Grant>) {
+        self.phase = Phase::Done;
+        self.result = Some(result);
+    }
+
+    fn checks_continuity(&self) -> bool {
+        self.opts.sabotage != Sabotage::NoContinuity
+    }
+
+    fn lapsed(&self, now: Instant) -> bool {
+        self.checks_continuity() && now >= self.cell_deadline
+    }
+
+    fn put(&self, value: String, ttl: core::time::Duration) -> Command {
+        Command::Put {
+            row: self.row(),
+            column: self.column.clone(),
+            value,
+            ttl: Some(ttl),
+            consistency: self.opts.consistency,
+        }
+    }
+
+    fn read_row(&self, whole: bool) -> Command {
+        Command::Read {
+            row: self.row(),
+            filter: self.layout.filter(whole),
+            consistency: ReadConsistency::Plain(self.opts.consistency),
+        }
+    }
+
+    fn start_attempt(&mut self, now: Instant) {
+        if self.attempts > 0 {
+            if self.opts.wait == Wait::TryOnce {
+                let e = Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "could not acquire lock {:?} in one attempt",
+                        self.name.as_str()
+                    ),
+                );
+                return self.finish(Err(e));
+            }
+            if now > self.wait_deadline || self.out_of_attempts() {
+                return self.finish(Err(self.timed_out(now, "the lock stayed contended")));
+            }
+        }
+        self.attempts += 1;
+        self.polls = 0;
+        match self.opts.strategy {
+            Strategy::UniqueInsert => {
+                self.phase = Phase::UniqueInsert;
+                self.io.send(Command::InsertIfAbsent {
+                    row: self.row(),
+                    column: self.column.clone(),
+                    value: self.value.clone(),
+                    ttl: Some(self.opts.ttl),
+                    serial: self.opts.serial,
+                    consistency: self.opts.consistency,
+                });
+            }
+            Strategy::Bakery => {
+                self.value = encode_bakery(BakeryState::Entering, self.opts.created_unix_ms);
+                self.phase = Phase::BakeryEnter;
+                self.io.send(self.put(self.value.clone(), self.opts.ttl));
+            }
+            Strategy::ColumnPrefix => {
+                self.phase = Phase::PrefixWrite;
+                self.io
+                    .send(self.put(self.value.clone(), self.opts.cell_ttl()));
+            }
+        }
+    }
+
+    fn out_of_attempts(&self) -> bool {
+        self.opts
+            .retry
+            .max_attempts
+            .is_some_and(|max| self.attempts >= max)
+    }
+
+    fn timed_out(&self, now: Instant, why: &str) -> Error {
+        let waited = now.saturating_duration_since(self.started.unwrap_or(now));
+        Error::new(
+            ErrorKind::TimedOut,
+            format!(
+                "timed out after {waited:?} and {} attempt(s) waiting for lock {:?}: {why}",
+                self.attempts,
+                self.name.as_str()
+            ),
+        )
+    }
+
+    /// The lock is held by someone else and our cell (if any) is gone.
+    fn contended(&mut self, now: Instant, busy: Error) {
+        if self.opts.wait == Wait::TryOnce {
+            return self.finish(Err(busy));
+        }
+        if now >= self.wait_deadline || self.out_of_attempts() {
+            return self.finish(Err(self.timed_out(now, busy.message())));
+        }
+        let delay = self
+            .opts
+            .retry
+            .delay(self.attempts.saturating_sub(1), &mut self.rng);
+        let until = now.saturating_add(delay).min(self.wait_deadline);
+        self.phase = Phase::Sleep {
+            until,
+            then: Next::Start,
+        };
+    }
+
+    /// Deletes our own cell, then does `then`.
+    fn abandon(&mut self, then: Then) {
+        let command = match self.opts.strategy {
+            Strategy::UniqueInsert => Command::CompareAndSet {
+                row: self.row(),
+                column: self.column.clone(),
+                expected: self.value.clone(),
+                new: None,
+                ttl: None,
+                serial: self.opts.serial,
+                consistency: self.opts.consistency,
+            },
+            _ => Command::Delete {
+                row: self.row(),
+                column: self.column.clone(),
+                consistency: self.opts.consistency,
+            },
+        };
+        self.phase = Phase::Abandon(then);
+        self.io.send(command);
+    }
+
+    fn start_fence(&mut self, current: Option<String>) {
+        let bump = FenceBump::new(
+            self.name.as_str(),
+            &self.layout.fence,
+            self.owner.key(),
+            current.as_deref(),
+            self.opts.consistency,
+            self.opts.serial,
+        );
+        match bump {
+            Ok(bump) => {
+                self.io.send(bump.command());
+                self.phase = Phase::Fence(bump);
+            }
+            Err(e) => self.abandon(Then::Fail(e)),
+        }
+    }
+
+    fn won(&mut self, token: u64, now: Instant) {
+        if self.lapsed(now) {
+            return self.abandon(Then::Restart);
+        }
+        if let Some(column) = self.stale.pop() {
+            self.phase = Phase::DeleteStale(token);
+            self.io.send(Command::Delete {
+                row: self.row(),
+                column,
+                consistency: self.opts.consistency,
+            });
+            return;
+        }
+        let lease = Lease {
+            name: self.name.clone(),
+            owner: self.owner.clone(),
+            token,
+            deadline: self.cell_deadline,
+            opts: self.opts.clone(),
+            row: self.row(),
+            column: self.column.clone(),
+            value: self.value.clone(),
+        };
+        let row = core::mem::take(&mut self.data);
+        self.finish(Ok(Grant { lease, row }));
+    }
+
+    fn bakery_check(&mut self, ticket: u64, now: Instant) {
+        let validity = self.opts.lease_validity();
+        let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
+        if now >= refresh_at {
+            self.phase = Phase::BakeryRefresh(ticket);
+            self.io.send(self.put(self.value.clone(), self.opts.ttl));
+        } else {
+            self.phase = Phase::BakeryCheck(ticket);
+            self.io.send(self.read_row(false));
+        }
+    }
+
+    fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
+        let validity = self.opts.lease_validity();
+        match (core::mem::replace(&mut self.phase, Phase::Done), reply) {
+            // Unique insert.
+            (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
+                if applied || current.as_deref() == Some(self.value.as_str()) {
+                    self.cell_deadline = sent.saturating_add(validity);
+                    let hint = self.fence_hint.take().map(|h| {
+                        Fence {
+                            token: h.token,
+                            owner: h.owner,
+                        }
+                        .encode()
+                    });
+                    return self.start_fence(hint);
+                }
+                let current = current.unwrap_or_default();
+                if self.opts.sabotage == Sabotage::UniqueBlindDelete {
+                    let wall = self.opts.created_unix_ms
+                        + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
+                    if unique::looks_expired(&current, wall) {
+                        self.phase = Phase::UniqueBlindDelete;
+                        let row = self.row();
+                        self.io.send(Command::Delete {
+                            row,
+                            column: self.column.clone(),
+                            consistency: self.opts.consistency,
+                        });
+                        return;
+                    }
+                }
+                self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
+            }
+            (Phase::UniqueBlindDelete, Reply::Written) => {
+                self.attempts = self.attempts.saturating_sub(1);
+                self.start_attempt(now);
+            }
+
+            // Bakery.
+            (Phase::BakeryEnter, Reply::Written) => {
+                self.cell_deadline = sent.saturating_add(validity);
+                self.phase = Phase::BakeryReadMax;
+                self.io.send(self.read_row(false));
+            }
+            (Phase::BakeryReadMax, Reply::Cells(cells)) => {
+                let ticket = bakery::max_ticket(&cells).saturating_add(1);
+                self.value = encode_bakery(BakeryState::Ticket(ticket), self.opts.created_unix_ms);
+                self.phase = Phase::BakeryTicket(ticket);
+                self.io.send(self.put(self.value.clone(), self.opts.ttl));
+            }
+            (Phase::BakeryTicket(ticket) | Phase::BakeryRefresh(ticket), Reply::Written) => {
+                // The write must have landed while the previous state of our cell was live.
+                if self.lapsed(now) {
+                    return self.abandon(Then::Restart);
+                }
+                self.cell_deadline = sent.saturating_add(validity);
+                self.phase = Phase::BakeryCheck(ticket);
+                self.io.send(self.read_row(false));
+            }
+            (Phase::BakeryCheck(ticket), Reply::Cells(cells)) => {
+                let mine = cells
+                    .iter()
+                    .find(|c| c.column == self.column)
+                    .map(|c| c.value.as_str());
+                if mine != Some(self.value.as_str()) || self.lapsed(now) {
+                    return self.abandon(Then::Restart);
+                }
+                let ignore_entering = self.opts.sabotage == Sabotage::BakeryIgnoresEntering;
+                let blockers =
+                    bakery::blockers(&cells, &self.column, &self.owner, ticket, ignore_entering);
+                let Some(first) = blockers.first() else {
+                    let fence = cells
+                        .into_iter()
+                        .find(|c| c.column == self.layout.fence)
+                        .map(|c| c.value);
+                    return self.start_fence(fence);
+                };
+                let busy = Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "lock {:?} is held or queued for by {}",
+                        self.name.as_str(),
+                        self.layout.owner_part(first)
+                    ),
+                );
+                if self.opts.wait == Wait::TryOnce
+                    || now >= self.wait_deadline
+                    || self.out_of_attempts()
+                {
+                    return self.abandon(Then::Contended(busy));
+                }
+                let delay = self.opts.retry.delay(self.polls, &mut self.rng);
+                self.polls = self.polls.saturating_add(1);
+                let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
+                let until = now
+                    .saturating_add(delay)
+                    .min(refresh_at)
+                    .min(self.wait_deadline);
+                self.phase = Phase::Sleep {
+                    until,
+                    then: Next::BakeryCheck(ticket),
+                };
+            }
+
+            // Column prefix.
+            (Phase::PrefixWrite, Reply::Written) => {
+                self.cell_deadline = sent.saturating_add(validity);
+                self.phase = Phase::PrefixRead;
+                self.io.send(self.read_row(self.opts.prefix.read_row));
+            }
+            (Phase::PrefixRead, Reply::Cells(cells)) => {
+                let found = prefix::classify(&self.layout, cells, &self.column);
+                if !found.ours || self.lapsed(now) {
+                    return self.abandon(Then::Restart);
+                }
+                if let Some(other) = found.others.first() {
+                    let busy = Error::new(
+                        ErrorKind::Busy,
+                        format!(
+                            "lock {:?} is held by {}",
+                            self.name.as_str(),
+                            self.layout.owner_part(other)
+                        ),
+                    );
+                    return self.abandon(Then::Contended(busy));
+                }
+                if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {
+                    let e = Error::new(
+                        ErrorKind::StaleLock,
+                        format!(
+                            "lock {:?} has stale lock column(s) {:?}; purge them or acquire without fail_on_stale_lock",
+                            self.name.as_str(),
+                            found.stale
+                        ),
+                    );
+                    return self.abandon(Then::Fail(e));
+                }
+                self.stale = found.stale;
+                self.data = found.data;
+                self.start_fence(found.fence);
+            }
+            (Phase::DeleteStale(token), Reply::Written) => self.won(token, now),
+
+            // Shared.
+            (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
+                Ok(Some(token)) => self.won(token, now),
+                Ok(None) if self.lapsed(now) => self.abandon(Then::Restart),
+                Ok(None) => {
+                    self.io.send(bump.command());
+                    self.phase = Phase::Fence(bump);
+                }
+                Err(e) => self.abandon(Then::Fail(e)),
+            },
+            (Phase::Abandon(then), Reply::Written | Reply::Conditional { .. }) => match then {
+                Then::Restart => self.start_attempt(now),
+                Then::Contended(busy) => self.contended(now, busy),
+                Then::Fail(e) => self.finish(Err(e)),
+            },
+            (phase, reply) => self.finish(Err(unexpected(
+                &format!("command of acquire phase {phase:?}"),
+                &reply,
+            ))),
+        }
+    }
+}
+
+pub(crate) fn millis(d: core::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl Operation for Acquire {
+    type Output = Grant;
+
+    fn poll(&mut self, now: Instant) -> Poll<Grant> {
+        if self.started.is_none() {
+            self.started = Some(now);
+            self.wait_deadline = match self.opts.wait {
+                Wait::TryOnce => now,
+                Wait::Timeout(d) => now.saturating_add(d),
+            };
+        }
+        loop {
+            if let Some(result) = &self.result {
+                return Poll::Ready(result.clone());
+            }
+            match self.io.poll(now, &mut self.rng) {
+                IoPoll::Send(id, command) => return Poll::Execute(id, command),
+                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
+                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Done(Ok(reply), sent) => self.on_reply(reply, sent, now),
+                IoPoll::Done(Err(e), _) => self.finish(Err(e)),
+                IoPoll::Idle => match core::mem::replace(&mut self.phase, Phase::Done) {
+                    Phase::Start => self.start_attempt(now),
+                    Phase::Sleep { until, then } if now < until && !self.woken => {
+                        self.phase = Phase::Sleep { until, then };
+                        return Poll::WaitUntil(until);
+                    }
+                    Phase::Sleep { then, .. } => {
+                        self.woken = false;
+                        match then {
+                            Next::Start => self.start_attempt(now),
+                            Next::BakeryCheck(ticket) => self.bakery_check(ticket, now),
+                        }
+                    }
+                    phase => self.finish(Err(Error::new(
+                        ErrorKind::StoreError,
+                        format!(
+                            "internal error: acquire phase {phase:?} has no command outstanding"
+                        ),
+                    ))),
+                },
+            }
+        }
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {
+        if matches!(self.phase, Phase::Sleep { .. }) {
+            self.woken = true;
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Operations for operators: inspect a lock, purge expired entries, force a release.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use super::io::{Io, IoPoll};
+use super::{CommandId, Operation, Poll};
+use crate::error::{unexpected, Error, ErrorKind, Result};
+use crate::lease::{EntryState, LockInfo};
+use crate::model::{Cell, Command, ReadConsistency, Reply};
+use crate::name::LockName;
+use crate::options::{LockOptions, Strategy};
+use crate::owner::OwnerId;
+use crate::record::{decode_bakery, BakeryState, Fence, LockRecord};
+use crate::retry::SplitMix64;
+use crate::strategy::{prefix, Layout};
+use crate::time::Instant;
+
+/// Decodes the live entries of one lock's row.
+pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<LockInfo> {
+    let layout = Layout::of(opts);
+    let fence = cells
+        .iter()
+        .find(|c| c.column == layout.fence)
+        .and_then(|c| Fence::decode(&c.value).ok());
+    let token_of = |owner: &str| fence.as_ref().filter(|f| f.owner == owner).map(|f| f.token);
+    let mut out: Vec<LockInfo> = Vec::new();
+    for cell in cells.iter().filter(|c| layout.is_entry(&c.column)) {
+        let base = LockInfo {
+            name: String::from(name),
+            strategy: opts.strategy,
+            column: cell.column.clone(),
+            owner: String::from(layout.owner_part(&cell.column)),
+            state: EntryState::Held,
+            token: None,
+            ticket: None,
+            created_unix_ms: None,
+            expires_in: cell.ttl_remaining,
+        };
+        let info = match opts.strategy {
+            Strategy::Bakery => {
+                let (state, created) =
+                    decode_bakery(&cell.value).unwrap_or((BakeryState::Entering, 0));
+                LockInfo {
+                    state: if state == BakeryState::Entering {
+                        EntryState::Entering
+                    } else {
+                        EntryState::Waiting
+                    },
+                    ticket: match state {
+                        BakeryState::Ticket(n) => Some(n),
+                        BakeryState::Entering => None,
+                    },
+                    created_unix_ms: Some(created),
+                    ..base
+                }
+            }
+            _ => {
+                let record = LockRecord::decode(&cell.value).ok();
+                let stale = opts.strategy == Strategy::ColumnPrefix && prefix::is_stale(cell);
+                LockInfo {
+                    owner: record
+                        .as_ref()
+                        .map_or(base.owner.clone(), |r| r.owner.clone()),
+                    created_unix_ms: record.as_ref().map(|r| r.created_ms),
+                    state: if stale {
+                        EntryState::Stale
+                    } else {
+                        EntryState::Held
+                    },
+                    ..base
+                }
+            }
+        };
+        out.push(LockInfo {
+            token: token_of(&info.owner),
+            ..info
+        });
+    }
+    match opts.strategy {
+        Strategy::Bakery => {
+            // The first ticket in queue order holds (once no one is entering).
+            let order = |a: &LockInfo, b: &LockInfo| match (a.ticket, b.ticket) {
+                (Some(x), Some(y)) => x.cmp(&y).then_with(|| {
+                    match (OwnerId::parse(&a.owner), OwnerId::parse(&b.owner)) {
+                        (Ok(p), Ok(q)) => p.tie_break(&q),
+                        _ => a.owner.cmp(&b.owner),
+                    }
+                }),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => a.owner.cmp(&b.owner),
+            };
+            out.sort_by(order);
+            let anyone_entering = out.iter().any(|e| e.state == EntryState::Entering);
+            if let Some(first) = out
+                .first_mut()
+                .filter(|e| e.ticket.is_some() && !anyone_entering)
+            {
+                first.state = EntryState::Held;
+            }
+        }
+        Strategy::ColumnPrefix => {
+            let live = out.iter().filter(|e| e.state != EntryState::Stale).count();
+            if live > 1 {
+                out.iter_mut()
+                    .filter(|e| e.state == EntryState::Held)
+                    .for_each(|e| e.state = EntryState::Contending);
+            }
+        }
+        Strategy::UniqueInsert => {}
+    }
+    out
+}
+
+fn read_for(name: &str, opts: &LockOptions) -> Command {
+    let layout = Layout::of(opts);
+    let consistency = match opts.strategy {
+        Strategy::UniqueInsert => ReadConsistency::Serial(opts.serial),
+        _ => ReadConsistency::Plain(opts.consistency),
+    };
+    Command::Read {
+        row: String::from(name),
+        filter: layout.filter(false),
+        consistency,
+    }
+}
+
+/// The plumbing every admin operation shares: one command at a time and a result.
+struct Steps<T> {
+    io: Io,
+    rng: SplitMix64,
+    started: bool,
+    result: Option<Result<T>>,
+}
+
+impl<T: Clone> Steps<T> {
+    fn new(opts: &LockOptions) -> Self {
+        Steps {
+            io: Io::new(opts.store_attempts, opts.retry),
+            rng: SplitMix64::new(opts.seed),
+            started: false,
+            result: None,
+        }
+    }
+
+    /// Runs the plumbing; `step` gets each reply (`None` to start) and queues the next command or
+    /// sets the result.
+    fn poll(
+        &mut self,
+        now: Instant,
+        mut step: impl FnMut(&mut Io, Option<Reply>) -> Option<Result<T>>,
+    ) -> Poll<T> {
+        loop {
+            if let Some(result) = &self.result {
+                return Poll::Ready(result.clone());
+            }
+            match self.io.poll(now, &mut self.rng) {
+                IoPoll::Send(id, command) => return Poll::Execute(id, command),
+                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
+                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
+                IoPoll::Done(Ok(reply), _) => self.result = step(&mut self.io, Some(reply)),
+                IoPoll::Idle if !self.started => {
+                    self.started = true;
+                    self.result = step(&mut self.io, None);
+                }
+                IoPoll::Idle => {
+                    self.result = Some(Err(Error::new(
+                        ErrorKind::StoreError,
+                        "internal error: operation stalled",
+                    )));
+                }
+            }
+            if self.result.is_none() && self.io.is_idle() {
+                self.result = Some(Err(Error::new(
+                    ErrorKind::StoreError,
+                    "internal error: no next step",
+                )));
+            }
+        }
+    }
+}
+
+/// Lists the live entries of one lock: owner, state, token, ticket, age and expiry.
+/// One read (serial for unique insert).
+pub struct Inspect {
+    name: LockName,
+    opts: LockOptions,
+    steps: Steps<Vec<LockInfo>>,
+}
+
+impl Inspect {
+    /// An inspection of `name` as laid out by `opts.strategy`.
+    pub fn new(name: LockName, opts: &LockOptions) -> Self {
+        Inspect {
+            name,
+            opts: opts.clone(),
+            steps: Steps::new(opts),
+        }
+    }
+}
+
+impl Operation for Inspect {
+    type Output = Vec<LockInfo>;
+
+    fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
+        let (name, opts) = (&self.name, &self.opts);
+        self.steps.poll(now, |io, reply| match reply {
+            None => {
+                io.send(read_for(name.as_str(), opts));
+                None
+            }
+            Some(Reply::Cells(cells)) => Some(Ok(entries(name.as_str(), opts, &cells))),
+            Some(other) => Some(Err(unexpected("inspection read", &other))),
+        })
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.steps.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {}
+}
+
+/// Removes expired entries (DBIx::Locker's periodic purge, Astyanax's `releaseExpiredLocks`).
+///
+/// First the store drops cells whose TTL has run out (of one lock, or of the whole table);
+/// then, for a column-prefix lock named here, stale lock columns (older than their lease but
+/// not yet expired) are deleted too. Returns the `(row, column)` pairs removed. The fencing
+/// counter is never removed. Cost: one purge, plus one read and one delete per stale column.
+pub struct Purge {
+    name: Option<LockName>,
+    opts: LockOptions,
+    removed: Vec<(String, String)>,
+    stale: Vec<String>,
+    steps: Steps<Vec<(String, String)>>,
+}
+
+impl Purge {
+    /// A purge of `name`, or of the whole table when `None`.
+    pub fn new(name: Option<LockName>, opts: &LockOptions) -> Self {
+        Purge {
+            name,
+            opts: opts.clone(),
+            removed: Vec::new(),
+            stale: Vec::new(),
+            steps: Steps::new(opts),
+        }
+    }
+}
+
+impl Operation for Purge {
+    type Output = Vec<(String, String)>;
+
+    fn poll(&mut self, now: Instant) -> Poll<Self::Output> {
+        let (name, opts, removed, stale) =
+            (&self.name, &self.opts, &mut self.removed, &mut self.stale);
+        let layout = Layout::of(opts);
+        self.steps.poll(now, |io, reply| {
+            match reply {
+                None => {
+                    io.send(Command::Purge {
+                        row: name.as_ref().map(|n| String::from(n.as_str())),
+                    });
+                    return None;
+                }
+                Some(Reply::Purged(cells)) => {
+                    removed.extend(cells);
+                    let Some(name) = name
+                        .as_ref()
+                        .filter(|_| opts.strategy == Strategy::ColumnPrefix)
+                    else {
+                        return Some(Ok(removed.clone()));
+                    };
+                    io.send(read_for(name.as_str(), opts));
+                    return None;
+                }
+                Some(Reply::Cells(cells)) => {
+                    stale.extend(
+                        cells
+                            .iter()
+                            .filter(|c| layout.is_entry(&c.column) && prefix::is_stale(c))
+                            .map(|c| c.column.clone()),
+                    );
+                }
+                Some(Reply::Written) => {}
+                Some(other) => return Some(Err(unexpected("purge step", &other))),
+            }
+            let name = name
+                .as_ref()
+                .map(|n| String::from(n.as_str()))
+                .unwrap_or_default();
+            match stale.pop() {
+                Some(column) => {
+                    removed.push((name.clone(), column.clone()));
+                    io.send(Command::Delete {
+                        row: name,
+                        column,
+                        consistency: opts.consistency,
+                    });
+                    None
+                }
+                None => Some(Ok(removed.clone())),
+            }
+        })
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.steps.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {}
+}
+
+/// Breaks a lock on purpose (`baton release --force`, Astyanax's `releaseAllLocks`): removes
+/// every entry of the lock, whoever owns it, and returns what was removed.
+///
+/// Unique insert: compare-and-set of the record found to nothing (never a blind delete of a
+/// conditional cell); if the record changed meanwhile, it is read again (up to 3 reads).
+/// Bakery and column prefix: one delete per entry. The fencing counter stays, so the next
+/// holder's token is still larger. The removed holder learns it lost the lock at its next
+/// renewal. Cost: one read, plus one command per entry removed.
+pub struct ForceRelease {
+    name: LockName,
+    opts: LockOptions,
+    /// Entries still to remove, with the value each held.
+    pending: Vec<(LockInfo, String)>,
+    removed: Vec<LockInfo>,
+    reads: u32,
+    steps: Steps<Vec<LockInfo>>,
+}
+
+impl ForceRelease {
+    /// A forced release of `name` as laid out by `opts.strategy`.
+    pub fn new(name: LockName, opts: &LockOptions) -> Self {
+        ForceRelease {
+            name,
+            opts: opts.clone(),
+            pending: Vec::new(),
+            removed: Vec::new(),
+            reads: 0,
+            steps: Steps::new(opts),
+        }
+    }
+}
+
+impl Operation for ForceRelease {
+    type Output = Vec<LockInfo>;
+
+    fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
+        let (name, opts) = (&self.name, &self.opts);
+        let (pending, removed, reads) = (&mut self.pending, &mut self.removed, &mut self.reads);
+        self.steps.poll(now, |io, reply| {
+            let reread = match reply {
+                None => true,
+                Some(Reply::Cells(cells)) => {
+                    *pending = entries(name.as_str(), opts, &cells)
+                        .into_iter()
+                        .filter_map(|info| {
+                            let value = cells
+                                .iter()
+                                .find(|c| c.column == info.column)?
+                                .value
+                                .clone();
+                            Some((info, value))
+                        })
+                        .collect();
+                    false
+                }
+                Some(Reply::Written | Reply::Conditional { applied: true, .. }) => {
+                    removed.extend(pending.pop().map(|(info, _)| info));
+                    false
+                }
+                // The record changed between our read and our compare-and-set: read it again.
+                Some(Reply::Conditional { applied: false, .. }) => true,
+                Some(other) => return Some(Err(unexpected("forced release step", &other))),
+            };
+            if reread {
+                if *reads >= 3 {
+                    return Some(Err(Error::new(
+                        ErrorKind::StoreError,
+                        format!(
+                            "lock {:?} kept changing during a forced release; try again",
+                            name.as_str()
+                        ),
+                    )));
+                }
+                *reads += 1;
+                io.send(read_for(name.as_str(), opts));
+                return None;
+            }
+            let Some((next, value)) = pending.last() else {
+                return Some(Ok(removed.clone()));
+            };
+            let row = String::from(name.as_str());
+            io.send(match opts.strategy {
+                Strategy::UniqueInsert => Command::CompareAndSet {
+                    row,
+                    column: next.column.clone(),
+                    expected: value.clone(),
+                    new: None,
+                    ttl: None,
+                    serial: opts.serial,
+                    consistency: opts.consistency,
+                },
+                _ => Command::Delete {
+                    row,
+                    column: next.column.clone(),
+                    consistency: opts.consistency,
+                },
+            });
+            None
+        })
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.steps.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {}
+}

@@ -1,0 +1,326 @@
+//! The one outstanding command of an operation: sending, store retries, and settling
+//! ambiguous outcomes by reading back.
+
+use alloc::format;
+use alloc::string::String;
+
+use super::CommandId;
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{ColumnFilter, Command, Failure, ReadConsistency, Reply};
+use crate::retry::{RetryPolicy, SplitMix64};
+use crate::time::Instant;
+
+/// What the I/O layer wants.
+pub(crate) enum IoPoll {
+    /// Send this command.
+    Send(CommandId, Command),
+    /// A retry is scheduled for this instant.
+    Wait(Instant),
+    /// A command is outstanding.
+    Busy,
+    /// Nothing queued or outstanding.
+    Idle,
+    /// The settled outcome of the last command, and when its first attempt was sent.
+    Done(Result<Reply>, Instant),
+}
+
+struct Request {
+    command: Command,
+    /// While settling a timed-out conditional command: the serial read of its cell.
+    resolving: Option<Command>,
+    first_sent: Option<Instant>,
+    attempts: u32,
+}
+
+enum State {
+    Idle,
+    Queued {
+        req: Request,
+        not_before: Instant,
+    },
+    InFlight {
+        req: Request,
+        id: CommandId,
+        reply: Option<Reply>,
+    },
+}
+
+/// Sends one command at a time and turns store failures into retries or errors.
+///
+/// - `Unavailable` (not applied): the same command is sent again after a backoff, up to
+///   `attempts` sends in all, then the operation gets [`ErrorKind::StoreUnavailable`].
+/// - `Timeout` on a plain command: sent again (plain writes of our own cells are idempotent).
+/// - `Timeout` on a conditional command: the cell is read at serial consistency. If it holds
+///   the value the command would have written, the command was applied; if it still holds the
+///   value the command expected, it was not, and the command is sent again; otherwise it was
+///   not applied and the operation sees the value found. Unsettled after `attempts` sends:
+///   [`ErrorKind::Ambiguous`].
+/// - `Rejected`: [`ErrorKind::StoreError`] at once.
+///
+/// The send time reported with an outcome is that of the *first* attempt, which is the
+/// conservative one for lease deadlines: whichever attempt was applied, it was sent no earlier.
+pub(crate) struct Io {
+    next_id: u64,
+    attempts: u32,
+    backoff: RetryPolicy,
+    state: State,
+}
+
+impl Io {
+    pub fn new(attempts: u32, backoff: RetryPolicy) -> Self {
+        Io {
+            next_id: 0,
+            attempts: attempts.max(1),
+            backoff,
+            state: State::Idle,
+        }
+    }
+
+    /// Queues `command` to be sent at the next poll. Replaces anything queued or outstanding.
+    pub fn send(&mut self, command: Command) {
+        let req = Request {
+            command,
+            resolving: None,
+            first_sent: None,
+            attempts: 0,
+        };
+        self.state = State::Queued {
+            req,
+            not_before: Instant::ZERO,
+        };
+    }
+
+    /// Whether a command is queued or outstanding.
+    pub fn is_idle(&self) -> bool {
+        matches!(self.state, State::Idle)
+    }
+
+    pub fn handle(&mut self, id: CommandId, reply: Reply) {
+        if let State::InFlight {
+            id: want,
+            reply: slot,
+            ..
+        } = &mut self.state
+        {
+            if *want == id && slot.is_none() {
+                *slot = Some(reply);
+            }
+        }
+    }
+
+    pub fn poll(&mut self, now: Instant, rng: &mut SplitMix64) -> IoPoll {
+        loop {
+            match core::mem::replace(&mut self.state, State::Idle) {
+                State::Idle => return IoPoll::Idle,
+                State::Queued { req, not_before } if now < not_before => {
+                    self.state = State::Queued { req, not_before };
+                    return IoPoll::Wait(not_before);
+                }
+                State::Queued { mut req, .. } => {
+                    let id = CommandId(self.next_id);
+                    self.next_id += 1;
+                    let command = match &req.resolving {
+                        Some(read) => read.clone(),
+                        None => {
+                            req.first_sent.get_or_insert(now);
+                            req.attempts += 1;
+                            req.command.clone()
+                        }
+                    };
+                    self.state = State::InFlight {
+                        req,
+                        id,
+                        reply: None,
+                    };
+                    return IoPoll::Send(id, command);
+                }
+                State::InFlight {
+                    req,
+                    id,
+                    reply: None,
+                } => {
+                    self.state = State::InFlight {
+                        req,
+                        id,
+                        reply: None,
+                    };
+                    return IoPoll::Busy;
+                }
+                State::InFlight {
+                    req,
+                    reply: Some(reply),
+                    ..
+                } => {
+                    if let Some(done) = self.settle(req, reply, now, rng) {
+                        return done;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Interprets a reply; `None` means something was queued again.
+    fn settle(
+        &mut self,
+        mut req: Request,
+        reply: Reply,
+        now: Instant,
+        rng: &mut SplitMix64,
+    ) -> Option<IoPoll> {
+        let sent = req.first_sent.unwrap_or(now);
+        let failure = match reply {
+            Reply::Failed(f) => f,
+            Reply::Cells(cells) if req.resolving.is_some() => {
+                let column = cell_of(&req.command);
+                let current = cells
+                    .into_iter()
+                    .find(|c| c.column == column)
+                    .map(|c| c.value);
+                let (expected, intended) = conditional_values(&req.command);
+                req.resolving = None;
+                if current == expected {
+                    // Not applied (or indistinguishable from not applied): send it again.
+                    return self.retry(
+                        req,
+                        now,
+                        rng,
+                        ErrorKind::Ambiguous,
+                        "its outcome could not be read back",
+                    );
+                }
+                let applied = current == intended;
+                let reply = Reply::Conditional {
+                    applied,
+                    current: if applied { None } else { current },
+                };
+                return Some(IoPoll::Done(Ok(reply), sent));
+            }
+            other => return Some(IoPoll::Done(Ok(other), sent)),
+        };
+        match failure {
+            Failure::Rejected(message) => Some(IoPoll::Done(
+                Err(Error::new(
+                    ErrorKind::StoreError,
+                    store_message(&req.command, &message),
+                )),
+                sent,
+            )),
+            Failure::Timeout(_) if req.command.is_conditional() && req.resolving.is_none() => {
+                // Settle it: a serial read of the cell.
+                let read = Command::Read {
+                    row: req.command.row().unwrap_or_default().into(),
+                    filter: ColumnFilter::Exact(cell_of(&req.command)),
+                    consistency: ReadConsistency::Serial(serial_of(&req.command)),
+                };
+                req.resolving = Some(read);
+                let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
+                self.state = State::Queued {
+                    req,
+                    not_before: now.saturating_add(delay),
+                };
+                None
+            }
+            Failure::Timeout(message) | Failure::Unavailable(message) => {
+                let kind = if req.resolving.is_some() {
+                    ErrorKind::Ambiguous
+                } else {
+                    ErrorKind::StoreUnavailable
+                };
+                if req.resolving.is_some() {
+                    // The settling read failed; read again (it does not count as an attempt),
+                    // but give up once the command itself has used its attempts.
+                    if req.attempts >= self.attempts {
+                        let e = Error::new(kind, ambiguous_message(&req.command, &message));
+                        return Some(IoPoll::Done(Err(e), sent));
+                    }
+                    req.attempts += 1;
+                    let delay = self.backoff.delay(req.attempts, rng);
+                    self.state = State::Queued {
+                        req,
+                        not_before: now.saturating_add(delay),
+                    };
+                    return None;
+                }
+                self.retry(req, now, rng, kind, &message)
+            }
+        }
+    }
+
+    fn retry(
+        &mut self,
+        req: Request,
+        now: Instant,
+        rng: &mut SplitMix64,
+        kind: ErrorKind,
+        why: &str,
+    ) -> Option<IoPoll> {
+        if req.attempts >= self.attempts {
+            let sent = req.first_sent.unwrap_or(now);
+            let message = match kind {
+                ErrorKind::Ambiguous => ambiguous_message(&req.command, why),
+                _ => format!(
+                    "store unavailable: {} failed {} times, last: {why}",
+                    describe(&req.command),
+                    req.attempts
+                ),
+            };
+            return Some(IoPoll::Done(Err(Error::new(kind, message)), sent));
+        }
+        let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
+        self.state = State::Queued {
+            req,
+            not_before: now.saturating_add(delay),
+        };
+        None
+    }
+}
+
+fn cell_of(command: &Command) -> String {
+    match command {
+        Command::InsertIfAbsent { column, .. }
+        | Command::CompareAndSet { column, .. }
+        | Command::Put { column, .. }
+        | Command::Delete { column, .. } => column.clone(),
+        _ => String::new(),
+    }
+}
+
+fn serial_of(command: &Command) -> crate::model::SerialConsistency {
+    match command {
+        Command::InsertIfAbsent { serial, .. } | Command::CompareAndSet { serial, .. } => *serial,
+        _ => crate::model::SerialConsistency::Serial,
+    }
+}
+
+/// (value the cell holds if not applied, value it holds if applied) of a conditional command.
+fn conditional_values(command: &Command) -> (Option<String>, Option<String>) {
+    match command {
+        Command::InsertIfAbsent { value, .. } => (None, Some(value.clone())),
+        Command::CompareAndSet { expected, new, .. } => (Some(expected.clone()), new.clone()),
+        _ => (None, None),
+    }
+}
+
+pub(crate) fn describe(command: &Command) -> String {
+    let row = command.row().unwrap_or("*");
+    match command {
+        Command::Read { .. } => format!("read of row {row:?}"),
+        Command::Put { column, .. } => format!("write of {row:?}/{column:?}"),
+        Command::Delete { column, .. } => format!("delete of {row:?}/{column:?}"),
+        Command::InsertIfAbsent { column, .. } => format!("insert-if-absent of {row:?}/{column:?}"),
+        Command::CompareAndSet { column, .. } => format!("compare-and-set of {row:?}/{column:?}"),
+        Command::Batch { .. } => format!("batch on row {row:?}"),
+        Command::Purge { .. } => format!("purge of row {row:?}"),
+    }
+}
+
+fn ambiguous_message(command: &Command, why: &str) -> String {
+    format!(
+        "{} timed out and reading back could not settle whether it was applied: {why}",
+        describe(command)
+    )
+}
+
+fn store_message(command: &Command, message: &str) -> String {
+    format!("store refused the {}: {message}", describe(command))
+}

@@ -1,0 +1,72 @@
+//! Operations as state machines: the driving contract shared by every operation.
+
+mod acquire;
+mod admin;
+mod io;
+mod renew;
+
+pub use acquire::Acquire;
+pub use admin::{ForceRelease, Inspect, Purge};
+pub use renew::{Release, Renew};
+
+use crate::error::Result;
+use crate::model::{Command, Reply};
+use crate::time::Instant;
+
+/// Correlates a [`Reply`] with the [`Command`] it answers. Unique within one operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommandId(pub u64);
+
+/// What an operation wants next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a Poll tells the driver what to do next"]
+pub enum Poll<T> {
+    /// Execute this command on the store, then pass its reply to
+    /// [`Operation::handle`] with the same id.
+    Execute(CommandId, Command),
+    /// Nothing to do before this instant (or before [`Operation::wake`], or a reply, if a
+    /// command is outstanding). [`Instant::MAX`] means "only a reply or a wake can help".
+    WaitUntil(Instant),
+    /// The operation finished. Polling again returns the same result.
+    Ready(Result<T>),
+}
+
+/// A lock operation: [`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`Purge`],
+/// [`ForceRelease`].
+///
+/// # Driving contract
+///
+/// ```text
+/// loop {
+///     match op.poll(now()) {
+///         Poll::Execute(id, command) => { let reply = store.execute(command); op.handle(id, reply); }
+///         Poll::WaitUntil(t)         => sleep until t, or until the store says a lock changed
+///                                       (then call op.wake()),
+///         Poll::Ready(result)        => return result,
+///     }
+/// }
+/// ```
+///
+/// - At most one command is outstanding. After [`Poll::Execute`], call [`Operation::handle`]
+///   with its reply before expecting progress; polling earlier returns
+///   `Poll::WaitUntil(Instant::MAX)`. A reply with an unknown or stale id is ignored.
+/// - `now` must come from a monotonic clock and never go backwards. The kernel takes the `now`
+///   of the poll that emitted a command as its send time, and the `now` of the first poll after
+///   the reply as its receive time; both are conservative for lease deadlines as long as the
+///   driver polls promptly.
+/// - A store that cannot execute a command answers [`Reply::Failed`]; the operation retries,
+///   resolves ambiguity by reading back, or fails with a clear error. It never panics.
+pub trait Operation {
+    /// The result of the operation.
+    type Output: Clone;
+
+    /// Advances the operation at `now` and says what it needs.
+    fn poll(&mut self, now: Instant) -> Poll<Self::Output>;
+
+    /// Gives the operation the store's reply to the command `id`.
+    fn handle(&mut self, id: CommandId, reply: Reply);
+
+    /// Tells a waiting operation that the lock may have changed (a release was seen), so it
+    /// should try again now rather than at the end of its backoff. Harmless at any time.
+    fn wake(&mut self);
+}

@@ -1,0 +1,338 @@
+//! Options of an acquisition, with their defaults and ranges.
+
+use alloc::format;
+use alloc::string::String;
+use core::fmt;
+use core::str::FromStr;
+use core::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::{Consistency, SerialConsistency};
+use crate::retry::RetryPolicy;
+
+/// Which lock algorithm to run. Every name must be used with one strategy only: locks of
+/// different strategies on the same name do not exclude each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Strategy {
+    /// Lamport's bakery over plain cells (seed 000, QCassandraLock): FIFO-fair, no
+    /// lightweight transaction on the lock cells. See [`crate::strategy::bakery`].
+    Bakery,
+    /// One cell created with insert-if-absent (seed 004, DBIx::Locker): the cheapest, and the
+    /// default. See [`crate::strategy::unique`].
+    #[default]
+    UniqueInsert,
+    /// Astyanax's column-prefix lock (seed 001): write a column, read the prefix, exactly one
+    /// means acquired. See [`crate::strategy::prefix`].
+    ColumnPrefix,
+}
+
+impl Strategy {
+    /// Every strategy.
+    pub const ALL: [Strategy; 3] = [
+        Strategy::Bakery,
+        Strategy::UniqueInsert,
+        Strategy::ColumnPrefix,
+    ];
+
+    /// The stable name: `bakery`, `unique-insert`, `column-prefix`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Bakery => "bakery",
+            Strategy::UniqueInsert => "unique-insert",
+            Strategy::ColumnPrefix => "column-prefix",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "bakery" => Ok(Strategy::Bakery),
+            "unique-insert" | "unique_insert" | "unique" => Ok(Strategy::UniqueInsert),
+            "column-prefix" | "column_prefix" | "prefix" => Ok(Strategy::ColumnPrefix),
+            other => Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "unknown strategy {other:?}; expected bakery, unique-insert or column-prefix"
+                ),
+            )),
+        }
+    }
+}
+
+/// How long an acquisition may wait for a held lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wait {
+    /// One attempt; a held lock gives [`ErrorKind::Busy`].
+    TryOnce,
+    /// Retry under the [`RetryPolicy`] until this much time has passed, then give
+    /// [`ErrorKind::TimedOut`]. Zero means one attempt (reported as `TimedOut`);
+    /// [`Duration::MAX`] waits forever.
+    Timeout(Duration),
+}
+
+/// Options of the column-prefix strategy (Astyanax's `ColumnPrefixDistributedRowLock` knobs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PrefixOptions {
+    /// The prefix that tells lock columns from data columns (`withColumnPrefix`); default `_LOCK_`.
+    /// The column named exactly the prefix holds the fencing counter.
+    pub prefix: String,
+    /// TTL of the lock cell, at least the lease TTL (`withTtl`). A cell older than the lease TTL
+    /// but still alive is *stale*. Default: the lease TTL, so cells vanish when leases end.
+    pub cell_ttl: Option<Duration>,
+    /// Fail with [`ErrorKind::StaleLock`] on finding a stale column instead of deleting it
+    /// (`failOnStaleLock`).
+    pub fail_on_stale_lock: bool,
+    /// Read the whole row on acquire and return its data columns (`withDataColumns`,
+    /// `acquireLockAndReadRow`).
+    pub read_row: bool,
+    /// Override the generated unique part of the lock column (`withLockId`). The caller then
+    /// promises it is unique among concurrent contenders.
+    pub lock_id: Option<String>,
+}
+
+impl Default for PrefixOptions {
+    fn default() -> Self {
+        PrefixOptions {
+            prefix: String::from("_LOCK_"),
+            cell_ttl: None,
+            fail_on_stale_lock: false,
+            read_row: false,
+            lock_id: None,
+        }
+    }
+}
+
+/// Everything an acquisition needs besides the name and the owner.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockOptions {
+    /// The algorithm.
+    pub strategy: Strategy,
+    /// Lease length: how long the lock lives without renewal. Between [`LockOptions::MIN_TTL`]
+    /// and [`LockOptions::MAX_TTL`]; default 60 s.
+    pub ttl: Duration,
+    /// How long to wait for a held lock; default 30 s.
+    pub wait: Wait,
+    /// Backoff between attempts (and between polls of the bakery queue).
+    pub retry: RetryPolicy,
+    /// Consistency of plain reads and writes; default QUORUM.
+    pub consistency: Consistency,
+    /// Consistency of conditional commands and serial reads; default SERIAL.
+    pub serial: SerialConsistency,
+    /// How much earlier than the store the holder considers its lease over, to cover clock-rate
+    /// drift between the holder's monotonic clock and the store's. Default: 1% of the TTL plus
+    /// 1 ms. Must be less than the TTL.
+    pub drift_margin: Option<Duration>,
+    /// How many times one storage command is sent when the store is unavailable or times out,
+    /// before the operation fails with [`ErrorKind::StoreUnavailable`]; default 3, at least 1.
+    pub store_attempts: u32,
+    /// Column-prefix options.
+    pub prefix: PrefixOptions,
+    /// Wall-clock time of the acquisition in Unix milliseconds, recorded for people reading the
+    /// lock table (age in `baton locks`). Never used to decide anything.
+    pub created_unix_ms: u64,
+    /// Seed of the backoff jitter. The Rust API draws a fresh one per acquisition.
+    pub seed: u64,
+    /// Deliberately broken variants, for testing that the simulator catches unsafe algorithms.
+    /// Never set this outside such tests.
+    #[doc(hidden)]
+    pub sabotage: Sabotage,
+}
+
+/// Deliberately broken variants of the algorithms (see [`LockOptions::sabotage`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Sabotage {
+    /// The real algorithms.
+    #[default]
+    None,
+    /// Bakery that does not wait for contenders that are choosing a ticket.
+    BakeryIgnoresEntering,
+    /// Unique insert that deletes a record that looks expired by the client's wall clock.
+    UniqueBlindDelete,
+    /// Wins and renewals that do not check their reply arrived before the lease deadline.
+    NoContinuity,
+}
+
+impl LockOptions {
+    /// The shortest TTL: shorter leases cannot outlive a store round trip.
+    pub const MIN_TTL: Duration = Duration::from_millis(10);
+    /// The longest TTL (30 days): a lease longer than that is a forgotten lock.
+    pub const MAX_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+    /// Checks every option, naming the first one out of range.
+    pub fn validate(&self) -> Result<()> {
+        if self.ttl < Self::MIN_TTL || self.ttl > Self::MAX_TTL {
+            return Err(Error::invalid_option(format!(
+                "ttl {:?} is out of range: it must be between {:?} and {:?}",
+                self.ttl,
+                Self::MIN_TTL,
+                Self::MAX_TTL
+            )));
+        }
+        if self.drift_margin() >= self.ttl {
+            return Err(Error::invalid_option(format!(
+                "drift margin {:?} must be less than the ttl {:?}",
+                self.drift_margin(),
+                self.ttl
+            )));
+        }
+        if self.store_attempts == 0 {
+            return Err(Error::invalid_option("store_attempts must be at least 1"));
+        }
+        self.retry.validate()?;
+        let p = &self.prefix;
+        if p.prefix.is_empty() || p.prefix.len() > 64 || p.prefix.contains('\0') {
+            return Err(Error::invalid_option(format!(
+                "column prefix {:?} must be 1 to 64 bytes without NUL",
+                p.prefix
+            )));
+        }
+        if let Some(cell_ttl) = p.cell_ttl {
+            if cell_ttl < self.ttl || cell_ttl > Self::MAX_TTL {
+                return Err(Error::invalid_option(format!(
+                    "cell ttl {cell_ttl:?} must be at least the lease ttl {:?} and at most {:?}",
+                    self.ttl,
+                    Self::MAX_TTL
+                )));
+            }
+        }
+        if let Some(id) = &p.lock_id {
+            if id.is_empty() || id.len() > 128 || id.contains('\0') {
+                return Err(Error::invalid_option(format!(
+                    "lock id {id:?} must be 1 to 128 bytes without NUL"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The drift margin in force (see [`LockOptions::drift_margin`]).
+    pub fn drift_margin(&self) -> Duration {
+        self.drift_margin
+            .unwrap_or(self.ttl / 100 + Duration::from_millis(1))
+    }
+
+    /// The cell TTL of column-prefix lock cells.
+    pub(crate) fn cell_ttl(&self) -> Duration {
+        match self.strategy {
+            Strategy::ColumnPrefix => self.prefix.cell_ttl.unwrap_or(self.ttl),
+            _ => self.ttl,
+        }
+    }
+
+    /// How long the holder may believe in a lease whose cell was written at `sent`.
+    pub(crate) fn lease_validity(&self) -> Duration {
+        self.ttl.saturating_sub(self.drift_margin())
+    }
+}
+
+impl Default for LockOptions {
+    fn default() -> Self {
+        LockOptions {
+            strategy: Strategy::default(),
+            ttl: Duration::from_secs(60),
+            wait: Wait::Timeout(Duration::from_secs(30)),
+            retry: RetryPolicy::default(),
+            consistency: Consistency::Quorum,
+            serial: SerialConsistency::Serial,
+            drift_margin: None,
+            store_attempts: 3,
+            prefix: PrefixOptions::default(),
+            created_unix_ms: 0,
+            seed: 0,
+            sabotage: Sabotage::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_ttl(ttl: Duration) -> LockOptions {
+        LockOptions {
+            ttl,
+            ..LockOptions::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(LockOptions::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn ttl_range_is_enforced_with_a_message() {
+        for bad in [
+            Duration::ZERO,
+            Duration::from_millis(9),
+            LockOptions::MAX_TTL + Duration::from_secs(1),
+            Duration::MAX,
+        ] {
+            let e = with_ttl(bad).validate().expect_err("out of range");
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+            assert!(e.message().contains("ttl"), "{e}");
+        }
+        assert_eq!(with_ttl(LockOptions::MIN_TTL).validate(), Ok(()));
+        assert_eq!(with_ttl(LockOptions::MAX_TTL).validate(), Ok(()));
+    }
+
+    #[test]
+    fn other_options_are_checked() {
+        let bad = [
+            LockOptions {
+                drift_margin: Some(Duration::from_secs(60)),
+                ..LockOptions::default()
+            },
+            LockOptions {
+                store_attempts: 0,
+                ..LockOptions::default()
+            },
+            LockOptions {
+                prefix: PrefixOptions {
+                    prefix: String::new(),
+                    ..PrefixOptions::default()
+                },
+                ..LockOptions::default()
+            },
+            LockOptions {
+                prefix: PrefixOptions {
+                    cell_ttl: Some(Duration::from_secs(1)),
+                    ..PrefixOptions::default()
+                },
+                ..LockOptions::default()
+            },
+            LockOptions {
+                prefix: PrefixOptions {
+                    lock_id: Some(String::new()),
+                    ..PrefixOptions::default()
+                },
+                ..LockOptions::default()
+            },
+        ];
+        for o in bad {
+            assert_eq!(
+                o.validate().map_err(|e| e.kind()),
+                Err(ErrorKind::InvalidOption),
+                "{o:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn strategy_names_round_trip() {
+        for s in Strategy::ALL {
+            assert_eq!(s.as_str().parse::<Strategy>(), Ok(s));
+        }
+        let e = "paxos".parse::<Strategy>().expect_err("unknown");
+        assert!(e.message().contains("paxos"));
+    }
+}

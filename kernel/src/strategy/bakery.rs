@@ -1,0 +1,165 @@
+//! **Bakery** (seed 000, QCassandraLock): Lamport's bakery algorithm over plain cells.
+//!
+//! # Layout
+//! Row = lock name. One cell per contender, column `ticket/<owner id>`, holding either
+//! `entering` (Lamport's `entering[i] = true`) or `ticket=<n>` (Lamport's `number[i] = n`), with a
+//! TTL. Column `fence` holds the fencing counter (conditional commands only; the `ticket/` cells
+//! are only ever written with plain writes).
+//!
+//! QCassandraLock keeps `entering` and `ticket` in two rows; baton keeps them as two states of
+//! one cell per contender. That makes each contender's (entering, ticket) pair one register,
+//! read atomically, which is Lamport's algorithm with its per-process variables read together:
+//! it lets one row read check every contender at once (with two cells, reading them in one
+//! non-atomic row read is unsafe: a reader could see the ticket cell before it was written and
+//! the entering cell after it was cleared). It also saves two round trips. No host registry:
+//! owner ids are unique by their nonce, and ties are broken by [`OwnerId::tie_break`](crate::OwnerId::tie_break).
+//!
+//! # Algorithm
+//! 1. Put our cell = `entering`.
+//! 2. Read the row; `n` = 1 + the largest ticket seen.
+//! 3. Put our cell = `ticket=n`. Its reply must arrive before the `entering` write's deadline
+//!    (continuity), otherwise we abandon: delete the cell and start again.
+//! 4. Read the row. We are blocked by any other contender that is `entering`, or that holds a
+//!    ticket `(m, id) < (n, our id)`. Not blocked (and our cell is there with `ticket=n`, and the
+//!    reply arrived before our deadline): we won; bump the fencing counter. Blocked: wait with
+//!    backoff and read again, re-writing our ticket (same value, fresh TTL) before it can expire.
+//! 5. Release: delete our cell.
+//!
+//! # Consistency needed
+//! Plain writes and reads at QUORUM (or LOCAL_QUORUM within one data centre, ALL, or any pair
+//! of levels whose replica sets intersect), so that a write that completed is seen by every read
+//! that starts later. Writes carry increasing timestamps from one client (a client's later delete
+//! of its own cell must win over its earlier puts). The counter needs SERIAL.
+//!
+//! # Safety
+//! Suppose A and B both hold, A with `(a, A) < (b, B)`. B's winning read (step 4) did not see A as
+//! entering nor A's ticket. A's cell was continuously live from its `entering` write until A's
+//! deadline (continuity), so B's read found it either `entering` (B blocked: contradiction) or
+//! `ticket=a` (B blocked: contradiction), unless B's read completed before A's first write did.
+//! Then A's step-2 read started after B's ticket write completed, saw `ticket=b`, and A chose
+//! `a > b`: contradiction with `(a, A) < (b, B)`. A waiter's ticket re-writes keep it live only
+//! if each re-write answered before the previous deadline; otherwise the waiter starts over with
+//! a new ticket, since a gap might have let a larger ticket in.
+//!
+//! # Crash
+//! A crashed contender's cell expires after the TTL, and the queue moves on. A waiter paused past
+//! its TTL loses its place and takes a new ticket.
+//!
+//! # Cost
+//! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 1.
+//! Renew: 2 (read our cell, re-write it). FIFO-fair: tickets are served in order.
+
+use alloc::vec::Vec;
+use core::cmp::Ordering;
+
+use crate::model::Cell;
+use crate::owner::OwnerId;
+use crate::record::{decode_bakery, BakeryState};
+
+/// Column prefix of contender cells.
+pub const PREFIX: &str = "ticket/";
+
+/// A contender found in a row read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Contender {
+    pub column: alloc::string::String,
+    pub owner: Option<OwnerId>,
+    pub state: BakeryState,
+}
+
+/// The contenders in `cells` (cells that do not parse are reported as `entering`, which blocks:
+/// the safe reading of a value we do not understand).
+pub(crate) fn contenders(cells: &[Cell]) -> Vec<Contender> {
+    cells
+        .iter()
+        .filter(|c| c.column.len() > PREFIX.len() && c.column.starts_with(PREFIX))
+        .map(|c| Contender {
+            column: c.column.clone(),
+            owner: OwnerId::parse(&c.column[PREFIX.len()..]).ok(),
+            state: decode_bakery(&c.value)
+                .map(|(s, _)| s)
+                .unwrap_or(BakeryState::Entering),
+        })
+        .collect()
+}
+
+/// The largest ticket among `cells`.
+pub(crate) fn max_ticket(cells: &[Cell]) -> u64 {
+    contenders(cells)
+        .iter()
+        .filter_map(|c| match c.state {
+            BakeryState::Ticket(n) => Some(n),
+            BakeryState::Entering => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Whether `other` goes before us in the queue.
+fn precedes(other: &Contender, ticket: u64, me: &OwnerId) -> bool {
+    match (other.state, &other.owner) {
+        (BakeryState::Ticket(m), Some(id)) => (m, id.tie_break(me)) < (ticket, Ordering::Equal),
+        // An unparseable owner with a ticket: compare by ticket alone, ties block.
+        (BakeryState::Ticket(m), None) => m <= ticket,
+        (BakeryState::Entering, _) => false,
+    }
+}
+
+/// The columns of the contenders that block us (`ticket` held by `me` in `my_column`).
+/// `ignore_entering` is the deliberately broken variant the simulator must catch.
+pub(crate) fn blockers(
+    cells: &[Cell],
+    my_column: &str,
+    me: &OwnerId,
+    ticket: u64,
+    ignore_entering: bool,
+) -> Vec<alloc::string::String> {
+    contenders(cells)
+        .into_iter()
+        .filter(|c| c.column != my_column)
+        .filter(|c| {
+            (c.state == BakeryState::Entering && !ignore_entering) || precedes(c, ticket, me)
+        })
+        .map(|c| c.column)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+    use alloc::string::String;
+    use alloc::vec;
+
+    fn cell(owner: &OwnerId, value: &str) -> Cell {
+        Cell {
+            column: format!("{PREFIX}{}", owner.key()),
+            value: value.into(),
+            ttl_remaining: None,
+        }
+    }
+
+    #[test]
+    fn smaller_tickets_and_entering_block_ties_go_by_owner() {
+        let a = OwnerId::new("a", 1, 1).expect("valid");
+        let b = OwnerId::new("b", 1, 1).expect("valid");
+        let col_b = format!("{PREFIX}{}", b.key());
+        let cells = vec![
+            cell(&a, "ticket=3 created_ms=0"),
+            cell(&b, "ticket=3 created_ms=0"),
+        ];
+        assert_eq!(
+            blockers(&cells, &col_b, &b, 3, false),
+            vec![format!("{PREFIX}{}", a.key())]
+        );
+        let col_a = format!("{PREFIX}{}", a.key());
+        assert_eq!(blockers(&cells, &col_a, &a, 3, false), Vec::<String>::new());
+        let cells = vec![
+            cell(&a, "entering created_ms=0"),
+            cell(&b, "ticket=1 created_ms=0"),
+        ];
+        assert_eq!(blockers(&cells, &col_b, &b, 1, false).len(), 1);
+        assert_eq!(blockers(&cells, &col_b, &b, 1, true).len(), 0);
+        assert_eq!(max_ticket(&cells), 1);
+    }
+}

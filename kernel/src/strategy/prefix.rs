@@ -1,0 +1,95 @@
+//! **Column prefix** (seed 001, Astyanax's `ColumnPrefixDistributedRowLock`).
+//!
+//! # Layout
+//! Row = lock name (it may also be the caller's data row: data columns live beside the lock
+//! columns). Lock columns are `<prefix><owner id>` (or `<prefix><lock id>` with
+//! [`PrefixOptions::lock_id`](crate::PrefixOptions::lock_id)), valued with the owner record,
+//! whose `ttl_ms` is the lease length (Astyanax's `expireLockAfter`) and whose `cell_ttl_ms` is
+//! the cell's TTL (`withTtl`, at least the lease). The column named exactly `<prefix>` is the
+//! fencing counter. Lock columns are written with plain writes only.
+//!
+//! # Algorithm
+//! 1. Put our lock column.
+//! 2. Read every `<prefix>` column (or the whole row, with `read_row`). A column whose age by the
+//!    store's clock (`cell_ttl − remaining TTL`) reached its lease TTL is *stale*: its holder's
+//!    deadline has passed. Exactly one live, non-stale lock column, ours, and the reply arrived
+//!    before our deadline: we won; bump the counter; delete stale columns on the way (or fail with
+//!    [`ErrorKind::StaleLock`](crate::ErrorKind::StaleLock) under `fail_on_stale_lock`).
+//!    Any other non-stale column: delete ours, then busy or back off and retry.
+//! 3. Release: delete our column (or, with a mutation, write the data columns and delete ours in
+//!    one batch: Astyanax's `releaseWithMutation`).
+//!
+//! # Consistency needed
+//! QUORUM writes and reads (intersecting replica sets), increasing write timestamps per client;
+//! SERIAL for the counter.
+//!
+//! # Safety
+//! If A and B both won, each one's read missed the other's column. Each read started after its
+//! own write completed, so whichever read started second started after both writes completed and
+//! must have seen the other column, unless that column had expired or been deleted. Neither
+//! happens while its owner holds: continuity keeps it live until the owner's deadline, the owner
+//! deletes it only when leaving, and others delete only stale columns, whose owners' deadlines
+//! have passed. Contenders that collide both back off (the cost of this strategy under
+//! contention: it is for rarely contended locks, as Astyanax says).
+//!
+//! # Crash
+//! A crashed holder's column blocks others until it is stale (after the lease TTL) and is
+//! removed by the next acquirer, or by the store when its cell TTL runs out.
+//!
+//! # Cost
+//! Uncontended acquire: 3 round trips (write, read, counter), plus one delete per stale column
+//! found. Release: 1. Renew: 2 (read our column, re-write it).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::Layout;
+use crate::model::Cell;
+use crate::record::LockRecord;
+
+/// How the columns of one read sort out.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Classified {
+    /// Our column is present.
+    pub ours: bool,
+    /// Other live, non-stale lock columns.
+    pub others: Vec<String>,
+    /// Stale lock columns.
+    pub stale: Vec<String>,
+    /// The fencing counter's value.
+    pub fence: Option<String>,
+    /// Cells outside the lock prefix.
+    pub data: Vec<Cell>,
+}
+
+/// Whether a lock column is stale: older, by the store's clock, than its lease TTL.
+pub(crate) fn is_stale(cell: &Cell) -> bool {
+    let (Ok(record), Some(remaining)) = (LockRecord::decode(&cell.value), cell.ttl_remaining)
+    else {
+        // No record or no TTL: we cannot age it, so it is not stale (the safe reading).
+        return false;
+    };
+    let age = Duration::from_millis(record.cell_ttl_ms).saturating_sub(remaining);
+    age >= Duration::from_millis(record.ttl_ms)
+}
+
+pub(crate) fn classify(layout: &Layout, cells: Vec<Cell>, my_column: &str) -> Classified {
+    let mut out = Classified::default();
+    for cell in cells {
+        if cell.column == layout.fence {
+            out.fence = Some(cell.value);
+        } else if cell.column == my_column {
+            out.ours = true;
+        } else if layout.is_entry(&cell.column) {
+            if is_stale(&cell) {
+                out.stale.push(cell.column);
+            } else {
+                out.others.push(cell.column);
+            }
+        } else {
+            out.data.push(cell);
+        }
+    }
+    out
+}
