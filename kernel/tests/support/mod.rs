@@ -1,0 +1,787 @@
+//! A small deterministic driver for kernel operations, shared by the integration tests.
+//!
+//! [`Harness`] owns a [`MemoryTable`] (the store) and one clock (`now`), used both as the
+//! clients' monotonic clock and as the store's clock. [`Actor`] wraps one [`Operation`] with a
+//! label (`A`, `B`...). The harness drives actors one step at a time, so several operations can
+//! interleave at command granularity, and records a transcript: every command sent, every reply,
+//! every `WaitUntil`, and the final result, each line stamped with the time it happened.
+//!
+//! Faults are injected by [`FaultRule`]s: a reply lost after the store applied the command, a
+//! store that is unavailable, times out, or rejects. Replies can also be held back and delivered
+//! later ([`Harness::send`] / [`Harness::deliver`]).
+
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use baton_kernel::{
+    ColumnFilter, Command, Consistency, Error, Failure, Grant, Instant, Lease, LockInfo, LockName,
+    LockOptions, MemoryTable, Operation, OwnerId, Poll, ReadConsistency, Reply, SerialConsistency,
+    Strategy, Write,
+};
+
+/// The lock name every transcript uses.
+pub const NAME: &str = "job";
+
+/// A valid lock name.
+pub fn name(s: &str) -> LockName {
+    LockName::new(s).expect("test lock names are valid")
+}
+
+/// A fixed owner: `host:1:0000000000000001`.
+pub fn owner(host: &str) -> OwnerId {
+    OwnerId::new(host, 1, 1).expect("test owner hosts are valid")
+}
+
+/// Fixed options for `strategy`: default TTL (60 s), wait and retry policy, seed 7, and a
+/// `created_unix_ms` that tells owners apart in the transcript (1000 for the first, ...).
+pub fn opts(strategy: Strategy, created_unix_ms: u64) -> LockOptions {
+    LockOptions {
+        strategy,
+        created_unix_ms,
+        seed: 7,
+        ..LockOptions::default()
+    }
+}
+
+/// The instant `ms` milliseconds after the epoch.
+pub fn ms(ms: u64) -> Instant {
+    Instant::from_nanos(ms * 1_000_000)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+/// `60s`, `59399ms`, or `5.123456ms`.
+pub fn dur(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        let n = d.as_nanos();
+        format!("{}.{:06}ms", n / 1_000_000, n % 1_000_000)
+    }
+}
+
+/// `t=1500ms`, `t=5.123456ms`, or `t=never` for [`Instant::MAX`].
+pub fn at(t: Instant) -> String {
+    if t == Instant::MAX {
+        return "t=never".into();
+    }
+    let n = t.as_nanos();
+    if n % 1_000_000 == 0 {
+        format!("t={}ms", n / 1_000_000)
+    } else {
+        format!("t={}.{:06}ms", n / 1_000_000, n % 1_000_000)
+    }
+}
+
+fn ttl(t: &Option<Duration>) -> String {
+    match t {
+        Some(d) => format!("ttl={}", dur(*d)),
+        None => "ttl=none".into(),
+    }
+}
+
+fn cl(c: Consistency) -> &'static str {
+    match c {
+        Consistency::One => "one",
+        Consistency::Quorum => "quorum",
+        Consistency::LocalQuorum => "local_quorum",
+        Consistency::EachQuorum => "each_quorum",
+        Consistency::All => "all",
+    }
+}
+
+fn serial(s: SerialConsistency) -> &'static str {
+    match s {
+        SerialConsistency::Serial => "serial",
+        SerialConsistency::LocalSerial => "local_serial",
+    }
+}
+
+/// One line per command, e.g.
+/// `insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ..." ttl=60s serial/quorum`.
+pub fn render_command(c: &Command) -> String {
+    match c {
+        Command::Read {
+            row,
+            filter,
+            consistency,
+        } => {
+            let filter = match filter {
+                ColumnFilter::All => "all".to_string(),
+                ColumnFilter::Prefix(p) => format!("prefix {p:?}"),
+                ColumnFilter::Exact(e) => format!("exact {e:?}"),
+            };
+            let consistency = match consistency {
+                ReadConsistency::Plain(c) => cl(*c),
+                ReadConsistency::Serial(s) => serial(*s),
+            };
+            format!("read {row:?} {filter} {consistency}")
+        }
+        Command::Put {
+            row,
+            column,
+            value,
+            ttl: t,
+            consistency,
+        } => format!(
+            "put {row:?}/{column:?} = {value:?} {} {}",
+            ttl(t),
+            cl(*consistency)
+        ),
+        Command::Delete {
+            row,
+            column,
+            consistency,
+        } => format!("delete {row:?}/{column:?} {}", cl(*consistency)),
+        Command::InsertIfAbsent {
+            row,
+            column,
+            value,
+            ttl: t,
+            serial: s,
+            consistency,
+        } => format!(
+            "insert-if-absent {row:?}/{column:?} = {value:?} {} {}/{}",
+            ttl(t),
+            serial(*s),
+            cl(*consistency)
+        ),
+        Command::CompareAndSet {
+            row,
+            column,
+            expected,
+            new,
+            ttl: t,
+            serial: s,
+            consistency,
+        } => {
+            let new = match new {
+                Some(v) => format!("{v:?} {}", ttl(t)),
+                None => "delete".to_string(),
+            };
+            format!(
+                "cas {row:?}/{column:?} if {expected:?} then {new} {}/{}",
+                serial(*s),
+                cl(*consistency)
+            )
+        }
+        Command::Batch {
+            row,
+            writes,
+            consistency,
+        } => {
+            let writes: Vec<String> = writes
+                .iter()
+                .map(|w| match w {
+                    Write::Put {
+                        column,
+                        value,
+                        ttl: t,
+                    } => format!("put {column:?} = {value:?} {}", ttl(t)),
+                    Write::Delete { column } => format!("delete {column:?}"),
+                })
+                .collect();
+            format!("batch {row:?} [{}] {}", writes.join("; "), cl(*consistency))
+        }
+        Command::Purge { row: Some(row) } => format!("purge {row:?}"),
+        Command::Purge { row: None } => "purge *".to_string(),
+    }
+}
+
+/// One line per reply.
+pub fn render_reply(r: &Reply) -> String {
+    match r {
+        Reply::Cells(cells) => {
+            let cells: Vec<String> = cells
+                .iter()
+                .map(|c| format!("{:?} = {:?} {}", c.column, c.value, ttl(&c.ttl_remaining)))
+                .collect();
+            format!("cells [{}]", cells.join(", "))
+        }
+        Reply::Written => "written".into(),
+        Reply::Conditional {
+            applied: true,
+            current: None,
+        } => "applied".into(),
+        Reply::Conditional { applied, current } => {
+            let current = match current {
+                Some(v) => format!("{v:?}"),
+                None => "none".into(),
+            };
+            let applied = if *applied { "applied" } else { "not applied" };
+            format!("{applied}, current {current}")
+        }
+        Reply::Purged(cells) => {
+            let cells: Vec<String> = cells.iter().map(|(r, c)| format!("{r:?}/{c:?}")).collect();
+            format!("purged [{}]", cells.join(", "))
+        }
+        Reply::Failed(f) => format!("failed: {}", render_failure(f)),
+    }
+}
+
+fn render_failure(f: &Failure) -> String {
+    match f {
+        Failure::Unavailable(m) => format!("unavailable {m:?}"),
+        Failure::Timeout(m) => format!("timeout {m:?}"),
+        Failure::Rejected(m) => format!("rejected {m:?}"),
+    }
+}
+
+/// How an operation's output shows in a transcript.
+pub trait Render {
+    /// One line.
+    fn render(&self) -> String;
+}
+
+impl Render for Lease {
+    fn render(&self) -> String {
+        format!(
+            "lease token={} deadline={}",
+            self.token(),
+            at(self.deadline())
+        )
+    }
+}
+
+impl Render for Grant {
+    fn render(&self) -> String {
+        let mut s = format!("granted {}", self.lease.render());
+        if !self.row.is_empty() {
+            let cells: Vec<String> = self
+                .row
+                .iter()
+                .map(|c| format!("{:?} = {:?}", c.column, c.value))
+                .collect();
+            let _ = write!(s, " row [{}]", cells.join(", "));
+        }
+        s
+    }
+}
+
+impl Render for () {
+    fn render(&self) -> String {
+        "ok".into()
+    }
+}
+
+impl Render for Vec<LockInfo> {
+    fn render(&self) -> String {
+        let entries: Vec<String> = self.iter().map(render_info).collect();
+        format!("entries [{}]", entries.join(", "))
+    }
+}
+
+impl Render for Vec<(String, String)> {
+    fn render(&self) -> String {
+        let cells: Vec<String> = self.iter().map(|(r, c)| format!("{r:?}/{c:?}")).collect();
+        format!("removed [{}]", cells.join(", "))
+    }
+}
+
+/// `"ticket/a:1:..." a:1:... waiting ticket=2 token=- expires_in=60s`.
+pub fn render_info(i: &LockInfo) -> String {
+    let mut s = format!("{:?} {} {}", i.column, i.owner, i.state.as_str());
+    if let Some(t) = i.ticket {
+        let _ = write!(s, " ticket={t}");
+    }
+    if let Some(t) = i.token {
+        let _ = write!(s, " token={t}");
+    }
+    if let Some(e) = i.expires_in {
+        let _ = write!(s, " expires_in={}", dur(e));
+    }
+    s
+}
+
+fn render_result<T: Render>(r: &Result<T, Error>) -> String {
+    match r {
+        Ok(v) => v.render(),
+        Err(e) => format!("error {}: {}", e.kind(), e.message()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults
+
+/// What goes wrong with one command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The store applies the command, but the reply is lost: the operation gets
+    /// `Failed(Timeout)`.
+    LoseReply,
+    /// The store does not apply it and answers `Failed(Unavailable)`.
+    Unavailable,
+    /// The store does not apply it and answers `Failed(Timeout)`.
+    TimeoutUnapplied,
+    /// The store answers `Failed(Rejected)`.
+    Reject,
+}
+
+/// Which commands a fault hits.
+pub type Matcher = fn(&Command) -> bool;
+
+/// Every command.
+pub fn any(_: &Command) -> bool {
+    true
+}
+
+/// Conditional commands (insert-if-absent, compare-and-set).
+pub fn conditional(c: &Command) -> bool {
+    c.is_conditional()
+}
+
+/// Plain puts.
+pub fn put(c: &Command) -> bool {
+    matches!(c, Command::Put { .. })
+}
+
+/// Plain deletes.
+pub fn delete(c: &Command) -> bool {
+    matches!(c, Command::Delete { .. })
+}
+
+/// Commands on the fencing counter (column `fence`, or the column prefix itself).
+pub fn fence(c: &Command) -> bool {
+    match c {
+        Command::InsertIfAbsent { column, .. } | Command::CompareAndSet { column, .. } => {
+            column == "fence" || column == "_LOCK_"
+        }
+        _ => false,
+    }
+}
+
+/// Conditional commands on the lock cell of unique insert (column `lock`).
+pub fn lock_cell(c: &Command) -> bool {
+    match c {
+        Command::InsertIfAbsent { column, .. } | Command::CompareAndSet { column, .. } => {
+            column == "lock"
+        }
+        _ => false,
+    }
+}
+
+/// Puts whose value is a bakery ticket.
+pub fn ticket_put(c: &Command) -> bool {
+    matches!(c, Command::Put { value, .. } if value.starts_with("ticket="))
+}
+
+/// A fault for the next `times` commands of `actor` (any actor if `None`) that `matches`
+/// (`times` = `None`: forever).
+pub struct FaultRule {
+    /// Whose commands.
+    pub actor: Option<&'static str>,
+    /// Which commands.
+    pub matches: Matcher,
+    /// What happens.
+    pub fault: Fault,
+    /// How many more times; `None` for ever.
+    pub times: Option<u32>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving
+
+/// One operation being driven, with its label and what it last said.
+pub struct Actor<O: Operation> {
+    /// Its label in the transcript.
+    pub who: &'static str,
+    /// The operation.
+    pub op: O,
+    /// A reply applied at the store and not yet handed to the operation.
+    pending: Option<(baton_kernel::CommandId, Reply, Instant)>,
+    /// The last instant it asked to wait until.
+    pub waiting: Option<Instant>,
+    /// Its result, once ready.
+    pub result: Option<Result<O::Output, Error>>,
+    /// Commands it sent.
+    pub sent: u32,
+}
+
+impl<O: Operation> Actor<O> {
+    /// Wraps `op`, labelled `who`.
+    pub fn new(who: &'static str, op: O) -> Self {
+        Actor {
+            who,
+            op,
+            pending: None,
+            waiting: None,
+            result: None,
+            sent: 0,
+        }
+    }
+
+    /// Its result; panics if it is not finished.
+    pub fn result(&self) -> Result<O::Output, Error> {
+        self.result
+            .clone()
+            .unwrap_or_else(|| panic!("{} has not finished", self.who))
+    }
+
+    /// Whether it holds a reply the store gave that it has not received yet.
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+}
+
+/// What one step did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A command was sent and applied (its reply is delivered, or held by [`Harness::send`]).
+    Sent,
+    /// A held reply was delivered.
+    Delivered,
+    /// The operation waits until this instant.
+    Wait(Instant),
+    /// The operation finished.
+    Done,
+}
+
+/// The store, the clock and the transcript.
+pub struct Harness {
+    /// The store.
+    pub table: MemoryTable,
+    now: Instant,
+    lines: Vec<String>,
+    faults: Vec<FaultRule>,
+    /// Whether to record the transcript (the property test turns it off for speed).
+    pub record: bool,
+    /// How many commands the store received (applied or not).
+    pub commands: u32,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
+}
+
+impl Harness {
+    /// An empty table at time 0.
+    pub fn new() -> Self {
+        Harness {
+            table: MemoryTable::new(),
+            now: Instant::ZERO,
+            lines: Vec::new(),
+            faults: Vec::new(),
+            record: true,
+            commands: 0,
+        }
+    }
+
+    /// The current instant (client clocks and store clock alike).
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Moves the clock forward by `d`.
+    pub fn advance(&mut self, d: Duration) {
+        self.now = self.now.saturating_add(d);
+    }
+
+    /// Moves the clock to `t` (never backwards).
+    pub fn advance_to(&mut self, t: Instant) {
+        assert!(t != Instant::MAX, "cannot advance to the end of time");
+        self.now = self.now.max(t);
+    }
+
+    /// Adds a line of commentary to the transcript.
+    pub fn note(&mut self, text: &str) {
+        if self.record {
+            self.lines.push(format!("{} -- {text}", at(self.now)));
+        }
+    }
+
+    /// Injects a fault (see [`FaultRule`]).
+    pub fn fault(&mut self, rule: FaultRule) {
+        self.faults.push(rule);
+    }
+
+    /// Shorthand: `fault` on the next command of `actor` that `matches`.
+    pub fn once(&mut self, actor: &'static str, matches: Matcher, fault: Fault) {
+        self.fault(FaultRule {
+            actor: Some(actor),
+            matches,
+            fault,
+            times: Some(1),
+        });
+    }
+
+    /// Shorthand: `fault` on every command that `matches`, for ever.
+    pub fn always(&mut self, matches: Matcher, fault: Fault) {
+        self.fault(FaultRule {
+            actor: None,
+            matches,
+            fault,
+            times: None,
+        });
+    }
+
+    /// Removes every fault rule.
+    pub fn heal(&mut self) {
+        self.faults.clear();
+    }
+
+    /// The transcript so far, one line per event.
+    pub fn transcript(&self) -> String {
+        self.lines.join("\n")
+    }
+
+    /// Forgets the transcript so far.
+    pub fn clear_transcript(&mut self) {
+        self.lines.clear();
+    }
+
+    fn log(&mut self, who: &str, text: String) {
+        if self.record {
+            self.lines.push(format!("{} {who}: {text}", at(self.now)));
+        }
+    }
+
+    fn take_fault(&mut self, who: &'static str, command: &Command) -> Option<Fault> {
+        let i = self.faults.iter().position(|r| {
+            r.actor.is_none_or(|a| a == who) && (r.matches)(command) && r.times != Some(0)
+        })?;
+        let rule = &mut self.faults[i];
+        let fault = rule.fault.clone();
+        if let Some(n) = &mut rule.times {
+            *n -= 1;
+        }
+        Some(fault)
+    }
+
+    /// Executes `command` for `who` at the store (with faults), returns the reply to give.
+    pub fn execute(&mut self, who: &'static str, command: &Command) -> Reply {
+        self.commands += 1;
+        if self.record {
+            self.log(who, render_command(command));
+        }
+        let reply = match self.take_fault(who, command) {
+            None => {
+                let reply = self.table.apply(command, self.now);
+                if self.record {
+                    self.log(who, format!("<- {}", render_reply(&reply)));
+                }
+                reply
+            }
+            Some(Fault::LoseReply) => {
+                let applied = self.table.apply(command, self.now);
+                let reply = Reply::Failed(Failure::Timeout("reply lost".into()));
+                if self.record {
+                    self.log(
+                        who,
+                        format!(
+                            "<- [store: {}, reply lost] {}",
+                            render_reply(&applied),
+                            render_reply(&reply)
+                        ),
+                    );
+                }
+                reply
+            }
+            Some(fault) => {
+                let reply = Reply::Failed(match fault {
+                    Fault::Unavailable => Failure::Unavailable("store down".into()),
+                    Fault::TimeoutUnapplied => Failure::Timeout("timed out".into()),
+                    _ => Failure::Rejected("permission denied".into()),
+                });
+                if self.record {
+                    self.log(who, format!("<- {}", render_reply(&reply)));
+                }
+                reply
+            }
+        };
+        reply
+    }
+
+    /// Polls `actor` once. A command is executed at the store at once, and its reply is held
+    /// (not given to the operation) until [`Harness::deliver`] or the next step.
+    pub fn send<O>(&mut self, actor: &mut Actor<O>) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        assert!(
+            actor.pending.is_none(),
+            "{}: deliver the outstanding reply first",
+            actor.who
+        );
+        if actor.result.is_some() {
+            return Step::Done;
+        }
+        match actor.op.poll(self.now) {
+            Poll::Execute(id, command) => {
+                actor.sent += 1;
+                actor.waiting = None;
+                let reply = self.execute(actor.who, &command);
+                actor.pending = Some((id, reply, self.now));
+                Step::Sent
+            }
+            Poll::WaitUntil(t) => {
+                actor.waiting = Some(t);
+                self.log(actor.who, format!("wait until {}", at(t)));
+                Step::Wait(t)
+            }
+            Poll::Ready(result) => {
+                self.log(actor.who, format!("=> {}", render_result(&result)));
+                actor.result = Some(result);
+                Step::Done
+            }
+        }
+    }
+
+    /// Hands `actor` the reply held since its last [`Harness::send`]. Returns whether there was
+    /// one.
+    pub fn deliver<O: Operation>(&mut self, actor: &mut Actor<O>) -> bool {
+        let Some((id, reply, applied_at)) = actor.pending.take() else {
+            return false;
+        };
+        if applied_at != self.now {
+            self.log(actor.who, "(reply delivered)".into());
+        }
+        actor.op.handle(id, reply);
+        true
+    }
+
+    /// Delivers a held reply if there is one, otherwise polls once and delivers at once.
+    pub fn step<O>(&mut self, actor: &mut Actor<O>) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        if self.deliver(actor) {
+            return Step::Delivered;
+        }
+        let step = self.send(actor);
+        if step == Step::Sent {
+            self.deliver(actor);
+        }
+        step
+    }
+
+    /// Steps `actor` until it waits or finishes, without moving the clock.
+    pub fn run<O>(&mut self, actor: &mut Actor<O>) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        for _ in 0..10_000 {
+            match self.step(actor) {
+                Step::Sent | Step::Delivered => {}
+                other => return other,
+            }
+        }
+        panic!("{} did not settle in 10000 steps", actor.who)
+    }
+
+    /// Runs `actor`, moving the clock to each instant it waits for as long as that instant is
+    /// before `until`; returns when it waits for `until` or later (the clock is left where it
+    /// was), or when it finishes.
+    pub fn run_until<O>(&mut self, actor: &mut Actor<O>, until: Instant) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        for _ in 0..10_000 {
+            match self.run(actor) {
+                Step::Wait(t) if t < until => self.advance_to(t),
+                other => return other,
+            }
+        }
+        panic!(
+            "{} did not reach {} after 10000 waits",
+            actor.who,
+            at(until)
+        )
+    }
+
+    /// Runs `actor` to completion, moving the clock to each instant it waits for.
+    pub fn finish<O>(&mut self, actor: &mut Actor<O>) -> Result<O::Output, Error>
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        for _ in 0..10_000 {
+            match self.run(actor) {
+                Step::Done => return actor.result(),
+                Step::Wait(t) => {
+                    assert!(t != Instant::MAX, "{} waits for ever", actor.who);
+                    self.advance_to(t);
+                }
+                Step::Sent | Step::Delivered => unreachable!("run returns only waits and ends"),
+            }
+        }
+        panic!("{} did not finish after 10000 waits", actor.who)
+    }
+}
+
+/// Runs `op` to completion against `h`, labelled `who`, and returns its result.
+pub fn drive<O>(h: &mut Harness, who: &'static str, op: O) -> Result<O::Output, Error>
+where
+    O: Operation,
+    O::Output: Render,
+{
+    let mut actor = Actor::new(who, op);
+    h.finish(&mut actor)
+}
+
+/// Removes the common indentation of a multi-line literal and its first and last blank lines.
+pub fn dedent(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty()).unwrap_or(0);
+    let end = lines
+        .iter()
+        .rposition(|l| !l.trim().is_empty())
+        .map_or(0, |i| i + 1);
+    let body = &lines[start..end.max(start)];
+    let indent = body
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    body.iter()
+        .map(|l| if l.len() >= indent { &l[indent..] } else { "" })
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts the transcript is exactly `expected` (indentation ignored), printing both and the
+/// first differing line otherwise. With `BLESS=<dir>` in the environment, writes the actual
+/// transcript to `<dir>/<test name>.txt` instead of comparing, to read it and paste it into the
+/// test.
+#[track_caller]
+pub fn assert_transcript(h: &Harness, expected: &str) {
+    let actual = h.transcript();
+    let expected = dedent(expected);
+    if let Some(dir) = std::env::var_os("BLESS") {
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("transcript")
+            .replace("::", "-");
+        let path = std::path::Path::new(&dir).join(format!("{test}.txt"));
+        std::fs::create_dir_all(&dir).expect("BLESS directory");
+        std::fs::write(&path, format!("{actual}\n")).expect("write the transcript");
+        return;
+    }
+    if actual == expected {
+        return;
+    }
+    let a: Vec<&str> = actual.lines().collect();
+    let e: Vec<&str> = expected.lines().collect();
+    let first = (0..a.len().max(e.len()))
+        .find(|&i| a.get(i) != e.get(i))
+        .unwrap_or(0);
+    panic!(
+        "transcript differs at line {}:\n  expected: {}\n  actual:   {}\n\n---- expected ----\n{expected}\n---- actual ----\n{actual}\n",
+        first + 1,
+        e.get(first).unwrap_or(&"<end>"),
+        a.get(first).unwrap_or(&"<end>"),
+    );
+}
