@@ -1,0 +1,236 @@
+//! The synchronous API: [`BlockingLocker`] and [`BlockingGuard`].
+//!
+//! Each call runs the async API on one process-wide tokio runtime (multi-thread, one worker,
+//! built on first use), which also runs the guards' keep-alive tasks. A forked child that calls
+//! the blocking API gets a runtime of its own: the parent's worker thread does not exist in the
+//! child, so the parent's runtime is leaked there, never used or dropped.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use baton_kernel::{Cell, Error, ErrorKind, Lease, LockInfo, Result, Strategy, Write};
+use tokio::runtime::Runtime;
+
+use crate::guard::{Guard, Status};
+use crate::locker::Locker;
+use crate::request::LockRequest;
+
+/// The process-wide runtime, with the process id it was built in.
+static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+
+fn runtime() -> Result<Arc<Runtime>> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((built_in, runtime)) = slot.as_ref() {
+        if *built_in == pid {
+            return Ok(Arc::clone(runtime));
+        }
+    }
+    if let Some(inherited) = slot.take() {
+        // Built by the parent before a fork: its threads are not here. Never drop it.
+        std::mem::forget(inherited);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("baton-blocking")
+        .enable_time()
+        .build()
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::StoreError,
+                format!("could not start the runtime of baton's blocking API: {e}"),
+            )
+        })?;
+    let runtime = Arc::new(runtime);
+    *slot = Some((pid, Arc::clone(&runtime)));
+    Ok(runtime)
+}
+
+/// Runs `future` to completion on the process-wide runtime, refusing to block an async task.
+fn run<F: Future>(future: F) -> Result<F::Output> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::new(
+            ErrorKind::InvalidOption,
+            "blocking API called from async context; use the async API (Locker) instead of BlockingLocker",
+        ));
+    }
+    Ok(runtime()?.block_on(future))
+}
+
+/// The synchronous face of a [`Locker`] (see [`Locker::blocking`]); same methods, same
+/// errors. Calling it from inside a tokio runtime gives [`ErrorKind::InvalidOption`].
+#[derive(Clone, Debug)]
+pub struct BlockingLocker {
+    locker: Locker,
+}
+
+impl BlockingLocker {
+    /// The blocking API on `locker`.
+    pub fn new(locker: Locker) -> Self {
+        BlockingLocker { locker }
+    }
+
+    /// A blocking locker on the store a URL names (see [`Locker::open`]).
+    pub fn open(url: &str) -> Result<Self> {
+        Ok(Locker::open(url)?.blocking())
+    }
+
+    /// The async locker underneath.
+    pub fn locker(&self) -> &Locker {
+        &self.locker
+    }
+
+    /// [`Locker::lock`], blocking.
+    pub fn lock(&self, name: &str) -> Result<BlockingGuard> {
+        self.lock_with(name, LockRequest::new())
+    }
+
+    /// [`Locker::try_lock`], blocking.
+    pub fn try_lock(&self, name: &str) -> Result<BlockingGuard> {
+        self.lock_with(name, LockRequest::new().try_once())
+    }
+
+    /// [`Locker::lock_with`], blocking.
+    pub fn lock_with(&self, name: &str, request: LockRequest) -> Result<BlockingGuard> {
+        let guard = run(self.locker.lock_with(name, request))??;
+        Ok(BlockingGuard { guard: Some(guard) })
+    }
+
+    /// [`Locker::inspect`], blocking.
+    pub fn inspect(&self, name: &str) -> Result<Vec<LockInfo>> {
+        run(self.locker.inspect(name))?
+    }
+
+    /// [`Locker::inspect_with`], blocking.
+    pub fn inspect_with(&self, name: &str, strategy: Strategy) -> Result<Vec<LockInfo>> {
+        run(self.locker.inspect_with(name, strategy))?
+    }
+
+    /// [`Locker::purge`], blocking.
+    pub fn purge(&self, name: Option<&str>) -> Result<Vec<(String, String)>> {
+        run(self.locker.purge(name))?
+    }
+
+    /// [`Locker::purge_with`], blocking.
+    pub fn purge_with(
+        &self,
+        name: Option<&str>,
+        strategy: Strategy,
+    ) -> Result<Vec<(String, String)>> {
+        run(self.locker.purge_with(name, strategy))?
+    }
+
+    /// [`Locker::force_release`], blocking.
+    pub fn force_release(&self, name: &str) -> Result<Vec<LockInfo>> {
+        run(self.locker.force_release(name))?
+    }
+
+    /// [`Locker::force_release_with`], blocking.
+    pub fn force_release_with(&self, name: &str, strategy: Strategy) -> Result<Vec<LockInfo>> {
+        run(self.locker.force_release_with(name, strategy))?
+    }
+}
+
+/// A held lock, for synchronous code: the [`Guard`] API, blocking. Dropping it releases the
+/// lock before `drop` returns (in a forked child it does nothing; inside an async runtime the
+/// release happens in the background, as for [`Guard`]).
+#[derive(Debug)]
+pub struct BlockingGuard {
+    /// Always `Some` until dropped.
+    guard: Option<Guard>,
+}
+
+impl BlockingGuard {
+    fn guard(&self) -> Result<&Guard> {
+        self.guard.as_ref().ok_or_else(gone)
+    }
+
+    fn guard_mut(&mut self) -> Result<&mut Guard> {
+        self.guard.as_mut().ok_or_else(gone)
+    }
+
+    /// [`Guard::lease`].
+    pub fn lease(&self) -> Option<Lease> {
+        self.guard.as_ref().map(Guard::lease)
+    }
+
+    /// [`Guard::token`].
+    pub fn token(&self) -> u64 {
+        self.guard.as_ref().map_or(0, Guard::token)
+    }
+
+    /// [`Guard::name`].
+    pub fn name(&self) -> &str {
+        self.guard.as_ref().map_or("", Guard::name)
+    }
+
+    /// [`Guard::is_held`].
+    pub fn is_held(&self) -> bool {
+        self.guard.as_ref().is_some_and(Guard::is_held)
+    }
+
+    /// [`Guard::loss`].
+    pub fn loss(&self) -> Option<Error> {
+        self.guard.as_ref().and_then(Guard::loss)
+    }
+
+    /// [`Guard::lost`], blocking for at most `timeout`: whether the lock was lost (or released)
+    /// by then.
+    pub fn wait_lost(&self, timeout: Duration) -> Result<bool> {
+        let guard = self.guard()?;
+        run(async { tokio::time::timeout(timeout, guard.lost()).await.is_ok() })
+    }
+
+    /// [`Guard::row`].
+    pub fn row(&self) -> &[Cell] {
+        self.guard.as_ref().map_or(&[], Guard::row)
+    }
+
+    /// [`Guard::renew`], blocking.
+    pub fn renew(&self) -> Result<()> {
+        let guard = self.guard()?;
+        run(guard.renew())?
+    }
+
+    /// [`Guard::release`], blocking.
+    pub fn release(&mut self) -> Result<()> {
+        let guard = self.guard_mut()?;
+        run(guard.release())?
+    }
+
+    /// [`Guard::release_with`], blocking.
+    pub fn release_with(&mut self, writes: Vec<Write>) -> Result<()> {
+        let guard = self.guard_mut()?;
+        run(guard.release_with(writes))?
+    }
+
+    /// The async guard underneath (for example to pass to async code).
+    pub fn into_async(mut self) -> Option<Guard> {
+        self.guard.take()
+    }
+}
+
+fn gone() -> Error {
+    Error::new(ErrorKind::NotOwner, "this guard no longer holds a lock")
+}
+
+impl Drop for BlockingGuard {
+    fn drop(&mut self) {
+        let Some(mut guard) = self.guard.take() else {
+            return;
+        };
+        if std::process::id() != guard.pid
+            || tokio::runtime::Handle::try_current().is_ok()
+            || matches!(guard.shared.status(), Status::Released)
+        {
+            // Forked child (do nothing), async context (release in the background) or
+            // already released: the guard's own drop handles each case.
+            return;
+        }
+        let runtime = guard.runtime.clone();
+        if let Err(e) = runtime.block_on(guard.release()) {
+            tracing::warn!(lock = %guard.name(), "release on drop: {e}");
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The driver loop: the only place that sleeps or does I/O for a kernel operation.
+
+use baton_kernel::{Command, Error, ErrorKind, Instant, Operation, Poll, Result, Write};
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::store::Store;
+
+/// Runs `op` to completion against `store`, reading time from `clock`.
+///
+/// This is the loop of the kernel's driving contract ([`Operation`]), plus async waiting:
+///
+/// - `Execute`: the command goes to [`Store::execute`] and its reply straight back to the
+///   operation, so at most one command is ever outstanding and none is when the operation is
+///   polled.
+/// - `WaitUntil(t)`: sleep until `t`, or until the store's [`Store::changes`] counter moves
+///   (a lock may have been freed), in which case the operation is [woken](Operation::wake) so it
+///   retries at once. `WaitUntil(Instant::MAX)` with no command outstanding can only be a kernel
+///   bug: it is reported as a [`ErrorKind::StoreError`] rather than waiting forever.
+/// - `Ready`: the result.
+///
+/// No wake-up is lost: the driver subscribes to changes before the first poll, and marks them
+/// seen only before a command that observes the lock (so anything that happened earlier is
+/// reflected in what that command sees). The operation's own deletes bump the counter too;
+/// those are absorbed so that a waiter does not wake itself, unless someone else's change landed
+/// in the same window.
+///
+/// Cancel safety: dropping the future abandons the operation between commands. An abandoned
+/// acquisition may leave its cell behind until the cell's TTL runs out.
+pub async fn drive<O: Operation>(op: &mut O, store: &dyn Store, clock: &Clock) -> Result<O::Output> {
+    let mut changes = store.changes();
+    if let Some(rx) = changes.as_mut() {
+        rx.borrow_and_update();
+    }
+    loop {
+        match op.poll(clock.now()) {
+            Poll::Ready(result) => return result,
+            Poll::Execute(id, command) => {
+                let reply = execute(store, command, changes.as_mut()).await;
+                op.handle(id, reply);
+            }
+            Poll::WaitUntil(Instant::MAX) => {
+                return Err(Error::new(
+                    ErrorKind::StoreError,
+                    "internal error: the operation asked to wait forever with no command outstanding (a kernel bug; please report it)",
+                ));
+            }
+            Poll::WaitUntil(until) => {
+                if wait(clock.to_tokio(until), &mut changes).await {
+                    op.wake();
+                }
+            }
+        }
+    }
+}
+
+/// Executes one command, keeping the change counter's "seen" mark honest (see [`drive`]).
+async fn execute(
+    store: &dyn Store,
+    command: Command,
+    changes: Option<&mut watch::Receiver<u64>>,
+) -> baton_kernel::Reply {
+    let Some(rx) = changes else {
+        return store.execute(command).await;
+    };
+    if !may_signal(&command) {
+        rx.borrow_and_update();
+        return store.execute(command).await;
+    }
+    let pending = rx.has_changed().unwrap_or(false);
+    let before = *rx.borrow();
+    let reply = store.execute(command).await;
+    let after = *rx.borrow();
+    if !pending && after.wrapping_sub(before) <= 1 {
+        // Only our own change (if any): do not let it wake us.
+        rx.borrow_and_update();
+    }
+    reply
+}
+
+/// Whether a command of ours may bump the store's change counter.
+fn may_signal(command: &Command) -> bool {
+    match command {
+        Command::Delete { .. } | Command::Purge { .. } => true,
+        Command::CompareAndSet { new, .. } => new.is_none(),
+        Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
+        _ => false,
+    }
+}
+
+/// Sleeps until `until` or a change; returns whether a change ended the wait.
+async fn wait(until: tokio::time::Instant, changes: &mut Option<watch::Receiver<u64>>) -> bool {
+    let Some(rx) = changes.as_mut() else {
+        tokio::time::sleep_until(until).await;
+        return false;
+    };
+    tokio::select! {
+        () = tokio::time::sleep_until(until) => false,
+        changed = rx.changed() => {
+            if changed.is_err() {
+                // The store dropped its sender: no more wake-ups, rely on the timer.
+                *changes = None;
+                return false;
+            }
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryStore;
+    use baton_kernel::{CommandId, Reply};
+
+    /// An operation that waits forever without a command: a kernel bug the driver must report.
+    struct Stuck;
+
+    impl Operation for Stuck {
+        type Output = ();
+        fn poll(&mut self, _now: Instant) -> Poll<()> {
+            Poll::WaitUntil(Instant::MAX)
+        }
+        fn handle(&mut self, _id: CommandId, _reply: Reply) {}
+        fn wake(&mut self) {}
+    }
+
+    #[tokio::test]
+    async fn waiting_forever_without_a_command_is_an_error() {
+        let store = MemoryStore::new();
+        let e = drive(&mut Stuck, &store, &Clock::new())
+            .await
+            .expect_err("must not hang");
+        assert_eq!(e.kind(), ErrorKind::StoreError);
+        assert!(e.message().contains("internal error"), "{e}");
+    }
+
+    /// Waits once until 1 s, then finishes, recording whether it was woken.
+    struct WaitOnce {
+        woken: bool,
+        waited: bool,
+    }
+
+    impl Operation for WaitOnce {
+        type Output = bool;
+        fn poll(&mut self, now: Instant) -> Poll<bool> {
+            if self.waited || now >= Instant::from_nanos(1_000_000_000) {
+                return Poll::Ready(Ok(self.woken));
+            }
+            self.waited = true;
+            Poll::WaitUntil(Instant::from_nanos(1_000_000_000))
+        }
+        fn handle(&mut self, _id: CommandId, _reply: Reply) {}
+        fn wake(&mut self) {
+            self.woken = true;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_change_wakes_a_waiting_operation() {
+        let store = MemoryStore::new();
+        let clock = Clock::new();
+        let mut op = WaitOnce {
+            woken: false,
+            waited: false,
+        };
+        let run = drive(&mut op, &store, &clock);
+        let bump = async {
+            tokio::task::yield_now().await;
+            store.apply(&Command::Delete {
+                row: "r".into(),
+                column: "c".into(),
+                consistency: baton_kernel::Consistency::Quorum,
+            });
+        };
+        let (woken, ()) = tokio::join!(run, bump);
+        assert_eq!(woken, Ok(true));
+        assert!(clock.now() < Instant::from_nanos(1_000_000_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_change_the_timer_ends_the_wait() {
+        let store = MemoryStore::new();
+        let clock = Clock::new();
+        let mut op = WaitOnce {
+            woken: false,
+            waited: false,
+        };
+        assert_eq!(drive(&mut op, &store, &clock).await, Ok(false));
+        assert_eq!(clock.now(), Instant::from_nanos(1_000_000_000));
+    }
+}

@@ -1,0 +1,129 @@
+//! The background task of a guard: renewals (keep-alive) and noticing the deadline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_kernel::{ErrorKind, Lease, Renew};
+
+use crate::guard::Shared;
+
+/// When to renew: once a third of the lease's validity has passed, i.e. at
+/// `deadline - 2/3 * (ttl - drift_margin)`, leaving two thirds for retries.
+pub(crate) fn renew_at(lease: &Lease) -> baton_kernel::Instant {
+    let validity = lease
+        .ttl()
+        .saturating_sub(lease.options().drift_margin());
+    lease.deadline().saturating_sub(validity * 2 / 3)
+}
+
+/// The wait between renewals that failed for store reasons: short, growing, and well inside
+/// the validity so several retries fit before the deadline.
+fn retry_delay(attempt: u32, validity: Duration) -> Duration {
+    let grown = Duration::from_millis(10).saturating_mul(1 << attempt.min(10));
+    grown
+        .min(Duration::from_secs(1))
+        .min((validity / 10).max(Duration::from_millis(1)))
+}
+
+/// Runs until the guard is released or its lease is lost.
+///
+/// With keep-alive, renews at [`renew_at`]; without, only waits for the deadline. Either way
+/// the lease is marked lost, never silently, when the deadline passes without a successful
+/// renewal. A kick (a manual renewal, a release) makes it look again at once.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let clock = shared.locker.clock().clone();
+    while shared.is_active() {
+        let lease = shared.lease();
+        let wake_at = if shared.keep_alive {
+            renew_at(&lease)
+        } else {
+            lease.deadline()
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(clock.to_tokio(wake_at)) => {}
+            () = shared.kick.notified() => continue,
+        }
+        if !shared.is_active() {
+            return;
+        }
+        if shared.keep_alive {
+            renew_until_deadline(&shared).await;
+        } else if clock.now() >= shared.lease().deadline() {
+            shared.mark_lost(shared.lost_error("its deadline passed (keep-alive is off)"));
+        }
+    }
+}
+
+/// Renews, retrying store failures with a short backoff, until it works, the lease is found
+/// lost, or the deadline passes.
+async fn renew_until_deadline(shared: &Shared) {
+    let clock = shared.locker.clock().clone();
+    let mut last_error = None;
+    for attempt in 0u32.. {
+        let lease = shared.lease();
+        let deadline = lease.deadline();
+        if clock.now() >= deadline {
+            let why = match &last_error {
+                Some(e) => format!("renewal did not succeed before the deadline; last error: {e}"),
+                None => String::from("renewal did not succeed before the deadline"),
+            };
+            shared.mark_lost(shared.lost_error(&why));
+            return;
+        }
+        let ops = shared.ops.lock().await;
+        if !shared.is_active() || shared.lease().deadline() != deadline {
+            // Released, lost, or renewed by hand meanwhile: the caller looks again.
+            return;
+        }
+        let mut op = Renew::new(&lease);
+        let renewal = shared.locker.run(&mut op);
+        tokio::pin!(renewal);
+        let result = tokio::select! {
+            result = &mut renewal => result,
+            () = tokio::time::sleep_until(clock.to_tokio(deadline)) => {
+                shared.mark_lost(shared.lost_error("the deadline passed while a renewal was in flight"));
+                // Let the renewal finish: the kernel deletes a cell a late renewal revived.
+                let _ = renewal.await;
+                return;
+            }
+        };
+        drop(ops);
+        match shared.after_renewal(result) {
+            Ok(()) => return,
+            Err(e) if matches!(e.kind(), ErrorKind::Lost | ErrorKind::NotOwner) => return,
+            Err(e) => {
+                tracing::warn!(lock = %lease.name(), attempt, "renewal failed, retrying: {e}");
+                last_error = Some(e);
+                let validity = lease
+                    .ttl()
+                    .saturating_sub(lease.options().drift_margin());
+                let retry_at = tokio::time::Instant::now() + retry_delay(attempt, validity);
+                let until = retry_at.min(clock.to_tokio(deadline));
+                tokio::select! {
+                    () = tokio::time::sleep_until(until) => {}
+                    () = shared.kick.notified() => {
+                        // Released or renewed by hand: the caller looks again.
+                        shared.kick.notify_one();
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_stay_short_and_inside_the_validity() {
+        let validity = Duration::from_millis(50);
+        for attempt in 0..40 {
+            let d = retry_delay(attempt, validity);
+            assert!(d >= Duration::from_millis(1) && d <= Duration::from_millis(5), "{d:?}");
+        }
+        assert_eq!(retry_delay(0, Duration::from_secs(60)), Duration::from_millis(10));
+        assert_eq!(retry_delay(30, Duration::from_secs(60)), Duration::from_secs(1));
+    }
+}

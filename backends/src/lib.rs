@@ -1,0 +1,91 @@
+//! # baton
+//!
+//! Distributed locks for Rust services. A [`Locker`] holds a [`Store`] (a lock table) and
+//! default options; its `lock` calls return a [`Guard`] that keeps the lease alive in the
+//! background, tells you when it is lost, and releases the lock when dropped.
+//!
+//! The lock algorithms live in the sans-IO kernel, [`baton_kernel`]; this crate is its driver
+//! (the only place that sleeps or does I/O), its stores, and the API.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> baton::Result<()> {
+//! use std::time::Duration;
+//! use baton::{ErrorKind, Locker, Strategy};
+//!
+//! let locker = Locker::builder(baton::MemoryStore::new())
+//!     .strategy(Strategy::UniqueInsert)
+//!     .ttl(Duration::from_secs(30))
+//!     .build()?;
+//! let mut guard = locker.lock("nightly-digest").await?;
+//! assert!(guard.is_held());
+//! // Show the fencing token to anything that can refuse a stale holder.
+//! let token = guard.token();
+//! assert_eq!(
+//!     locker.try_lock("nightly-digest").await.map(|_| ()).map_err(|e| e.kind()),
+//!     Err(ErrorKind::Busy)
+//! );
+//! guard.release().await?;
+//! assert!(locker.lock("nightly-digest").await?.token() > token);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! From synchronous code, the same through [`Locker::blocking`] (not from inside a tokio
+//! runtime: that gives [`ErrorKind::InvalidOption`]):
+//!
+//! ```
+//! # fn main() -> baton::Result<()> {
+//! let locker = baton::Locker::open("memory:")?.blocking();
+//! {
+//!     let guard = locker.lock("report 42")?;
+//!     assert!(guard.is_held());
+//! } // dropped: released
+//! assert!(locker.try_lock("report 42").is_ok());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Modules
+//! - [`store`]: the [`Store`] trait, and the obligations of a store.
+//! - [`memory`]: [`MemoryStore`], the in-process store.
+//! - [`driver`]: [`drive`], which runs one kernel operation against a store.
+//! - [`Locker`], [`LockerBuilder`], [`LockRequest`], [`Guard`]; [`BlockingLocker`] and
+//!   [`BlockingGuard`] for synchronous code; [`open_store`] to pick a store by URL.
+//!
+//! ## Runtime
+//! The async API needs a tokio runtime with time enabled. Keep-alive tasks and releases of
+//! dropped guards run on the runtime that acquired the lock; if it has shut down by then, the
+//! lock expires with its TTL (and a warning is logged through `tracing`).
+
+#![forbid(unsafe_code)]
+#![deny(unused_must_use)]
+
+mod blocking;
+mod clock;
+pub mod driver;
+mod guard;
+mod keep_alive;
+mod locker;
+pub mod memory;
+mod owner;
+mod request;
+pub mod store;
+mod url;
+
+pub use blocking::{BlockingGuard, BlockingLocker};
+pub use clock::Clock;
+pub use driver::drive;
+pub use guard::Guard;
+pub use locker::{Locker, LockerBuilder};
+pub use memory::MemoryStore;
+pub use request::LockRequest;
+pub use store::{Store, StoreFuture};
+pub use url::open_store;
+
+pub use baton_kernel;
+pub use baton_kernel::{
+    Cell, Command, Consistency, EntryState, Error, ErrorKind, Failure, Instant, Lease, LockInfo,
+    LockOptions, PrefixOptions, Reply, Result, RetryPolicy, SerialConsistency, Strategy, Wait,
+    Write,
+};

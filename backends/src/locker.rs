@@ -1,0 +1,384 @@
+//! [`Locker`]: a store plus defaults, handing out [`Guard`]s.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use baton_kernel::{
+    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, LockInfo,
+    LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency, Strategy,
+    Wait,
+};
+
+use crate::blocking::BlockingLocker;
+use crate::clock::Clock;
+use crate::driver::drive;
+use crate::guard::Guard;
+use crate::memory::MemoryStore;
+use crate::owner;
+use crate::request::LockRequest;
+use crate::store::Store;
+use crate::url::open_store;
+
+/// Hands out locks on one store, with default options.
+///
+/// Cheap to clone (clones share the store, the defaults and the clock). Every acquisition gets
+/// a fresh owner id (host, process id, random nonce), so two guards in one process, even on one
+/// thread, are distinct owners.
+///
+/// The async methods must run inside a tokio runtime with time enabled (otherwise they return
+/// [`ErrorKind::InvalidOption`]); keep-alive tasks run on the runtime that acquired the lock.
+/// For synchronous code, see [`Locker::blocking`].
+#[derive(Clone)]
+pub struct Locker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    defaults: LockOptions,
+    host_id: Option<u32>,
+    keep_alive: bool,
+    clock: Clock,
+    /// The fencing counter as our last unique-insert lease of each name left it.
+    hints: Mutex<HashMap<String, FenceHint>>,
+}
+
+/// The most names whose fence hints are remembered (the cache is cleared when it is full).
+const MAX_HINTS: usize = 4096;
+
+impl fmt::Debug for Locker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Locker")
+            .field("store", &self.inner.store.describe())
+            .field("defaults", &self.inner.defaults)
+            .field("host_id", &self.inner.host_id)
+            .field("keep_alive", &self.inner.keep_alive)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Locker {
+    /// A locker on `store` with the default options (unique insert, 60 s TTL, 30 s wait,
+    /// keep-alive on).
+    pub fn new(store: impl Store) -> Locker {
+        Locker::from_arc(Arc::new(store))
+    }
+
+    /// A locker with default options on a store that is already shared.
+    pub fn from_arc(store: Arc<dyn Store>) -> Locker {
+        LockerBuilder::new(store).assemble()
+    }
+
+    /// A builder for a locker on `store`, to change the defaults.
+    pub fn builder(store: impl Store) -> LockerBuilder {
+        LockerBuilder::new(Arc::new(store))
+    }
+
+    /// A locker with default options on the store a URL names (see [`open_store`]): `memory:`
+    /// today; `sqlite://`, `postgres://`, `mysql://` and `cassandra://` give an
+    /// [`ErrorKind::InvalidOption`] error until those stores are built in.
+    pub fn open(url: &str) -> Result<Locker> {
+        Ok(Locker::from_arc(open_store(url)?))
+    }
+
+    /// A locker on a fresh [`MemoryStore`] (locks shared only with clones of this locker).
+    pub fn memory() -> Locker {
+        Locker::new(MemoryStore::new())
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The default options of acquisitions (their `seed` and `created_unix_ms` are drawn
+    /// afresh for each one).
+    pub fn defaults(&self) -> &LockOptions {
+        &self.inner.defaults
+    }
+
+    /// The clock lease deadlines are measured on.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// The synchronous API on this locker.
+    pub fn blocking(&self) -> BlockingLocker {
+        BlockingLocker::new(self.clone())
+    }
+
+    /// Acquires `name`, waiting up to the default wait timeout.
+    ///
+    /// Errors: [`ErrorKind::TimedOut`], [`ErrorKind::InvalidName`], the store kinds, and
+    /// [`ErrorKind::StaleLock`] for column prefix with `fail_on_stale_lock`.
+    pub async fn lock(&self, name: &str) -> Result<Guard> {
+        self.lock_with(name, LockRequest::new()).await
+    }
+
+    /// Acquires `name` in one attempt: [`ErrorKind::Busy`] if it is held.
+    pub async fn try_lock(&self, name: &str) -> Result<Guard> {
+        self.lock_with(name, LockRequest::new().try_once()).await
+    }
+
+    /// Acquires `name` with per-call options.
+    ///
+    /// Cancel safety: if the returned future is dropped before it finishes, a cell it wrote may
+    /// stay in the store until its TTL runs out, delaying other contenders by up to one TTL.
+    pub async fn lock_with(&self, name: &str, request: LockRequest) -> Result<Guard> {
+        let name = LockName::new(name)?;
+        let (mut opts, keep_alive) = request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
+        let runtime = current_runtime()?;
+        let pid = std::process::id();
+        opts.seed = owner::random_u64();
+        opts.created_unix_ms = owner::unix_ms();
+        let owner = owner::fresh_owner(self.inner.host_id)?;
+        let hint = self.hint(&name, opts.strategy);
+        let mut op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
+        let grant = self.run(&mut op).await?;
+        self.remember(&grant.lease);
+        Ok(Guard::start(self.clone(), grant, keep_alive, runtime, pid))
+    }
+
+    /// Lists the live entries of `name` (holder, waiters, stale columns), read with the default
+    /// strategy's layout. One read.
+    pub async fn inspect(&self, name: &str) -> Result<Vec<LockInfo>> {
+        self.inspect_with(name, self.inner.defaults.strategy).await
+    }
+
+    /// [`Locker::inspect`] for a name locked with `strategy`.
+    pub async fn inspect_with(&self, name: &str, strategy: Strategy) -> Result<Vec<LockInfo>> {
+        let name = LockName::new(name)?;
+        self.run(&mut Inspect::new(name, &self.options_for(strategy)))
+            .await
+    }
+
+    /// Removes expired entries of `name`, or of every lock when `None`, and returns the
+    /// `(row, column)` pairs removed. Column prefix (the default strategy's layout) also
+    /// removes stale lock columns of a named lock.
+    pub async fn purge(&self, name: Option<&str>) -> Result<Vec<(String, String)>> {
+        self.purge_with(name, self.inner.defaults.strategy).await
+    }
+
+    /// [`Locker::purge`] for names locked with `strategy`.
+    pub async fn purge_with(
+        &self,
+        name: Option<&str>,
+        strategy: Strategy,
+    ) -> Result<Vec<(String, String)>> {
+        let name = name.map(LockName::new).transpose()?;
+        self.run(&mut Purge::new(name, &self.options_for(strategy)))
+            .await
+    }
+
+    /// Breaks `name` on purpose: removes every entry, whoever holds it, and returns what was
+    /// removed. The holder finds out at its next renewal. Fencing tokens keep increasing.
+    pub async fn force_release(&self, name: &str) -> Result<Vec<LockInfo>> {
+        self.force_release_with(name, self.inner.defaults.strategy)
+            .await
+    }
+
+    /// [`Locker::force_release`] for a name locked with `strategy`.
+    pub async fn force_release_with(&self, name: &str, strategy: Strategy) -> Result<Vec<LockInfo>> {
+        let name = LockName::new(name)?;
+        self.run(&mut ForceRelease::new(name, &self.options_for(strategy)))
+            .await
+    }
+
+    /// Drives `op` on this locker's store and clock; store errors say which store.
+    pub(crate) async fn run<O: baton_kernel::Operation>(&self, op: &mut O) -> Result<O::Output> {
+        drive(op, &*self.inner.store, &self.inner.clock)
+            .await
+            .map_err(|e| self.context(e))
+    }
+
+    /// Adds the store's description to errors that come from the store.
+    pub(crate) fn context(&self, e: Error) -> Error {
+        match e.kind() {
+            ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
+                Error::new(
+                    e.kind(),
+                    format!("{} [{}]", e.message(), self.inner.store.describe()),
+                )
+            }
+            _ => e,
+        }
+    }
+
+    fn options_for(&self, strategy: Strategy) -> LockOptions {
+        LockOptions {
+            strategy,
+            seed: owner::random_u64(),
+            ..self.inner.defaults.clone()
+        }
+    }
+
+    fn hint(&self, name: &LockName, strategy: Strategy) -> Option<FenceHint> {
+        if strategy != Strategy::UniqueInsert {
+            return None;
+        }
+        self.hints().get(name.as_str()).cloned()
+    }
+
+    fn remember(&self, lease: &Lease) {
+        if lease.strategy() != Strategy::UniqueInsert {
+            return;
+        }
+        let mut hints = self.hints();
+        if hints.len() >= MAX_HINTS && !hints.contains_key(lease.name().as_str()) {
+            hints.clear();
+        }
+        hints.insert(lease.name().as_str().to_owned(), lease.fence_hint());
+    }
+
+    fn hints(&self) -> std::sync::MutexGuard<'_, HashMap<String, FenceHint>> {
+        self.inner
+            .hints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The runtime the caller runs on, which keep-alive tasks and drop-releases will use.
+fn current_runtime() -> Result<tokio::runtime::Handle> {
+    tokio::runtime::Handle::try_current().map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOption,
+            "baton's async API must run inside a tokio runtime (with time enabled); use Locker::blocking() from synchronous code",
+        )
+    })
+}
+
+/// Builds a [`Locker`] with chosen defaults; [`LockerBuilder::build`] checks them.
+#[derive(Clone)]
+#[must_use = "call build() to get a Locker"]
+pub struct LockerBuilder {
+    store: Arc<dyn Store>,
+    options: LockOptions,
+    host_id: Option<u32>,
+    keep_alive: bool,
+}
+
+impl fmt::Debug for LockerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockerBuilder")
+            .field("store", &self.store.describe())
+            .field("options", &self.options)
+            .field("host_id", &self.host_id)
+            .field("keep_alive", &self.keep_alive)
+            .finish()
+    }
+}
+
+impl LockerBuilder {
+    /// A builder for a locker on a shared store, starting from the default options.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        LockerBuilder {
+            store,
+            options: LockOptions::default(),
+            host_id: None,
+            keep_alive: true,
+        }
+    }
+
+    /// The lock algorithm (default: unique insert).
+    pub fn strategy(mut self, strategy: Strategy) -> Self {
+        self.options.strategy = strategy;
+        self
+    }
+
+    /// The lease length (default 60 s; between [`LockOptions::MIN_TTL`] and
+    /// [`LockOptions::MAX_TTL`]).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.options.ttl = ttl;
+        self
+    }
+
+    /// How long [`Locker::lock`] waits for a held lock (default 30 s; [`Duration::MAX`]:
+    /// forever).
+    pub fn wait_timeout(mut self, timeout: Duration) -> Self {
+        self.options.wait = Wait::Timeout(timeout);
+        self
+    }
+
+    /// The backoff between attempts.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.options.retry = retry;
+        self
+    }
+
+    /// Consistency of plain reads and writes (default QUORUM).
+    pub fn consistency(mut self, consistency: Consistency) -> Self {
+        self.options.consistency = consistency;
+        self
+    }
+
+    /// Consistency of conditional commands and serial reads (default SERIAL).
+    pub fn serial_consistency(mut self, serial: SerialConsistency) -> Self {
+        self.options.serial = serial;
+        self
+    }
+
+    /// A numeric host id, for compatibility with QCassandraLock-style deployments (first key of
+    /// the bakery's tie-break). Not needed for uniqueness.
+    pub fn host_id(mut self, host_id: u32) -> Self {
+        self.host_id = Some(host_id);
+        self
+    }
+
+    /// Whether guards renew their leases in the background (default true).
+    pub fn keep_alive(mut self, keep_alive: bool) -> Self {
+        self.keep_alive = keep_alive;
+        self
+    }
+
+    /// How much earlier than the store a holder considers its lease over (default 1% of the
+    /// TTL plus 1 ms).
+    pub fn drift_margin(mut self, margin: Duration) -> Self {
+        self.options.drift_margin = Some(margin);
+        self
+    }
+
+    /// How many times one storage command is sent while the store is unavailable (default 3).
+    pub fn store_attempts(mut self, attempts: u32) -> Self {
+        self.options.store_attempts = attempts;
+        self
+    }
+
+    /// Column-prefix options (prefix, cell TTL, stale handling, row reads, lock id).
+    pub fn prefix(mut self, prefix: PrefixOptions) -> Self {
+        self.options.prefix = prefix;
+        self
+    }
+
+    /// Replaces every default option at once.
+    pub fn options(mut self, options: LockOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The locker, or [`ErrorKind::InvalidOption`] naming the first option out of range.
+    pub fn build(self) -> Result<Locker> {
+        self.options.validate().map_err(|e| {
+            Error::new(
+                e.kind(),
+                format!("invalid locker default: {}", e.message()),
+            )
+        })?;
+        Ok(self.assemble())
+    }
+
+    fn assemble(self) -> Locker {
+        Locker {
+            inner: Arc::new(Inner {
+                store: self.store,
+                defaults: self.options,
+                host_id: self.host_id,
+                keep_alive: self.keep_alive,
+                clock: Clock::new(),
+                hints: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Owner ids, jitter seeds and wall-clock stamps for each acquisition.
+//!
+//! The kernel has no randomness and no clock of its own; this module supplies both, without
+//! new dependencies: std's [`RandomState`] (keyed randomly per process by the OS) hashes the
+//! time, a counter, the thread and the process id, and the kernel's [`SplitMix64`] finishes the
+//! mixing. That is plenty for nonces, whose only job is to make owner ids unique.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use baton_kernel::{OwnerId, Result, SplitMix64};
+
+/// This machine's host name, sanitized for owner ids (read once per process).
+pub(crate) fn host() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| String::from("localhost"));
+        OwnerId::sanitize_host(raw.trim())
+    })
+}
+
+/// 64 fresh random bits.
+pub(crate) fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+        .hash(&mut hasher);
+    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut hasher);
+    std::thread::current().id().hash(&mut hasher);
+    std::process::id().hash(&mut hasher);
+    SplitMix64::new(hasher.finish()).next_u64()
+}
+
+/// A fresh owner id for one acquisition: this host, this process, a new nonce.
+pub(crate) fn fresh_owner(host_id: Option<u32>) -> Result<OwnerId> {
+    let owner = OwnerId::new(host(), std::process::id(), random_u64())?;
+    Ok(match host_id {
+        Some(id) => owner.with_host_id(id),
+        None => owner,
+    })
+}
+
+/// Wall-clock Unix milliseconds (informational only: shown as lock age; 0 before 1970).
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_are_unique_and_valid() {
+        let a = fresh_owner(None).expect("valid host");
+        let b = fresh_owner(Some(7)).expect("valid host");
+        assert_ne!(a.nonce(), b.nonce());
+        assert_eq!(a.pid(), std::process::id());
+        assert_eq!(b.host_id(), Some(7));
+        assert_eq!(OwnerId::parse(&a.key()), Ok(a));
+        let nonces: std::collections::HashSet<u64> = (0..1000).map(|_| random_u64()).collect();
+        assert_eq!(nonces.len(), 1000);
+    }
+
+    #[test]
+    fn wall_clock_is_after_2020() {
+        assert!(unix_ms() > 1_577_836_800_000);
+    }
+}

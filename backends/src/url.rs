@@ -1,0 +1,113 @@
+//! Choosing a store by URL.
+
+use std::sync::Arc;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+use crate::memory::MemoryStore;
+use crate::store::Store;
+
+/// Opens the store a URL names.
+///
+/// | URL | store |
+/// | --- | --- |
+/// | `memory:` (or `memory://`) | a fresh [`MemoryStore`] (this process only) |
+/// | `sqlite://path`, `postgres://…`, `mysql://…`, `cassandra://host1,host2/keyspace` | not built in yet |
+///
+/// Errors are [`ErrorKind::InvalidOption`] and name the URL (with any password masked).
+pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
+    let shown = redact(url);
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return Err(malformed(&shown, "it has no scheme (such as memory: or postgres://)"));
+    };
+    let valid_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !valid_scheme {
+        return Err(malformed(&shown, "its scheme is not a word such as memory or postgres"));
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    let store = match scheme.as_str() {
+        "memory" => {
+            if !rest.is_empty() && rest != "//" {
+                return Err(malformed(&shown, "a memory store URL is just memory:"));
+            }
+            return Ok(Arc::new(MemoryStore::new()));
+        }
+        "sqlite" => "SQLite",
+        "postgres" | "postgresql" => "PostgreSQL",
+        "mysql" | "mariadb" => "MySQL/MariaDB",
+        "cassandra" | "scylla" => "Cassandra",
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "store URL {shown:?} has unknown scheme {other:?}; expected memory:, sqlite://, postgres://, mysql:// or cassandra://"
+                ),
+            ))
+        }
+    };
+    if !rest.starts_with("//") || rest.len() <= 2 {
+        return Err(malformed(
+            &shown,
+            &format!("a {scheme} URL looks like {scheme}://… with a host or path"),
+        ));
+    }
+    Err(Error::new(
+        ErrorKind::InvalidOption,
+        format!(
+            "the {store} store is not built in yet (store URL {shown:?}); use memory: for now"
+        ),
+    ))
+}
+
+fn malformed(shown: &str, why: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidOption,
+        format!("malformed store URL {shown:?}: {why}"),
+    )
+}
+
+/// The URL with the password of its user info (`user:password@`) masked, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return url.to_owned();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db1:5432/locks?x=1"),
+            "postgres://app:***@db1:5432/locks?x=1"
+        );
+        assert_eq!(redact("postgres://app@db1/locks"), "postgres://app@db1/locks");
+        assert_eq!(redact("memory:"), "memory:");
+        let e = open_store("postgres://app:s3cret@db1/locks").expect_err("not built in");
+        assert!(!e.message().contains("s3cret"), "{e}");
+        assert!(e.message().contains("db1"), "{e}");
+    }
+
+    #[test]
+    fn memory_opens() {
+        assert_eq!(
+            open_store("memory:").map(|s| s.describe()),
+            Ok(String::from("memory store"))
+        );
+        assert!(open_store("MEMORY://").is_ok());
+    }
+}
