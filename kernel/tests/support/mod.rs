@@ -17,9 +17,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use baton_kernel::{
-    ColumnFilter, Command, Consistency, Error, Failure, Grant, Instant, Lease, LockInfo, LockName,
-    LockOptions, MemoryTable, Operation, OwnerId, Poll, ReadConsistency, Reply, SerialConsistency,
-    Strategy, Write,
+    ColumnFilter, Command, CommandId, Consistency, Error, Failure, Grant, Instant, Lease, LockInfo,
+    LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll, ReadConsistency, Reply,
+    SerialConsistency, Strategy, Write,
 };
 
 /// The lock name every transcript uses.
@@ -393,8 +393,8 @@ pub struct Actor<O: Operation> {
     pub who: &'static str,
     /// The operation.
     pub op: O,
-    /// A reply applied at the store and not yet handed to the operation.
-    pending: Option<(baton_kernel::CommandId, Reply, Instant)>,
+    /// A command sent and not yet answered.
+    pending: Option<Pending>,
     /// The last instant it asked to wait until.
     pub waiting: Option<Instant>,
     /// Its result, once ready.
@@ -423,16 +423,30 @@ impl<O: Operation> Actor<O> {
             .unwrap_or_else(|| panic!("{} has not finished", self.who))
     }
 
-    /// Whether it holds a reply the store gave that it has not received yet.
+    /// Whether it has a command outstanding (applied by the store or not).
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()
     }
+
+    /// Whether it has a command outstanding that the store has not applied yet.
+    pub fn has_unapplied(&self) -> bool {
+        matches!(self.pending, Some(Pending::Command(..)))
+    }
+}
+
+/// A command in flight.
+enum Pending {
+    /// Sent at this instant, not yet applied by the store.
+    Command(CommandId, Command, Instant),
+    /// Applied by the store at this instant; the reply is not yet handed over.
+    Reply(CommandId, Reply, Instant),
 }
 
 /// What one step did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// A command was sent and applied (its reply is delivered, or held by [`Harness::send`]).
+    /// A command was sent (applied and answered at once by [`Harness::step`]; applied with
+    /// its reply held by [`Harness::send`]; held unapplied by [`Harness::send_unapplied`]).
     Sent,
     /// A held reply was delivered.
     Delivered,
@@ -557,9 +571,18 @@ impl Harness {
 
     /// Executes `command` for `who` at the store (with faults), returns the reply to give.
     pub fn execute(&mut self, who: &'static str, command: &Command) -> Reply {
+        self.execute_sent_at(who, command, self.now)
+    }
+
+    fn execute_sent_at(&mut self, who: &'static str, command: &Command, sent: Instant) -> Reply {
         self.commands += 1;
         if self.record {
-            self.log(who, render_command(command));
+            let late = if sent == self.now {
+                String::new()
+            } else {
+                format!(" (sent at {})", at(sent))
+            };
+            self.log(who, format!("{}{late}", render_command(command)));
         }
         let reply = match self.take_fault(who, command) {
             None => {
@@ -606,6 +629,38 @@ impl Harness {
         O: Operation,
         O::Output: Render,
     {
+        self.poll_once(actor, true)
+    }
+
+    /// Polls `actor` once. A command is held on its way to the store: the store applies it at
+    /// [`Harness::apply`] or [`Harness::deliver`], whichever comes first.
+    pub fn send_unapplied<O>(&mut self, actor: &mut Actor<O>) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
+        self.poll_once(actor, false)
+    }
+
+    /// The store applies `actor`'s command held by [`Harness::send_unapplied`] now; its reply
+    /// stays held. Returns whether there was one.
+    pub fn apply<O: Operation>(&mut self, actor: &mut Actor<O>) -> bool {
+        if !actor.has_unapplied() {
+            return false;
+        }
+        let Some(Pending::Command(id, command, sent)) = actor.pending.take() else {
+            unreachable!("checked above")
+        };
+        let reply = self.execute_sent_at(actor.who, &command, sent);
+        actor.pending = Some(Pending::Reply(id, reply, self.now));
+        true
+    }
+
+    fn poll_once<O>(&mut self, actor: &mut Actor<O>, apply: bool) -> Step
+    where
+        O: Operation,
+        O::Output: Render,
+    {
         assert!(
             actor.pending.is_none(),
             "{}: deliver the outstanding reply first",
@@ -618,8 +673,12 @@ impl Harness {
             Poll::Execute(id, command) => {
                 actor.sent += 1;
                 actor.waiting = None;
-                let reply = self.execute(actor.who, &command);
-                actor.pending = Some((id, reply, self.now));
+                actor.pending = Some(if apply {
+                    let reply = self.execute(actor.who, &command);
+                    Pending::Reply(id, reply, self.now)
+                } else {
+                    Pending::Command(id, command, self.now)
+                });
                 Step::Sent
             }
             Poll::WaitUntil(t) => {
@@ -635,10 +694,11 @@ impl Harness {
         }
     }
 
-    /// Hands `actor` the reply held since its last [`Harness::send`]. Returns whether there was
-    /// one.
+    /// Hands `actor` the reply to its outstanding command (applying the command first if the
+    /// store has not yet). Returns whether there was one.
     pub fn deliver<O: Operation>(&mut self, actor: &mut Actor<O>) -> bool {
-        let Some((id, reply, applied_at)) = actor.pending.take() else {
+        self.apply(actor);
+        let Some(Pending::Reply(id, reply, applied_at)) = actor.pending.take() else {
             return false;
         };
         if applied_at != self.now {
