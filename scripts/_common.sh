@@ -1,0 +1,84 @@
+# shellcheck shell=bash
+# Helpers shared by scripts/postgres, scripts/mariadb, scripts/cassandra and scripts/services.
+# Sourced, never executed. The caller sets PROG (used in messages) before sourcing.
+
+BATON_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Runtime state (pid files, generated configs, logs, Cassandra data): outside git, see .gitignore.
+BATON_RUN="${BATON_RUN:-$BATON_ROOT/.cache/run}"
+export DEBIAN_FRONTEND=noninteractive
+
+die()  { echo "$PROG: error: $*" >&2; exit 1; }
+note() { echo "$PROG: $*" >&2; }
+
+# show_tail FILE: the end of a log, indented, on stderr (used before dying).
+show_tail() {
+  [[ -s $1 ]] || return 0
+  echo "---- last lines of $1 ----" >&2
+  tail -n "${2:-25}" "$1" | sed 's/^/    /' >&2
+  echo "----" >&2
+}
+
+# run_logged LOG CMD...: run CMD with no stdin, output appended to LOG; on failure show the
+# log's tail and die naming the command and the log.
+run_logged() {
+  local log=$1; shift
+  printf '+ %s\n' "$*" >>"$log"
+  if ! "$@" >>"$log" 2>&1 </dev/null; then
+    show_tail "$log"
+    die "command failed: $*  (full log: $log)"
+  fi
+}
+
+# pkg_installed PKG: true if the Debian package is installed.
+pkg_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# apt_install LOG PKG...: install the missing packages. `apt-get update` runs at most once,
+# and only when the install from the current package lists fails.
+apt_install() {
+  local log=$1; shift
+  local missing=() p
+  for p in "$@"; do pkg_installed "$p" || missing+=("$p"); done
+  ((${#missing[@]})) || return 0
+  command -v apt-get >/dev/null || die "packages ${missing[*]} are missing and apt-get is not available"
+  [[ $(id -u) == 0 ]] || die "packages ${missing[*]} are missing; installing them needs root"
+  note "installing ${missing[*]} from Debian (log: $log)"
+  local apt=(apt-get -y -q -o DPkg::Lock::Timeout=300
+             -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  printf '+ %s\n' "${apt[*]} install ${missing[*]}" >>"$log"
+  if ! "${apt[@]}" install --no-install-recommends "${missing[@]}" >>"$log" 2>&1 </dev/null; then
+    run_logged "$log" "${apt[@]}" update
+    run_logged "$log" "${apt[@]}" install --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# tcp_open HOST PORT: true if a TCP connection to HOST:PORT succeeds within 2 s.
+tcp_open() {
+  # shellcheck disable=SC2016 # $1 and $2 are the inner shell's arguments
+  timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
+}
+
+# wait_for SECONDS WHAT CMD...: poll CMD once a second until it succeeds; false after SECONDS.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || { note "timed out after ${secs}s waiting for $what"; return 1; }
+    sleep 1
+  done
+}
+
+# pid_alive PID: true if the process exists (and is not a zombie).
+pid_alive() {
+  [[ -n ${1:-} && -e /proc/$1 ]] || return 1
+  local state
+  state=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z ]]
+}
+
+# pid_cmdline_has PID TEXT: true if PID is alive and its command line contains TEXT.
+pid_cmdline_has() {
+  pid_alive "$1" || return 1
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
+}
