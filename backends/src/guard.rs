@@ -288,9 +288,9 @@ impl Guard {
     }
 
     /// Releases the lock and, in the same batch, applies `writes` to data columns of the lock's
-    /// row (column prefix or bakery; Astyanax's `releaseWithMutation`). Writes to the lock's
-    /// own columns, or on unique insert, give [`ErrorKind::InvalidOption`] and leave the lock
-    /// held.
+    /// row (Astyanax's `releaseWithMutation`). The kernel decides which strategies share their
+    /// row with data (column prefix); other strategies, and writes to the lock's own columns,
+    /// give [`ErrorKind::InvalidOption`] and leave the lock held.
     pub async fn release_with(&mut self, writes: Vec<Write>) -> Result<()> {
         self.shared.release(Some(writes)).await
     }
