@@ -721,8 +721,8 @@ fn bakery_waiter_refreshes_its_ticket() {
         t=234.644809ms B: read "job" all quorum
         t=234.644809ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=765.355191ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=765.355191ms]
         t=234.644809ms B: wait until t=434.553852ms
-        t=400ms A: read "job" exact "ticket/a:1:0000000000000001" quorum
-        t=400ms A: <- cells ["ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=600ms]
+        t=400ms A: read "job" all quorum
+        t=400ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=600ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=600ms]
         t=400ms A: put "job"/"ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=1s quorum
         t=400ms A: <- written
         t=400ms A: => lease token=1 deadline=t=1389ms

@@ -79,6 +79,10 @@ pub struct Acquire {
     wait_deadline: Instant,
     attempts: u32,
     polls: u32,
+    /// Bakery queue polls over all attempts (they count as tries for the retry policy).
+    tries_in_queue: u32,
+    /// Whether a cell of ours exists (a write of it succeeded and it was not cleaned up since).
+    wrote: bool,
     cell_deadline: Instant,
     fence_hint: Option<FenceHint>,
     stale: Vec<String>,
@@ -123,6 +127,8 @@ impl Acquire {
             wait_deadline: Instant::ZERO,
             attempts: 0,
             polls: 0,
+            tries_in_queue: 0,
+            wrote: false,
             cell_deadline: Instant::ZERO,
             fence_hint: None,
             stale: Vec::new(),
@@ -223,11 +229,11 @@ impl Acquire {
         }
     }
 
+    /// Attempts plus bakery queue polls: both count against `RetryPolicy::max_attempts`
+    /// (ScaleOut's "retry count").
     fn out_of_attempts(&self) -> bool {
-        self.opts
-            .retry
-            .max_attempts
-            .is_some_and(|max| self.attempts >= max)
+        let tries = self.attempts.saturating_add(self.tries_in_queue);
+        self.opts.retry.max_attempts.is_some_and(|max| tries >= max)
     }
 
     fn timed_out(&self, now: Instant, why: &str) -> Error {
@@ -281,6 +287,34 @@ impl Acquire {
         };
         self.phase = Phase::Abandon(then);
         self.io.send(command);
+    }
+
+    /// A store error: clean up our cell if one may exist, then fail with `e` (if the cleanup
+    /// fails too, the cell expires with its TTL).
+    fn failed(&mut self, e: Error) {
+        match &self.phase {
+            Phase::Abandon(Then::Fail(first)) => {
+                let first = first.clone();
+                self.finish(Err(first));
+            }
+            Phase::Abandon(_) => self.finish(Err(e)),
+            _ if self.wrote || (self.writing_my_cell() && self.io.maybe_applied()) => {
+                self.abandon(Then::Fail(e))
+            }
+            _ => self.finish(Err(e)),
+        }
+    }
+
+    /// Whether the command in flight writes our own cell.
+    fn writing_my_cell(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::UniqueInsert
+                | Phase::BakeryEnter
+                | Phase::BakeryTicket(_)
+                | Phase::BakeryRefresh(_)
+                | Phase::PrefixWrite
+        )
     }
 
     fn start_fence(&mut self, current: Option<String>) {
@@ -346,6 +380,7 @@ impl Acquire {
             // Unique insert.
             (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
                 if applied || current.as_deref() == Some(self.value.as_str()) {
+                    self.wrote = true;
                     self.cell_deadline = sent.saturating_add(validity);
                     let hint = self.fence_hint.take().map(|h| {
                         Fence {
@@ -356,6 +391,7 @@ impl Acquire {
                     });
                     return self.start_fence(hint);
                 }
+                self.wrote = false;
                 let current = current.unwrap_or_default();
                 if self.opts.sabotage == Sabotage::UniqueBlindDelete {
                     let wall = self.opts.created_unix_ms
@@ -380,6 +416,7 @@ impl Acquire {
 
             // Bakery.
             (Phase::BakeryEnter, Reply::Written) => {
+                self.wrote = true;
                 self.cell_deadline = sent.saturating_add(validity);
                 self.phase = Phase::BakeryReadMax;
                 self.io.send(self.read_row(false));
@@ -433,6 +470,7 @@ impl Acquire {
                 }
                 let delay = self.opts.retry.delay(self.polls, &mut self.rng);
                 self.polls = self.polls.saturating_add(1);
+                self.tries_in_queue = self.tries_in_queue.saturating_add(1);
                 let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
                 let until = now
                     .saturating_add(delay)
@@ -446,6 +484,7 @@ impl Acquire {
 
             // Column prefix.
             (Phase::PrefixWrite, Reply::Written) => {
+                self.wrote = true;
                 self.cell_deadline = sent.saturating_add(validity);
                 self.phase = Phase::PrefixRead;
                 self.io.send(self.read_row(self.opts.prefix.read_row));
@@ -493,11 +532,14 @@ impl Acquire {
                 }
                 Err(e) => self.abandon(Then::Fail(e)),
             },
-            (Phase::Abandon(then), Reply::Written | Reply::Conditional { .. }) => match then {
-                Then::Restart => self.start_attempt(now),
-                Then::Contended(busy) => self.contended(now, busy),
-                Then::Fail(e) => self.finish(Err(e)),
-            },
+            (Phase::Abandon(then), Reply::Written | Reply::Conditional { .. }) => {
+                self.wrote = false;
+                match then {
+                    Then::Restart => self.start_attempt(now),
+                    Then::Contended(busy) => self.contended(now, busy),
+                    Then::Fail(e) => self.finish(Err(e)),
+                }
+            }
             (phase, reply) => self.finish(Err(unexpected(
                 &format!("command of acquire phase {phase:?}"),
                 &reply,
@@ -530,7 +572,7 @@ impl Operation for Acquire {
                 IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
                 IoPoll::Wait(t) => return Poll::WaitUntil(t),
                 IoPoll::Done(Ok(reply), sent) => self.on_reply(reply, sent, now),
-                IoPoll::Done(Err(e), _) => self.finish(Err(e)),
+                IoPoll::Done(Err(e), _) => self.failed(e),
                 IoPoll::Idle => match core::mem::replace(&mut self.phase, Phase::Done) {
                     Phase::Start => self.start_attempt(now),
                     Phase::Sleep { until, then } if now < until && !self.woken => {

@@ -322,7 +322,10 @@ impl Operation for Purge {
 /// conditional cell); if the record changed meanwhile, it is read again (up to 3 reads).
 /// Bakery and column prefix: one delete per entry. The fencing counter stays, so the next
 /// holder's token is still larger. The removed holder learns it lost the lock at its next
-/// renewal. Cost: one read, plus one command per entry removed.
+/// renewal (for bakery and column prefix, a renewal racing the forced release can delay that by
+/// one renewal; see [`Renew`](crate::Renew)), and until then still believes it holds: breaking a
+/// lock is an operator's decision to allow that overlap. Cost: one read, plus one command per
+/// entry removed.
 pub struct ForceRelease {
     name: LockName,
     opts: LockOptions,

@@ -26,6 +26,8 @@ pub(crate) enum IoPoll {
 
 struct Request {
     command: Command,
+    /// Some attempt timed out: the command may have been applied.
+    timed_out: bool,
     /// While settling a timed-out conditional command: the serial read of its cell.
     resolving: Option<Command>,
     first_sent: Option<Instant>,
@@ -64,6 +66,7 @@ pub(crate) struct Io {
     attempts: u32,
     backoff: RetryPolicy,
     state: State,
+    maybe_applied: bool,
 }
 
 impl Io {
@@ -73,6 +76,7 @@ impl Io {
             attempts: attempts.max(1),
             backoff,
             state: State::Idle,
+            maybe_applied: false,
         }
     }
 
@@ -80,14 +84,22 @@ impl Io {
     pub fn send(&mut self, command: Command) {
         let req = Request {
             command,
+            timed_out: false,
             resolving: None,
             first_sent: None,
             attempts: 0,
         };
+        self.maybe_applied = false;
         self.state = State::Queued {
             req,
             not_before: Instant::ZERO,
         };
+    }
+
+    /// Whether the last command that failed may nevertheless have been applied (one of its sends
+    /// timed out).
+    pub fn maybe_applied(&self) -> bool {
+        self.maybe_applied
     }
 
     /// Whether a command is queued or outstanding.
@@ -168,6 +180,10 @@ impl Io {
         rng: &mut SplitMix64,
     ) -> Option<IoPoll> {
         let sent = req.first_sent.unwrap_or(now);
+        if matches!(reply, Reply::Failed(Failure::Timeout(_))) && req.resolving.is_none() {
+            req.timed_out = true;
+        }
+        self.maybe_applied = req.timed_out;
         let failure = match reply {
             Reply::Failed(f) => f,
             Reply::Cells(cells) if req.resolving.is_some() => {
@@ -179,13 +195,17 @@ impl Io {
                 let (expected, intended) = conditional_values(&req.command);
                 req.resolving = None;
                 if current == expected {
-                    // Not applied (or indistinguishable from not applied): send it again.
+                    // The serial read settled it: the timed-out send was not applied.
+                    req.timed_out = false;
+                    self.maybe_applied = false;
+                    // Not applied (or indistinguishable from not applied): send it again. Giving
+                    // up here is not ambiguous: the read showed it had not taken effect.
                     return self.retry(
                         req,
                         now,
                         rng,
-                        ErrorKind::Ambiguous,
-                        "its outcome could not be read back",
+                        ErrorKind::StoreUnavailable,
+                        "it timed out and a serial read showed it had not been applied",
                     );
                 }
                 let applied = current == intended;
@@ -227,8 +247,8 @@ impl Io {
                     ErrorKind::StoreUnavailable
                 };
                 if req.resolving.is_some() {
-                    // The settling read failed; read again (it does not count as an attempt),
-                    // but give up once the command itself has used its attempts.
+                    // The settling read failed; read again, counting it as an attempt, and give up
+                    // (ambiguous) once the attempts are used.
                     if req.attempts >= self.attempts {
                         let e = Error::new(kind, ambiguous_message(&req.command, &message));
                         return Some(IoPoll::Done(Err(e), sent));

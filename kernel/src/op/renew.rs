@@ -8,8 +8,9 @@ use super::io::{Io, IoPoll};
 use super::{CommandId, Operation, Poll};
 use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::Lease;
-use crate::model::{ColumnFilter, Command, ReadConsistency, Reply, Write};
+use crate::model::{Command, ReadConsistency, Reply, Write};
 use crate::options::{Sabotage, Strategy};
+use crate::record::Fence;
 use crate::retry::SplitMix64;
 use crate::strategy::{unique, Layout};
 use crate::time::Instant;
@@ -63,10 +64,16 @@ enum RenewPhase {
 
 /// Extends a lease by its TTL, measured from when the renewal was sent.
 ///
-/// Unique insert: one compare-and-set of our record onto itself with a fresh TTL. Bakery and
-/// column prefix: read our cell (so a forced release is noticed), then re-write it; the re-write
-/// counts only if it answered before the current deadline, otherwise it may have revived a cell
-/// that had already expired, so it is deleted and the lease is lost.
+/// Unique insert: one compare-and-set of our record onto itself with a fresh TTL (1 round
+/// trip). Bakery and column prefix (2 round trips): read the lock's entries and its fencing
+/// counter, then re-write our cell. The read notices a forced release: our cell is gone, or the
+/// counter names a later grant (every grant moves it), in which case our cell is deleted. The
+/// re-write counts only if it answered before the current deadline, otherwise it may have revived
+/// a cell that had already expired, so it is deleted and the lease is lost.
+///
+/// A forced release that lands between the read and the re-write of a plain-strategy renewal is
+/// undone by the re-write; the holder then learns of it at its following renewal, from the
+/// counter, once the lock was granted to someone else.
 ///
 /// Errors: [`ErrorKind::Lost`] when the lease had ended, was taken over, or its cell was removed;
 /// store kinds otherwise (the lease is then still valid until its current deadline).
@@ -108,6 +115,24 @@ impl Renew {
                         &self.lease,
                         "its lock cell is gone (expired or force-released)",
                     )));
+                    return;
+                }
+                // Every grant moves the fencing counter to its owner: if it names someone else,
+                // the lock was broken (forced release) and granted again since we last looked.
+                let fence = Layout::of(&self.lease.opts).fence;
+                let counter = cells
+                    .iter()
+                    .find(|c| c.column == fence)
+                    .and_then(|c| Fence::decode(&c.value).ok());
+                if let Some(f) = counter
+                    .filter(|f| f.token != self.lease.token || f.owner != self.lease.owner.key())
+                {
+                    let why = format!(
+                        "the lock was granted to {} (token {}) since",
+                        f.owner, f.token
+                    );
+                    self.phase = RenewPhase::Cleanup(lost(&self.lease, &why));
+                    self.io.send(delete_mine(&self.lease));
                     return;
                 }
                 let ttl = self.lease.opts.cell_ttl();
@@ -198,7 +223,7 @@ impl Operation for Renew {
                         self.phase = RenewPhase::Check;
                         self.io.send(Command::Read {
                             row: lease.row.clone(),
-                            filter: ColumnFilter::Exact(lease.column.clone()),
+                            filter: Layout::of(&lease.opts).filter(false),
                             consistency: ReadConsistency::Plain(lease.opts.consistency),
                         });
                     }
@@ -220,9 +245,19 @@ impl Operation for Renew {
 /// delete our cell (1 round trip), or with a mutation, write the data cells and delete ours in one
 /// batch (Astyanax's `releaseWithMutation`).
 ///
-/// `Ok(())` means the lease was valid until the release was sent: the critical section was
-/// protected throughout. [`ErrorKind::Lost`] means it was not (the deadline had passed, or the
-/// lock had been taken over); the owner's cell is removed either way where it still exists.
+/// `Ok(())` means the lease's deadline had not passed when the release was sent, and (unique
+/// insert) our record was still the lock's. [`ErrorKind::Lost`] means the deadline had passed, or
+/// (unique insert) the record was gone or someone else's: the critical section may have
+/// overlapped another holder. The owner's cell is removed either way where it still exists, and
+/// no one else's ever is.
+///
+/// Limits. For the plain-write strategies (bakery, column prefix) release is a delete of our own
+/// cell, which reports nothing: a release after a forced release, or a second release of the same
+/// lease, returns `Ok` (harmlessly: it deletes only our cell). The Rust API refuses a second
+/// release itself ([`ErrorKind::NotOwner`]) and learns of a forced release through the
+/// keep-alive's renewals. For unique insert, when a release's reply is lost and another owner
+/// takes the lock before the read-back, the release cannot be told from a takeover and is
+/// reported `Lost`, the conservative answer.
 #[derive(Debug)]
 pub struct Release {
     lease: Lease,
@@ -248,13 +283,16 @@ impl Release {
     }
 
     /// A release that also applies `writes` to data columns of the lock's row, atomically with
-    /// the release. Only for the plain-write strategies (column prefix, bakery), and only on
+    /// the release (Astyanax's `releaseWithMutation`). Only for column prefix, and only on
     /// columns that are not lock columns; otherwise [`ErrorKind::InvalidOption`].
     pub fn with_mutation(lease: &Lease, writes: Vec<Write>) -> Result<Self> {
-        if lease.opts.strategy == Strategy::UniqueInsert && !writes.is_empty() {
+        if lease.opts.strategy != Strategy::ColumnPrefix && !writes.is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
-                "release with a mutation needs a plain-write strategy (column-prefix or bakery): unique-insert cells are conditional",
+                format!(
+                    "release with a mutation needs the column-prefix strategy (the lock shares its row with data), not {}",
+                    lease.opts.strategy
+                ),
             ));
         }
         let layout = Layout::of(&lease.opts);
@@ -324,7 +362,10 @@ impl Operation for Release {
                         Reply::Conditional {
                             applied: false,
                             current: None,
-                        } => Err(lost(&self.lease, "it had expired before release")),
+                        } => Err(lost(
+                            &self.lease,
+                            "its record was already gone (released before, force-released, or expired)",
+                        )),
                         other => Err(unexpected("release", &other)),
                     });
                 }

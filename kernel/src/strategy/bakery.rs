@@ -47,7 +47,8 @@
 //!
 //! # Cost
 //! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 1.
-//! Renew: 2 (read our cell, re-write it). FIFO-fair: tickets are served in order.
+//! Renew: 2 (read the row, re-write our cell). FIFO-fair: tickets are served in order.
+//! Every poll of the queue counts as a try against `RetryPolicy::max_attempts`.
 
 use alloc::vec::Vec;
 use core::cmp::Ordering;

@@ -38,7 +38,7 @@
 //!
 //! # Cost
 //! Uncontended acquire: 3 round trips (write, read, counter), plus one delete per stale column
-//! found. Release: 1. Renew: 2 (read our column, re-write it).
+//! found. Release: 1. Renew: 2 (read the lock columns, re-write ours).
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -31,8 +31,9 @@
 //! A crashed holder's record expires after the TTL; the next insert-if-absent takes over.
 //!
 //! # Cost
-//! Uncontended acquire: 2 round trips (insert + counter) when the counter's value is known from a
-//! [`FenceHint`](crate::FenceHint), 3 otherwise. Release: 1. Renew: 1.
+//! Uncontended acquire: 2 round trips (insert + counter) on a fresh name, or when the counter's
+//! value is known from a [`FenceHint`](crate::FenceHint); 3 when the counter exists and the hint
+//! is missing or stale. Release: 1. Renew: 1.
 
 use alloc::string::String;
 
