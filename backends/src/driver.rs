@@ -27,7 +27,11 @@ use crate::store::Store;
 ///
 /// Cancel safety: dropping the future abandons the operation between commands. An abandoned
 /// acquisition may leave its cell behind until the cell's TTL runs out.
-pub async fn drive<O: Operation>(op: &mut O, store: &dyn Store, clock: &Clock) -> Result<O::Output> {
+pub async fn drive<O: Operation>(
+    op: &mut O,
+    store: &dyn Store,
+    clock: &Clock,
+) -> Result<O::Output> {
     let mut changes = store.changes();
     if let Some(rx) = changes.as_mut() {
         rx.borrow_and_update();

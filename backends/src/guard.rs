@@ -51,6 +51,24 @@ impl Shared {
         matches!(*self.status.borrow(), Status::Held)
     }
 
+    /// Marks the lease lost if its deadline has passed; returns whether it is still held.
+    pub(crate) fn check_deadline(&self) -> bool {
+        if !self.is_active() {
+            return false;
+        }
+        let deadline = self.lease_slot().deadline();
+        if self.locker.clock().now() < deadline {
+            return true;
+        }
+        let why = if self.keep_alive {
+            "its deadline passed without a successful renewal"
+        } else {
+            "its deadline passed (keep-alive is off)"
+        };
+        self.mark_lost(self.lost_error(why));
+        false
+    }
+
     /// Marks the lease lost (once; a released guard stays released).
     pub(crate) fn mark_lost(&self, error: Error) {
         let marked = self.status.send_if_modified(|status| {
@@ -195,13 +213,15 @@ impl Guard {
             kick: Notify::new(),
             keep_alive,
         });
-        let task = runtime.spawn(keep_alive::run(Arc::clone(&shared)));
+        // Without keep-alive there is nothing to do in the background: the deadline is checked
+        // by whoever asks (is_held, loss, lost).
+        let task = keep_alive.then(|| runtime.spawn(keep_alive::run(Arc::clone(&shared))));
         Guard {
             name,
             token,
             row,
             shared,
-            task: Some(task),
+            task,
             runtime,
             pid,
         }
@@ -225,15 +245,12 @@ impl Guard {
     /// Whether the guard still holds the lock: not released, not lost, and its deadline (on
     /// the locker's clock) not passed. Check it before acting as the owner.
     pub fn is_held(&self) -> bool {
-        self.shared.is_active()
-            && self
-                .shared
-                .lease()
-                .is_valid_at(self.shared.locker.clock().now())
+        self.shared.check_deadline()
     }
 
     /// Why the lease was lost, if it was.
     pub fn loss(&self) -> Option<Error> {
+        self.shared.check_deadline();
         match self.shared.status() {
             Status::Lost(e) => Some(e),
             _ => None,
@@ -249,12 +266,9 @@ impl Guard {
             let deadline = self.shared.lease().deadline();
             tokio::select! {
                 _ = status.wait_for(|s| !matches!(s, Status::Held)) => return,
+                // Renewed meanwhile? Then the loop waits for the new deadline.
                 () = tokio::time::sleep_until(clock.to_tokio(deadline)) => {
-                    // Renewed meanwhile? Then wait for the new deadline.
-                    if clock.now() >= self.shared.lease().deadline() {
-                        let e = self.shared.lost_error("its deadline passed without a renewal");
-                        self.shared.mark_lost(e);
-                    }
+                    self.shared.check_deadline();
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! The background task of a guard: renewals (keep-alive) and noticing the deadline.
+//! The keep-alive task of a guard: renewals, and noticing the deadline when they fail.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,9 +10,7 @@ use crate::guard::Shared;
 /// When to renew: once a third of the lease's validity has passed, i.e. at
 /// `deadline - 2/3 * (ttl - drift_margin)`, leaving two thirds for retries.
 pub(crate) fn renew_at(lease: &Lease) -> baton_kernel::Instant {
-    let validity = lease
-        .ttl()
-        .saturating_sub(lease.options().drift_margin());
+    let validity = lease.ttl().saturating_sub(lease.options().drift_margin());
     lease.deadline().saturating_sub(validity * 2 / 3)
 }
 
@@ -25,31 +23,21 @@ fn retry_delay(attempt: u32, validity: Duration) -> Duration {
         .min((validity / 10).max(Duration::from_millis(1)))
 }
 
-/// Runs until the guard is released or its lease is lost.
+/// Runs until the guard is released or its lease is lost, renewing at [`renew_at`].
 ///
-/// With keep-alive, renews at [`renew_at`]; without, only waits for the deadline. Either way
-/// the lease is marked lost, never silently, when the deadline passes without a successful
-/// renewal. A kick (a manual renewal, a release) makes it look again at once.
+/// The lease is marked lost, never silently, when a renewal finds it gone or taken over, or
+/// when the deadline passes without a successful renewal (even while a renewal hangs). A kick
+/// (a manual renewal, a release, a loss) makes it look again at once.
 pub(crate) async fn run(shared: Arc<Shared>) {
     let clock = shared.locker.clock().clone();
     while shared.is_active() {
-        let lease = shared.lease();
-        let wake_at = if shared.keep_alive {
-            renew_at(&lease)
-        } else {
-            lease.deadline()
-        };
+        let wake_at = renew_at(&shared.lease());
         tokio::select! {
             () = tokio::time::sleep_until(clock.to_tokio(wake_at)) => {}
             () = shared.kick.notified() => continue,
         }
-        if !shared.is_active() {
-            return;
-        }
-        if shared.keep_alive {
+        if shared.is_active() {
             renew_until_deadline(&shared).await;
-        } else if clock.now() >= shared.lease().deadline() {
-            shared.mark_lost(shared.lost_error("its deadline passed (keep-alive is off)"));
         }
     }
 }
@@ -94,9 +82,7 @@ async fn renew_until_deadline(shared: &Shared) {
             Err(e) => {
                 tracing::warn!(lock = %lease.name(), attempt, "renewal failed, retrying: {e}");
                 last_error = Some(e);
-                let validity = lease
-                    .ttl()
-                    .saturating_sub(lease.options().drift_margin());
+                let validity = lease.ttl().saturating_sub(lease.options().drift_margin());
                 let retry_at = tokio::time::Instant::now() + retry_delay(attempt, validity);
                 let until = retry_at.min(clock.to_tokio(deadline));
                 tokio::select! {
@@ -121,9 +107,18 @@ mod tests {
         let validity = Duration::from_millis(50);
         for attempt in 0..40 {
             let d = retry_delay(attempt, validity);
-            assert!(d >= Duration::from_millis(1) && d <= Duration::from_millis(5), "{d:?}");
+            assert!(
+                d >= Duration::from_millis(1) && d <= Duration::from_millis(5),
+                "{d:?}"
+            );
         }
-        assert_eq!(retry_delay(0, Duration::from_secs(60)), Duration::from_millis(10));
-        assert_eq!(retry_delay(30, Duration::from_secs(60)), Duration::from_secs(1));
+        assert_eq!(
+            retry_delay(0, Duration::from_secs(60)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            retry_delay(30, Duration::from_secs(60)),
+            Duration::from_secs(1)
+        );
     }
 }

@@ -128,7 +128,8 @@ impl Locker {
     /// stay in the store until its TTL runs out, delaying other contenders by up to one TTL.
     pub async fn lock_with(&self, name: &str, request: LockRequest) -> Result<Guard> {
         let name = LockName::new(name)?;
-        let (mut opts, keep_alive) = request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
+        let (mut opts, keep_alive) =
+            request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
         let runtime = current_runtime()?;
         let pid = std::process::id();
         opts.seed = owner::random_u64();
@@ -180,7 +181,11 @@ impl Locker {
     }
 
     /// [`Locker::force_release`] for a name locked with `strategy`.
-    pub async fn force_release_with(&self, name: &str, strategy: Strategy) -> Result<Vec<LockInfo>> {
+    pub async fn force_release_with(
+        &self,
+        name: &str,
+        strategy: Strategy,
+    ) -> Result<Vec<LockInfo>> {
         let name = LockName::new(name)?;
         self.run(&mut ForceRelease::new(name, &self.options_for(strategy)))
             .await
@@ -361,10 +366,7 @@ impl LockerBuilder {
     /// The locker, or [`ErrorKind::InvalidOption`] naming the first option out of range.
     pub fn build(self) -> Result<Locker> {
         self.options.validate().map_err(|e| {
-            Error::new(
-                e.kind(),
-                format!("invalid locker default: {}", e.message()),
-            )
+            Error::new(e.kind(), format!("invalid locker default: {}", e.message()))
         })?;
         Ok(self.assemble())
     }

@@ -1,7 +1,7 @@
 //! The in-process store: the kernel's reference table behind a mutex.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use baton_kernel::{Command, Instant, MemoryTable, Reply, Write};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
 use crate::store::{Store, StoreFuture};
@@ -106,8 +106,8 @@ impl Store for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use baton_kernel::{ColumnFilter, Consistency, ReadConsistency, SerialConsistency};
+    use std::time::Duration;
 
     fn put(column: &str, ttl: Option<Duration>) -> Command {
         Command::Put {

@@ -18,14 +18,23 @@ use crate::store::Store;
 pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
     let shown = redact(url);
     let Some((scheme, rest)) = url.split_once(':') else {
-        return Err(malformed(&shown, "it has no scheme (such as memory: or postgres://)"));
+        return Err(malformed(
+            &shown,
+            "it has no scheme (such as memory: or postgres://)",
+        ));
     };
-    let valid_scheme = scheme.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+    let valid_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
         && scheme
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     if !valid_scheme {
-        return Err(malformed(&shown, "its scheme is not a word such as memory or postgres"));
+        return Err(malformed(
+            &shown,
+            "its scheme is not a word such as memory or postgres",
+        ));
     }
     let scheme = scheme.to_ascii_lowercase();
     let store = match scheme.as_str() {
@@ -56,9 +65,7 @@ pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
     }
     Err(Error::new(
         ErrorKind::InvalidOption,
-        format!(
-            "the {store} store is not built in yet (store URL {shown:?}); use memory: for now"
-        ),
+        format!("the {store} store is not built in yet (store URL {shown:?}); use memory: for now"),
     ))
 }
 
@@ -95,7 +102,10 @@ mod tests {
             redact("postgres://app:s3cret@db1:5432/locks?x=1"),
             "postgres://app:***@db1:5432/locks?x=1"
         );
-        assert_eq!(redact("postgres://app@db1/locks"), "postgres://app@db1/locks");
+        assert_eq!(
+            redact("postgres://app@db1/locks"),
+            "postgres://app@db1/locks"
+        );
         assert_eq!(redact("memory:"), "memory:");
         let e = open_store("postgres://app:s3cret@db1/locks").expect_err("not built in");
         assert!(!e.message().contains("s3cret"), "{e}");

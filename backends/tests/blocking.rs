@@ -33,7 +33,9 @@ fn blocking_locks_work_from_plain_threads() {
         .join()
         .expect("thread");
         assert_eq!(token, 2, "{strategy}");
-        let next = locker.try_lock("job").expect("released by drop, synchronously");
+        let next = locker
+            .try_lock("job")
+            .expect("released by drop, synchronously");
         assert_eq!(next.token(), 3, "{strategy}");
     }
 }
@@ -46,7 +48,10 @@ fn blocking_waiters_are_served_in_turn() {
         let locker = locker.clone();
         move || {
             locker
-                .lock_with("job", LockRequest::new().wait_timeout(Duration::from_secs(10)))
+                .lock_with(
+                    "job",
+                    LockRequest::new().wait_timeout(Duration::from_secs(10)),
+                )
                 .map(|g| g.token())
         }
     });

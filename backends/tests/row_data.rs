@@ -32,7 +32,10 @@ async fn row_of(locker: &baton::Locker, row: &str) -> Vec<Cell> {
 async fn read_row_returns_data_columns_and_release_with_writes_them() {
     let locker = locker(Strategy::ColumnPrefix);
     assert_eq!(
-        locker.store().execute(put("account 7", "balance", "10")).await,
+        locker
+            .store()
+            .execute(put("account 7", "balance", "10"))
+            .await,
         Reply::Written
     );
     let mut guard = locker
@@ -76,7 +79,11 @@ async fn read_row_returns_data_columns_and_release_with_writes_them() {
         .filter(|c| c.starts_with("_LOCK_"))
         .collect();
     assert_eq!(lock_columns, vec!["_LOCK_"]);
-    assert!(locker.inspect("account 7").await.expect("inspect").is_empty());
+    assert!(locker
+        .inspect("account 7")
+        .await
+        .expect("inspect")
+        .is_empty());
     // The next holder reads what the last one wrote.
     let next = locker
         .lock_with("account 7", LockRequest::new().read_row(true))
@@ -131,10 +138,14 @@ async fn bad_mutations_are_refused_and_the_lock_stays_held() {
     assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
     assert!(guard.is_held());
     drop(guard);
-    within(std::time::Duration::from_secs(10), "drop to release", async {
-        while prefix.try_lock("r").await.is_err() {
-            tokio::task::yield_now().await;
-        }
-    })
+    within(
+        std::time::Duration::from_secs(10),
+        "drop to release",
+        async {
+            while prefix.try_lock("r").await.is_err() {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
     .await;
 }

@@ -22,7 +22,10 @@ async fn a_dead_store_gives_store_unavailable_with_a_clear_message() {
         assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{strategy}: {e}");
         let message = e.to_string();
         for part in ["connection refused", "flaky test store", "3 times", "job"] {
-            assert!(message.contains(part), "{strategy}: {message:?} lacks {part:?}");
+            assert!(
+                message.contains(part),
+                "{strategy}: {message:?} lacks {part:?}"
+            );
         }
         assert_eq!(store.executed(), 3, "{strategy}: store_attempts sends");
         let e = locker.inspect("job").await.expect_err("dead store");
@@ -44,7 +47,12 @@ async fn a_store_that_dies_under_a_guard_makes_it_lost_by_its_deadline() {
         let deadline = guard.lease().deadline();
         let before = store.executed();
         store.kill();
-        within(Duration::from_secs(10), "the guard to be lost", guard.lost()).await;
+        within(
+            Duration::from_secs(10),
+            "the guard to be lost",
+            guard.lost(),
+        )
+        .await;
         let now = locker.clock().now();
         // Lost no later than the deadline (timers have 1 ms resolution), and so before the
         // store's TTL can have freed the lock for someone else.
@@ -52,7 +60,11 @@ async fn a_store_that_dies_under_a_guard_makes_it_lost_by_its_deadline() {
             now <= deadline.saturating_add(MS),
             "{strategy}: lost at {now:?}, deadline {deadline:?}"
         );
-        assert!(started.elapsed() < 100 * MS, "{strategy}: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < 100 * MS,
+            "{strategy}: {:?}",
+            started.elapsed()
+        );
         assert!(!guard.is_held(), "{strategy}");
         let loss = guard.loss().expect("a reason");
         assert_eq!(loss.kind(), ErrorKind::Lost, "{strategy}: {loss}");
@@ -79,7 +91,10 @@ async fn a_store_that_comes_back_in_time_keeps_the_lease() {
         assert!(guard.is_held(), "{strategy}: still within the deadline");
         store.revive();
         tokio::time::sleep(Duration::from_secs(10)).await;
-        assert!(guard.is_held(), "{strategy}: renewed once the store was back");
+        assert!(
+            guard.is_held(),
+            "{strategy}: renewed once the store was back"
+        );
         assert_eq!(guard.loss(), None);
     }
 }

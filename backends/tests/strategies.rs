@@ -24,7 +24,11 @@ async fn lock_and_release() {
         assert_eq!(infos[0].owner, guard.lease().owner().key(), "{strategy}");
         guard.release().await.expect("release");
         assert!(!guard.is_held(), "{strategy}");
-        assert_eq!(locker.inspect("job").await.expect("inspect"), vec![], "{strategy}");
+        assert_eq!(
+            locker.inspect("job").await.expect("inspect"),
+            vec![],
+            "{strategy}"
+        );
     }
 }
 
@@ -37,7 +41,11 @@ async fn try_lock_on_a_held_lock_is_busy() {
         assert_eq!(e.kind(), ErrorKind::Busy, "{strategy}: {e}");
         assert!(e.message().contains("job"), "{strategy}: {e}");
         // The failed attempt left no cell of its own behind.
-        assert_eq!(locker.inspect("job").await.expect("inspect").len(), 1, "{strategy}");
+        assert_eq!(
+            locker.inspect("job").await.expect("inspect").len(),
+            1,
+            "{strategy}"
+        );
     }
 }
 
@@ -53,8 +61,15 @@ async fn a_short_wait_on_a_held_lock_times_out() {
             .expect_err("held");
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{strategy}: {e}");
         let waited = started.elapsed();
-        assert!(waited >= 50 * MS && waited < 1000 * MS, "{strategy}: waited {waited:?}");
-        assert_eq!(locker.inspect("job").await.expect("inspect").len(), 1, "{strategy}");
+        assert!(
+            waited >= 50 * MS && waited < 1000 * MS,
+            "{strategy}: waited {waited:?}"
+        );
+        assert_eq!(
+            locker.inspect("job").await.expect("inspect").len(),
+            1,
+            "{strategy}"
+        );
     }
 }
 
@@ -112,9 +127,11 @@ async fn a_release_wakes_a_waiter_long_before_its_backoff_ends() {
         });
         // The waiter has made its first attempt, found the lock held and gone to sleep.
         let one_attempt = common::commands_of_a_failed_attempt(strategy);
-        wait_until(Duration::from_secs(10), "the waiter's first attempt", || {
-            store.executed() >= before + one_attempt
-        })
+        wait_until(
+            Duration::from_secs(10),
+            "the waiter's first attempt",
+            || store.executed() >= before + one_attempt,
+        )
         .await;
         holder.release().await.expect("release");
         let guard = within(Duration::from_secs(10), "the woken waiter", waiter)
@@ -144,14 +161,20 @@ async fn a_waiter_is_not_woken_by_its_own_deletes() {
         store.set_budget(1000);
         let before = store.executed();
         let e = locker
-            .lock_with("job", LockRequest::new().wait_timeout(Duration::from_secs(1)))
+            .lock_with(
+                "job",
+                LockRequest::new().wait_timeout(Duration::from_secs(1)),
+            )
             .await
             .expect_err("held");
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{strategy}: {e}");
         // Backoff of 50 to 100 ms over 1 s: at most about 20 attempts.
         let per_attempt = common::commands_of_a_failed_attempt(strategy);
         let spent = store.executed() - before;
-        assert!(spent <= 22 * per_attempt, "{strategy}: {spent} commands in 1 s");
+        assert!(
+            spent <= 22 * per_attempt,
+            "{strategy}: {spent} commands in 1 s"
+        );
     }
 }
 
@@ -184,9 +207,16 @@ async fn keep_alive_holds_a_short_lease() {
         let first_deadline = guard.lease().deadline();
         for step in 0..50 {
             tokio::time::advance(10 * MS).await;
-            assert!(guard.is_held(), "{strategy}: lost after {} ms", (step + 1) * 10);
+            assert!(
+                guard.is_held(),
+                "{strategy}: lost after {} ms",
+                (step + 1) * 10
+            );
         }
-        assert!(guard.lease().deadline() > first_deadline, "{strategy}: renewed");
+        assert!(
+            guard.lease().deadline() > first_deadline,
+            "{strategy}: renewed"
+        );
         assert_eq!(guard.token(), 1);
         assert_eq!(guard.loss(), None);
         let infos = locker.inspect("job").await.expect("inspect");
@@ -194,7 +224,11 @@ async fn keep_alive_holds_a_short_lease() {
         assert_eq!(infos[0].owner, guard.lease().owner().key(), "{strategy}");
         assert_eq!(infos[0].token, Some(1), "{strategy}: token unchanged");
         assert_eq!(
-            locker.try_lock("job").await.map(|_| ()).map_err(|e| e.kind()),
+            locker
+                .try_lock("job")
+                .await
+                .map(|_| ())
+                .map_err(|e| e.kind()),
             Err(ErrorKind::Busy),
             "{strategy}"
         );
@@ -265,7 +299,10 @@ async fn an_expired_holder_cannot_release_its_successor() {
         let mut stale = locker.lock("job").await.expect("lock");
         within(Duration::from_secs(1), "the lease to be lost", stale.lost()).await;
         let successor = locker
-            .lock_with("job", LockRequest::new().wait_timeout(Duration::from_secs(1)))
+            .lock_with(
+                "job",
+                LockRequest::new().wait_timeout(Duration::from_secs(1)),
+            )
             .await
             .expect("takes over once the cell expired");
         assert!(successor.token() > stale.token(), "{strategy}");
@@ -277,7 +314,11 @@ async fn an_expired_holder_cannot_release_its_successor() {
             .filter(|i| i.state == EntryState::Held)
             .collect();
         assert_eq!(holder.len(), 1, "{strategy}: {infos:?}");
-        assert_eq!(holder[0].owner, successor.lease().owner().key(), "{strategy}");
+        assert_eq!(
+            holder[0].owner,
+            successor.lease().owner().key(),
+            "{strategy}"
+        );
         assert!(successor.is_held(), "{strategy}");
     }
 }

@@ -25,10 +25,26 @@ async fn bad_names_are_invalid_name_everywhere() {
             let shown = name.escape_debug().to_string();
             let kinds = [
                 locker.lock(&name).await.map(|_| ()).map_err(|e| e.kind()),
-                locker.try_lock(&name).await.map(|_| ()).map_err(|e| e.kind()),
-                locker.inspect(&name).await.map(|_| ()).map_err(|e| e.kind()),
-                locker.purge(Some(&name)).await.map(|_| ()).map_err(|e| e.kind()),
-                locker.force_release(&name).await.map(|_| ()).map_err(|e| e.kind()),
+                locker
+                    .try_lock(&name)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+                locker
+                    .inspect(&name)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+                locker
+                    .purge(Some(&name))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+                locker
+                    .force_release(&name)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
             ];
             for kind in kinds {
                 assert_eq!(kind, Err(ErrorKind::InvalidName), "{strategy}: {shown}");
@@ -172,6 +188,9 @@ fn the_async_api_outside_a_runtime_is_an_error_not_a_panic() {
             assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
             assert!(e.message().contains("tokio runtime"), "{e}");
         }
-        other => panic!("expected an error at once, got {:?}", other.map(|r| r.map(|_| ()))),
+        other => panic!(
+            "expected an error at once, got {:?}",
+            other.map(|r| r.map(|_| ()))
+        ),
     }
 }

@@ -20,7 +20,9 @@ pub fn builder(strategy: Strategy) -> LockerBuilder {
 
 /// A locker on a fresh memory store with `strategy` and default options.
 pub fn locker(strategy: Strategy) -> Locker {
-    builder(strategy).build().expect("default options are valid")
+    builder(strategy)
+        .build()
+        .expect("default options are valid")
 }
 
 /// A memory store that can be switched off: then every command fails as unavailable.
@@ -42,7 +44,8 @@ impl FlakyStore {
     /// After `commands` more commands, every command is rejected: a runaway retry loop then
     /// ends in an error instead of hanging the test.
     pub fn set_budget(&self, commands: u64) {
-        self.budget.store(self.executed() + commands, Ordering::SeqCst);
+        self.budget
+            .store(self.executed() + commands, Ordering::SeqCst);
     }
 
     /// From now on, every command fails with `Failure::Unavailable`.
