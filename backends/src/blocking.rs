@@ -94,7 +94,7 @@ impl BlockingLocker {
     /// [`Locker::lock_with`], blocking.
     pub fn lock_with(&self, name: &str, request: LockRequest) -> Result<BlockingGuard> {
         let guard = run(self.locker.lock_with(name, request))??;
-        Ok(BlockingGuard { guard: Some(guard) })
+        Ok(BlockingGuard { guard })
     }
 
     /// [`Locker::inspect`], blocking.
@@ -137,100 +137,79 @@ impl BlockingLocker {
 /// release happens in the background, as for [`Guard`]).
 #[derive(Debug)]
 pub struct BlockingGuard {
-    /// Always `Some` until dropped.
-    guard: Option<Guard>,
+    guard: Guard,
 }
 
 impl BlockingGuard {
-    fn guard(&self) -> Result<&Guard> {
-        self.guard.as_ref().ok_or_else(gone)
-    }
-
-    fn guard_mut(&mut self) -> Result<&mut Guard> {
-        self.guard.as_mut().ok_or_else(gone)
-    }
-
     /// [`Guard::lease`].
-    pub fn lease(&self) -> Option<Lease> {
-        self.guard.as_ref().map(Guard::lease)
+    pub fn lease(&self) -> Lease {
+        self.guard.lease()
     }
 
     /// [`Guard::token`].
     pub fn token(&self) -> u64 {
-        self.guard.as_ref().map_or(0, Guard::token)
+        self.guard.token()
     }
 
     /// [`Guard::name`].
     pub fn name(&self) -> &str {
-        self.guard.as_ref().map_or("", Guard::name)
+        self.guard.name()
     }
 
     /// [`Guard::is_held`].
     pub fn is_held(&self) -> bool {
-        self.guard.as_ref().is_some_and(Guard::is_held)
+        self.guard.is_held()
     }
 
     /// [`Guard::loss`].
     pub fn loss(&self) -> Option<Error> {
-        self.guard.as_ref().and_then(Guard::loss)
+        self.guard.loss()
     }
 
     /// [`Guard::lost`], blocking for at most `timeout`: whether the lock was lost (or released)
     /// by then.
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool> {
-        let guard = self.guard()?;
-        run(async { tokio::time::timeout(timeout, guard.lost()).await.is_ok() })
+        run(async {
+            tokio::time::timeout(timeout, self.guard.lost())
+                .await
+                .is_ok()
+        })
     }
 
     /// [`Guard::row`].
     pub fn row(&self) -> &[Cell] {
-        self.guard.as_ref().map_or(&[], Guard::row)
+        self.guard.row()
     }
 
     /// [`Guard::renew`], blocking.
     pub fn renew(&self) -> Result<()> {
-        let guard = self.guard()?;
-        run(guard.renew())?
+        run(self.guard.renew())?
     }
 
     /// [`Guard::release`], blocking.
     pub fn release(&mut self) -> Result<()> {
-        let guard = self.guard_mut()?;
-        run(guard.release())?
+        run(self.guard.release())?
     }
 
     /// [`Guard::release_with`], blocking.
     pub fn release_with(&mut self, writes: Vec<Write>) -> Result<()> {
-        let guard = self.guard_mut()?;
-        run(guard.release_with(writes))?
+        run(self.guard.release_with(writes))?
     }
-
-    /// The async guard underneath (for example to pass to async code).
-    pub fn into_async(mut self) -> Option<Guard> {
-        self.guard.take()
-    }
-}
-
-fn gone() -> Error {
-    Error::new(ErrorKind::NotOwner, "this guard no longer holds a lock")
 }
 
 impl Drop for BlockingGuard {
     fn drop(&mut self) {
-        let Some(mut guard) = self.guard.take() else {
-            return;
-        };
-        if std::process::id() != guard.pid
+        if std::process::id() != self.guard.pid
             || tokio::runtime::Handle::try_current().is_ok()
-            || matches!(guard.shared.status(), Status::Released)
+            || matches!(self.guard.shared.status(), Status::Released)
         {
             // Forked child (do nothing), async context (release in the background) or
-            // already released: the guard's own drop handles each case.
+            // already released: the inner guard's own drop handles each case.
             return;
         }
-        let runtime = guard.runtime.clone();
-        if let Err(e) = runtime.block_on(guard.release()) {
-            tracing::warn!(lock = %guard.name(), "release on drop: {e}");
+        let runtime = self.guard.runtime.clone();
+        if let Err(e) = runtime.block_on(self.guard.release()) {
+            tracing::warn!(lock = %self.guard.name(), "release on drop: {e}");
         }
     }
 }

@@ -124,10 +124,7 @@ fn guards_dropped_in_a_forked_child_leave_the_parents_locks_alone() {
 
         for (name, owner) in [
             ("async", guard.lease().owner().key()),
-            (
-                "blocking",
-                blocking_guard.lease().expect("lease").owner().key(),
-            ),
+            ("blocking", blocking_guard.lease().owner().key()),
         ] {
             let infos = runtime
                 .block_on(locker.inspect_with(name, strategy))

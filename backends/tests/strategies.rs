@@ -360,3 +360,46 @@ async fn purge_removes_expired_cells() {
         assert_eq!(store.snapshot().stored_cells(), 1, "{strategy}");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn without_keep_alive_is_held_notices_the_deadline_by_itself() {
+    for strategy in Strategy::ALL {
+        let locker = builder(strategy)
+            .ttl(50 * MS)
+            .keep_alive(false)
+            .build()
+            .expect("valid");
+        let guard = locker.lock("job").await.expect("lock");
+        tokio::time::advance(45 * MS).await;
+        assert!(guard.is_held(), "{strategy}");
+        assert_eq!(guard.loss(), None, "{strategy}");
+        tokio::time::advance(5 * MS).await;
+        assert!(!guard.is_held(), "{strategy}");
+        let loss = guard.loss().expect("lost");
+        assert!(
+            loss.message().contains("keep-alive is off"),
+            "{strategy}: {loss}"
+        );
+    }
+}
+
+#[test]
+fn a_guard_that_outlives_its_runtime_drops_quietly() {
+    for strategy in Strategy::ALL {
+        let locker = locker(strategy);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let guard = runtime.block_on(locker.lock("job")).expect("lock");
+        drop(runtime);
+        // No runtime to release on: the lock stays until its TTL, and nothing panics.
+        drop(guard);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let infos = runtime.block_on(locker.inspect("job")).expect("inspect");
+        assert_eq!(infos.len(), 1, "{strategy}: still held until the TTL");
+    }
+}
