@@ -47,7 +47,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 async fn renew_until_deadline(shared: &Shared) {
     let clock = shared.locker.clock().clone();
     let mut last_error = None;
-    for attempt in 0u32.. {
+    let mut attempt = 0u32;
+    loop {
         let lease = shared.lease();
         let deadline = lease.deadline();
         if clock.now() >= deadline {
@@ -84,6 +85,7 @@ async fn renew_until_deadline(shared: &Shared) {
                 last_error = Some(e);
                 let validity = lease.ttl().saturating_sub(lease.options().drift_margin());
                 let retry_at = tokio::time::Instant::now() + retry_delay(attempt, validity);
+                attempt = attempt.saturating_add(1);
                 let until = retry_at.min(clock.to_tokio(deadline));
                 tokio::select! {
                     () = tokio::time::sleep_until(until) => {}
