@@ -3,16 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_kernel::{ErrorKind, Lease, Renew};
+use baton_kernel::{ErrorKind, Renew};
 
 use crate::guard::Shared;
-
-/// When to renew: once a third of the lease's validity has passed, i.e. at
-/// `deadline - 2/3 * (ttl - drift_margin)`, leaving two thirds for retries.
-pub(crate) fn renew_at(lease: &Lease) -> baton_kernel::Instant {
-    let validity = lease.ttl().saturating_sub(lease.options().drift_margin());
-    lease.deadline().saturating_sub(validity * 2 / 3)
-}
 
 /// The wait between renewals that failed for store reasons: short, growing, and well inside
 /// the validity so several retries fit before the deadline.
@@ -23,7 +16,7 @@ fn retry_delay(attempt: u32, validity: Duration) -> Duration {
         .min((validity / 10).max(Duration::from_millis(1)))
 }
 
-/// Runs until the guard is released or its lease is lost, renewing at [`renew_at`].
+/// Runs until the guard is released or its lease is lost, renewing at [`Lease::renew_at`].
 ///
 /// The lease is marked lost, never silently, when a renewal finds it gone or taken over, or
 /// when the deadline passes without a successful renewal (even while a renewal hangs). A kick
@@ -31,7 +24,7 @@ fn retry_delay(attempt: u32, validity: Duration) -> Duration {
 pub(crate) async fn run(shared: Arc<Shared>) {
     let clock = shared.locker.clock().clone();
     while shared.is_active() {
-        let wake_at = renew_at(&shared.lease());
+        let wake_at = shared.lease().renew_at();
         tokio::select! {
             () = tokio::time::sleep_until(clock.to_tokio(wake_at)) => {}
             () = shared.kick.notified() => continue,
@@ -83,7 +76,7 @@ async fn renew_until_deadline(shared: &Shared) {
             Err(e) => {
                 tracing::warn!(lock = %lease.name(), attempt, "renewal failed, retrying: {e}");
                 last_error = Some(e);
-                let validity = lease.ttl().saturating_sub(lease.options().drift_margin());
+                let validity = lease.options().lease_validity();
                 let retry_at = tokio::time::Instant::now() + retry_delay(attempt, validity);
                 attempt = attempt.saturating_add(1);
                 let until = retry_at.min(clock.to_tokio(deadline));

@@ -89,3 +89,8 @@ pub use baton_kernel::{
     LockOptions, PrefixOptions, Reply, Result, RetryPolicy, SerialConsistency, Strategy, Wait,
     Write,
 };
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -52,6 +52,14 @@ impl Lease {
         self.deadline
     }
 
+    /// When a keep-alive should renew: once a third of the validity has passed, at
+    /// `deadline - 2/3 * (ttl - drift_margin)`, which leaves two thirds for retries. Every
+    /// binding's keep-alive uses this one schedule.
+    pub fn renew_at(&self) -> Instant {
+        self.deadline
+            .saturating_sub(self.opts.lease_validity() * 2 / 3)
+    }
+
     /// Whether the lease is still valid at `now`.
     pub fn is_valid_at(&self, now: Instant) -> bool {
         now < self.deadline

@@ -46,7 +46,7 @@ impl Strategy {
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -204,6 +204,12 @@ impl LockOptions {
                 )));
             }
         }
+        if self.strategy != Strategy::ColumnPrefix && *p != PrefixOptions::default() {
+            return Err(Error::invalid_option(format!(
+                "column-prefix options (prefix, cell ttl, fail_on_stale_lock, read_row, lock id) do not apply to the {} strategy",
+                self.strategy
+            )));
+        }
         if let Some(id) = &p.lock_id {
             if id.is_empty() || id.len() > 128 || id.contains('\0') {
                 return Err(Error::invalid_option(format!(
@@ -228,8 +234,9 @@ impl LockOptions {
         }
     }
 
-    /// How long the holder may believe in a lease whose cell was written at `sent`.
-    pub(crate) fn lease_validity(&self) -> Duration {
+    /// How long a holder may believe in a lease after sending the write that granted or renewed
+    /// it: the TTL minus the drift margin.
+    pub fn lease_validity(&self) -> Duration {
         self.ttl.saturating_sub(self.drift_margin())
     }
 }

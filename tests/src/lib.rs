@@ -10,4 +10,6 @@
 //!
 //! Every run is a pure function of its seed: a failure prints the command that replays it.
 
+#![forbid(unsafe_code)]
+
 pub mod sim;

@@ -6,7 +6,10 @@ use baton_kernel::{Sabotage, Strategy};
 use baton_tests::sim::{self, replay_command, Tally, PROFILES};
 
 fn seeds() -> u64 {
-    std::env::var("BATON_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000)
+    std::env::var("BATON_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000)
 }
 
 fn report(strategy: Strategy, sabotage: Sabotage, t: &Tally) -> String {
@@ -34,8 +37,15 @@ fn safe_and_live(strategy: Strategy) {
     let t = sim::run_many(strategy, Sabotage::None, 0, n, 1, 5);
     println!("{}", report(strategy, Sabotage::None, &t));
     assert_eq!(t.runs, n, "{}", report(strategy, Sabotage::None, &t));
-    assert!(t.failed.is_empty(), "{}", report(strategy, Sabotage::None, &t));
-    assert!(t.grants > n, "too few grants: the simulation is not exercising the lock");
+    assert!(
+        t.failed.is_empty(),
+        "{}",
+        report(strategy, Sabotage::None, &t)
+    );
+    assert!(
+        t.grants > n,
+        "too few grants: the simulation is not exercising the lock"
+    );
 }
 
 #[test]
@@ -57,7 +67,11 @@ fn column_prefix_is_safe_and_live() {
 fn caught(strategy: Strategy, sabotage: Sabotage, budget: u64) {
     let t = sim::run_many(strategy, sabotage, 0, budget, 1, 1);
     let found = t.failed.iter().find(|o| !o.violations.is_empty());
-    assert!(found.is_some(), "{strategy} with {sabotage:?} ran {} seeds without a violation", t.runs);
+    assert!(
+        found.is_some(),
+        "{strategy} with {sabotage:?} ran {} seeds without a violation",
+        t.runs
+    );
     println!("{}", report(strategy, sabotage, &t));
 }
 
@@ -81,8 +95,15 @@ fn renewal_and_wins_without_the_continuity_check_are_caught() {
 fn a_seed_replays_exactly() {
     for strategy in Strategy::ALL {
         for seed in [1, 6, 7] {
-            let (a, b) = (sim::run(strategy, Sabotage::None, seed), sim::run(strategy, Sabotage::None, seed));
-            assert_eq!((a.grants, a.events, a.end), (b.grants, b.events, b.end), "{strategy} seed {seed}");
+            let (a, b) = (
+                sim::run(strategy, Sabotage::None, seed),
+                sim::run(strategy, Sabotage::None, seed),
+            );
+            assert_eq!(
+                (a.grants, a.events, a.end),
+                (b.grants, b.events, b.end),
+                "{strategy} seed {seed}"
+            );
         }
     }
 }
@@ -97,6 +118,12 @@ fn every_fault_profile_is_exercised() {
     // Faulty profiles actually produce failed acquisitions somewhere (the faults bite).
     let t = sim::run_many(Strategy::UniqueInsert, Sabotage::None, 0, 64, 1, 1);
     assert!(t.failed.is_empty());
-    let errors: usize = (0..64).map(|s| sim::run(Strategy::UniqueInsert, Sabotage::None, s).errors.len()).sum();
+    let errors: usize = (0..64)
+        .map(|s| {
+            sim::run(Strategy::UniqueInsert, Sabotage::None, s)
+                .errors
+                .len()
+        })
+        .sum();
     assert!(errors > 0, "no fault ever made an acquisition fail");
 }

@@ -91,13 +91,24 @@ fn main() -> ExitCode {
             }
             failed |= !out.ok();
         }
-        return if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        return if failed {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        };
     }
     println!("| strategy | seeds | failed | grants | events | seconds |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for &strategy in &args.strategies {
         let started = WallInstant::now();
-        let t = sim::run_many(strategy, args.sabotage, args.from, args.from + args.seeds, args.threads, 10);
+        let t = sim::run_many(
+            strategy,
+            args.sabotage,
+            args.from,
+            args.from + args.seeds,
+            args.threads,
+            10,
+        );
         println!(
             "| {strategy} | {} | {} | {} | {} | {:.1} |",
             t.runs,
@@ -113,7 +124,10 @@ fn main() -> ExitCode {
             if let Some(s) = &out.stuck {
                 println!("  seed {}: stuck: {s}", out.seed);
             }
-            println!("  replay: {}", replay_command(strategy, args.sabotage, out.seed));
+            println!(
+                "  replay: {}",
+                replay_command(strategy, args.sabotage, out.seed)
+            );
             failed = true;
         }
     }

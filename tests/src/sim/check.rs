@@ -86,7 +86,11 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
     names.sort_unstable();
     names.dedup();
     for name in names {
-        let mut mine: Vec<(usize, &GrantRecord)> = grants.iter().enumerate().filter(|(_, g)| g.name == name).collect();
+        let mut mine: Vec<(usize, &GrantRecord)> = grants
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.name == name)
+            .collect();
 
         // Fencing order, in delivery order.
         mine.sort_by_key(|(i, g)| (g.at, *i));
@@ -104,7 +108,12 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
         // Mutual exclusion: sweep the belief intervals of all grants.
         let mut segs: Vec<(u64, u64, usize)> = mine
             .iter()
-            .flat_map(|(i, g)| g.belief.iter().filter(|(s, e)| s < e).map(move |(s, e)| (*s, *e, *i)))
+            .flat_map(|(i, g)| {
+                g.belief
+                    .iter()
+                    .filter(|(s, e)| s < e)
+                    .map(move |(s, e)| (*s, *e, *i))
+            })
             .collect();
         segs.sort_unstable();
         let mut reach: Option<(u64, usize)> = None; // (furthest end so far, its grant)
@@ -133,16 +142,31 @@ mod tests {
     use super::*;
 
     fn g(client: usize, token: u64, at: u64, belief: Vec<(u64, u64)>) -> GrantRecord {
-        GrantRecord { client, name: "n".into(), token, at, belief }
+        GrantRecord {
+            client,
+            name: "n".into(),
+            token,
+            at,
+            belief,
+        }
     }
 
     #[test]
     fn finds_overlaps_and_bad_tokens_and_accepts_handoffs() {
-        assert_eq!(check(&[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])]), vec![]);
+        assert_eq!(
+            check(&[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])]),
+            vec![]
+        );
         let v = check(&[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 5, vec![(5, 20)])]);
-        assert!(matches!(v.as_slice(), [Violation::Overlap { at: 5, .. }]), "{v:?}");
+        assert!(
+            matches!(v.as_slice(), [Violation::Overlap { at: 5, .. }]),
+            "{v:?}"
+        );
         let v = check(&[g(0, 2, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])]);
-        assert!(matches!(v.as_slice(), [Violation::TokenOrder { .. }]), "{v:?}");
+        assert!(
+            matches!(v.as_slice(), [Violation::TokenOrder { .. }]),
+            "{v:?}"
+        );
         // A renewal of the same grant may overlap itself.
         assert_eq!(check(&[g(0, 1, 0, vec![(0, 10), (5, 15)])]), vec![]);
     }

@@ -14,7 +14,11 @@ const MILLION: i128 = 1_000_000;
 impl ClientClock {
     /// A clock with this origin (ns), rate error (parts per million) and wall-clock skew (ms).
     pub fn new(origin: u64, ppm: i64, wall_skew_ms: i64) -> Self {
-        ClientClock { origin, ppm, wall_skew_ms }
+        ClientClock {
+            origin,
+            ppm,
+            wall_skew_ms,
+        }
     }
 
     /// The client's monotonic reading at simulated time `t`.
@@ -43,7 +47,8 @@ impl ClientClock {
     /// The client's wall clock in Unix ms at simulated time `t`.
     pub fn wall_ms(&self, t: u64) -> u64 {
         let base: i64 = 1_763_700_000_000;
-        u64::try_from(base + self.wall_skew_ms + i64::try_from(t / 1_000_000).unwrap_or(i64::MAX)).unwrap_or(0)
+        u64::try_from(base + self.wall_skew_ms + i64::try_from(t / 1_000_000).unwrap_or(i64::MAX))
+            .unwrap_or(0)
     }
 }
 
@@ -58,7 +63,10 @@ mod tests {
             for t in [0u64, 1, 999_999, 123_456_789_012] {
                 let l = c.local(t);
                 let back = c.sim(l);
-                assert!(back <= t && c.local(back) >= l, "ppm {ppm} t {t} back {back}");
+                assert!(
+                    back <= t && c.local(back) >= l,
+                    "ppm {ppm} t {t} back {back}"
+                );
             }
         }
     }

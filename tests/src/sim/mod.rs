@@ -16,8 +16,8 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, CommandId, Command, ErrorKind, Instant, Lease, LockName, LockOptions, Operation, OwnerId, Poll, Release, Renew,
-    Reply, RetryPolicy, Sabotage, SplitMix64, Strategy, Wait,
+    Acquire, Command, CommandId, ErrorKind, Instant, Lease, LockName, LockOptions, Operation,
+    OwnerId, Poll, Release, Renew, Reply, RetryPolicy, Sabotage, SplitMix64, Strategy, Wait,
 };
 
 use check::{GrantRecord, Violation};
@@ -85,28 +85,59 @@ pub struct Config {
 }
 
 /// The fault profiles, in the order seeds cycle through them.
-pub const PROFILES: [&str; 8] =
-    ["none", "none+replicas", "network", "crashes", "pauses", "clocks", "all", "all+replicas"];
+pub const PROFILES: [&str; 8] = [
+    "none",
+    "none+replicas",
+    "network",
+    "crashes",
+    "pauses",
+    "clocks",
+    "all",
+    "all+replicas",
+];
 
 impl Config {
     /// The configuration of run `seed` for `strategy`: seeds cycle through [`PROFILES`].
     pub fn from_seed(strategy: Strategy, sabotage: Sabotage, seed: u64) -> Config {
         let mut rng = SplitMix64::new(seed ^ 0xC0FF_EE00_D15E_A5E5);
         let profile = PROFILES[(seed % PROFILES.len() as u64) as usize];
-        let network = Faults { lost_reply: 0.03, dropped: 0.03, unavailable: 0.02, long_delay: 0.02, ..Faults::default() };
-        let clocks = Faults { skew_ms: 5_000, drift_ppm: 2_000, ..Faults::default() };
+        let network = Faults {
+            lost_reply: 0.03,
+            dropped: 0.03,
+            unavailable: 0.02,
+            long_delay: 0.02,
+            ..Faults::default()
+        };
+        let clocks = Faults {
+            skew_ms: 5_000,
+            drift_ppm: 2_000,
+            ..Faults::default()
+        };
         let faults = match profile {
             "none" => Faults::default(),
-            "none+replicas" => Faults { replicated: true, ..Faults::default() },
+            "none+replicas" => Faults {
+                replicated: true,
+                ..Faults::default()
+            },
             "network" => network,
-            "crashes" => Faults { crash: 0.3, ..Faults::default() },
-            "pauses" => Faults { pause: 0.01, ..Faults::default() },
+            "crashes" => Faults {
+                crash: 0.3,
+                ..Faults::default()
+            },
+            "pauses" => Faults {
+                pause: 0.01,
+                ..Faults::default()
+            },
             "clocks" => clocks,
             _ => Faults {
                 crash: 0.2,
                 pause: 0.005,
                 replicated: profile == "all+replicas",
-                ..Faults { skew_ms: clocks.skew_ms, drift_ppm: clocks.drift_ppm, ..network }
+                ..Faults {
+                    skew_ms: clocks.skew_ms,
+                    drift_ppm: clocks.drift_ppm,
+                    ..network
+                }
             },
         };
         Config {
@@ -151,17 +182,43 @@ impl Outcome {
 }
 
 enum Event {
-    Wake { client: usize, gen: u64 },
-    Arrive { client: usize, op: u64, id: CommandId, command: Command, fate: Fate, sent: u64, timeout: u64 },
-    Deliver { client: usize, op: u64, id: CommandId, reply: Reply, paused: bool },
-    Crash { client: usize },
+    Wake {
+        client: usize,
+        gen: u64,
+    },
+    Arrive {
+        client: usize,
+        op: u64,
+        id: CommandId,
+        command: Command,
+        fate: Fate,
+        sent: u64,
+        timeout: u64,
+    },
+    Deliver {
+        client: usize,
+        op: u64,
+        id: CommandId,
+        reply: Reply,
+        paused: bool,
+    },
+    Crash {
+        client: usize,
+    },
 }
 
 enum State {
     Idle,
     Acquiring(Box<Acquire>),
-    Holding { lease: Box<Lease>, until: u64 },
-    Renewing { op: Box<Renew>, lease: Box<Lease>, until: u64 },
+    Holding {
+        lease: Box<Lease>,
+        until: u64,
+    },
+    Renewing {
+        op: Box<Renew>,
+        lease: Box<Lease>,
+        until: u64,
+    },
     Releasing(Box<Release>),
     Done,
 }
@@ -207,12 +264,16 @@ pub fn run(strategy: Strategy, sabotage: Sabotage, seed: u64) -> Outcome {
 pub fn run_config(cfg: Config, seed: u64) -> Outcome {
     let mut rng = SplitMix64::new(seed);
     let store: Box<dyn SimStore> = if cfg.faults.replicated {
-        Box::new(Replicated::new(rng.below(3) as usize, Duration::from_millis(5 + rng.below(300))))
+        Box::new(Replicated::new(
+            rng.below(3) as usize,
+            Duration::from_millis(5 + rng.below(300)),
+        ))
     } else {
         Box::<SingleCopy>::default()
     };
-    let names: Vec<LockName> =
-        (0..cfg.names).filter_map(|i| LockName::new(&format!("lock-{i}")).ok()).collect();
+    let names: Vec<LockName> = (0..cfg.names)
+        .filter_map(|i| LockName::new(&format!("lock-{i}")).ok())
+        .collect();
     let mut clients = Vec::new();
     for i in 0..cfg.clients {
         let ppm = signed(&mut rng, cfg.faults.drift_ppm);
@@ -269,7 +330,8 @@ impl Sim {
     fn schedule(&mut self, at: u64, event: Event) {
         self.seq += 1;
         self.events.push(Some(event));
-        self.queue.push(Reverse((at, self.seq, self.events.len() - 1)));
+        self.queue
+            .push(Reverse((at, self.seq, self.events.len() - 1)));
     }
 
     fn run(&mut self) {
@@ -279,7 +341,9 @@ impl Sim {
                 break;
             }
             self.now = at;
-            let Some(event) = self.events[slot].take() else { continue };
+            let Some(event) = self.events[slot].take() else {
+                continue;
+            };
             self.handle(event);
         }
     }
@@ -325,7 +389,15 @@ impl Sim {
                 }
                 self.step(client);
             }
-            Event::Arrive { client, op, id, command, fate, sent, timeout } => {
+            Event::Arrive {
+                client,
+                op,
+                id,
+                command,
+                fate,
+                sent,
+                timeout,
+            } => {
                 let (reply, done) = self.store.execute(&command, self.now, fate, &mut self.rng);
                 let at = if matches!(reply, Reply::Failed(_)) && fate != Fate::Unavailable {
                     // A timeout reaches the client after its deadline, and never before the
@@ -334,15 +406,39 @@ impl Sim {
                 } else {
                     done + self.one_way()
                 };
-                self.schedule(at, Event::Deliver { client, op, id, reply, paused: false });
+                self.schedule(
+                    at,
+                    Event::Deliver {
+                        client,
+                        op,
+                        id,
+                        reply,
+                        paused: false,
+                    },
+                );
             }
-            Event::Deliver { client, op, id, reply, paused } => {
+            Event::Deliver {
+                client,
+                op,
+                id,
+                reply,
+                paused,
+            } => {
                 if self.clients[client].crashed || self.clients[client].op != op {
                     return;
                 }
                 if !paused {
                     if let Some(p) = self.pause() {
-                        self.schedule(self.now + p, Event::Deliver { client, op, id, reply, paused: true });
+                        self.schedule(
+                            self.now + p,
+                            Event::Deliver {
+                                client,
+                                op,
+                                id,
+                                reply,
+                                paused: true,
+                            },
+                        );
                         return;
                     }
                 }
@@ -373,7 +469,18 @@ impl Sim {
         let op = self.clients[client].op;
         let timeout = 50 * MS + self.rng.below(500 * MS);
         let at = self.now + self.one_way();
-        self.schedule(at, Event::Arrive { client, op, id, command, fate, sent: self.now, timeout });
+        self.schedule(
+            at,
+            Event::Arrive {
+                client,
+                op,
+                id,
+                command,
+                fate,
+                sent: self.now,
+                timeout,
+            },
+        );
     }
 
     fn timer(&mut self, client: usize, local_deadline: Instant) {
@@ -395,7 +502,11 @@ impl Sim {
             strategy: self.cfg.strategy,
             ttl: self.cfg.ttl,
             wait,
-            retry: RetryPolicy { initial: Duration::from_millis(5), max: Duration::from_millis(200), max_attempts: None },
+            retry: RetryPolicy {
+                initial: Duration::from_millis(5),
+                max: Duration::from_millis(200),
+                max_attempts: None,
+            },
             created_unix_ms: self.clients[client].clock.wall_ms(self.now),
             seed: self.rng.next_u64(),
             sabotage: self.cfg.sabotage,
@@ -425,7 +536,11 @@ impl Sim {
                         return;
                     }
                     let opts = self.options(i);
-                    let owner = match OwnerId::new(&format!("h{i}"), 1000 + i as u32, self.rng.next_u64()) {
+                    let owner = match OwnerId::new(
+                        &format!("h{i}"),
+                        1000 + i as u32,
+                        self.rng.next_u64(),
+                    ) {
                         Ok(o) => o,
                         Err(e) => panic!("simulator owner id: {e}"),
                     };
@@ -461,7 +576,10 @@ impl Sim {
                         });
                         self.clients[i].grant = Some(self.grants.len() - 1);
                         let until = self.now + self.hold_time();
-                        self.clients[i].state = State::Holding { lease: Box::new(grant.lease), until };
+                        self.clients[i].state = State::Holding {
+                            lease: Box::new(grant.lease),
+                            until,
+                        };
                     }
                     Poll::Ready(Err(e)) => {
                         self.note_error(e.kind());
@@ -486,7 +604,11 @@ impl Sim {
                         self.clients[i].state = State::Releasing(Box::new(Release::new(&lease)));
                     } else if local >= renew_at {
                         self.clients[i].op += 1;
-                        self.clients[i].state = State::Renewing { op: Box::new(Renew::new(&lease)), lease, until };
+                        self.clients[i].state = State::Renewing {
+                            op: Box::new(Renew::new(&lease)),
+                            lease,
+                            until,
+                        };
                     } else {
                         let c = &mut self.clients[i];
                         c.timer += 1;
@@ -496,7 +618,11 @@ impl Sim {
                         return self.schedule(at, Event::Wake { client: i, gen });
                     }
                 }
-                State::Renewing { mut op, lease, until } => match op.poll(local) {
+                State::Renewing {
+                    mut op,
+                    lease,
+                    until,
+                } => match op.poll(local) {
                     Poll::Execute(id, command) => {
                         self.clients[i].state = State::Renewing { op, lease, until };
                         return self.send(i, id, command);
@@ -513,7 +639,10 @@ impl Sim {
                         if let Some(g) = self.clients[i].grant {
                             self.grants[g].belief.push((self.now, end));
                         }
-                        self.clients[i].state = State::Holding { lease: Box::new(renewed), until };
+                        self.clients[i].state = State::Holding {
+                            lease: Box::new(renewed),
+                            until,
+                        };
                     }
                     Poll::Ready(Err(_)) => {
                         // Lost: the belief already ends at the old deadline. Clean up.
@@ -562,8 +691,17 @@ impl Sim {
         let stuck = if self.cfg.faults.any() {
             None
         } else if self.processed > MAX_EVENTS || self.now > MAX_TIME {
-            Some(format!("run did not finish: {} events, t={}s", self.processed, self.now / 1_000 / MS))
-        } else if let Some((i, c)) = self.clients.iter().enumerate().find(|(_, c)| c.left > 0 || c.failed > 0) {
+            Some(format!(
+                "run did not finish: {} events, t={}s",
+                self.processed,
+                self.now / 1_000 / MS
+            ))
+        } else if let Some((i, c)) = self
+            .clients
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.left > 0 || c.failed > 0)
+        {
             Some(format!(
                 "client {i} did not acquire every time without faults: {} left, {} failed ({:?})",
                 c.left, c.failed, self.errors
@@ -586,7 +724,9 @@ impl Sim {
 
 /// The command that replays one run.
 pub fn replay_command(strategy: Strategy, sabotage: Sabotage, seed: u64) -> String {
-    let mut cmd = format!("cargo run --release -p baton-tests --bin simulate -- --strategy {strategy} --seed {seed}");
+    let mut cmd = format!(
+        "cargo run --release -p baton-tests --bin simulate -- --strategy {strategy} --seed {seed}"
+    );
     if sabotage != Sabotage::None {
         cmd.push_str(&format!(" --sabotage {sabotage:?}"));
     }
@@ -608,7 +748,14 @@ pub struct Tally {
 }
 
 /// Runs seeds `from..to` on `threads` threads, stopping early after `stop_after` failures.
-pub fn run_many(strategy: Strategy, sabotage: Sabotage, from: u64, to: u64, threads: usize, stop_after: usize) -> Tally {
+pub fn run_many(
+    strategy: Strategy,
+    sabotage: Sabotage,
+    from: u64,
+    to: u64,
+    threads: usize,
+    stop_after: usize,
+) -> Tally {
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicU64::new(from);

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton_kernel::{Cell, ColumnFilter, Command, Failure, Instant, MemoryTable, ReadConsistency, Reply, SplitMix64, Write};
+use baton_kernel::{
+    Cell, ColumnFilter, Command, Failure, Instant, MemoryTable, ReadConsistency, Reply, SplitMix64,
+    Write,
+};
 
 /// What the network does to one command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +27,13 @@ pub enum Fate {
 /// result is the reply and the store time it is ready to leave.
 pub trait SimStore {
     /// Executes `command` with `fate`.
-    fn execute(&mut self, command: &Command, at: u64, fate: Fate, rng: &mut SplitMix64) -> (Reply, u64);
+    fn execute(
+        &mut self,
+        command: &Command,
+        at: u64,
+        fate: Fate,
+        rng: &mut SplitMix64,
+    ) -> (Reply, u64);
 }
 
 fn timeout() -> Reply {
@@ -38,9 +47,18 @@ pub struct SingleCopy {
 }
 
 impl SimStore for SingleCopy {
-    fn execute(&mut self, command: &Command, at: u64, fate: Fate, _rng: &mut SplitMix64) -> (Reply, u64) {
+    fn execute(
+        &mut self,
+        command: &Command,
+        at: u64,
+        fate: Fate,
+        _rng: &mut SplitMix64,
+    ) -> (Reply, u64) {
         match fate {
-            Fate::Unavailable => (Reply::Failed(Failure::Unavailable("simulated outage".into())), at),
+            Fate::Unavailable => (
+                Reply::Failed(Failure::Unavailable("simulated outage".into())),
+                at,
+            ),
             Fate::Dropped => (timeout(), at),
             Fate::Normal => (self.table.apply(command, Instant::from_nanos(at)), at),
             Fate::LostReply => {
@@ -68,7 +86,8 @@ struct Replica {
 
 impl Replica {
     fn catch_up(&mut self, now: u64) {
-        let (due, later): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|(t, _, _)| *t <= now);
+        let (due, later): (Vec<_>, Vec<_>) =
+            self.pending.drain(..).partition(|(t, _, _)| *t <= now);
         self.pending = later;
         for (_, key, v) in due {
             let newer = self.cells.get(&key).is_none_or(|old| old.ts < v.ts);
@@ -110,7 +129,14 @@ impl Replicated {
         }
     }
 
-    fn write(&mut self, row: &str, writes: &[Write], at: u64, fate: Fate, rng: &mut SplitMix64) -> (Reply, u64) {
+    fn write(
+        &mut self,
+        row: &str,
+        writes: &[Write],
+        at: u64,
+        fate: Fate,
+        rng: &mut SplitMix64,
+    ) -> (Reply, u64) {
         self.seq += 1;
         let ts = (at, self.seq);
         // Which replicas get it: all, or (dropped) at most one, which is less than a quorum.
@@ -129,10 +155,19 @@ impl Replicated {
                         Version {
                             ts,
                             value: Some(value.clone()),
-                            expires: ttl.map(|t| at.saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))),
+                            expires: ttl.map(|t| {
+                                at.saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
+                            }),
                         },
                     ),
-                    Write::Delete { column } => ((row.to_string(), column.clone()), Version { ts, value: None, expires: None }),
+                    Write::Delete { column } => (
+                        (row.to_string(), column.clone()),
+                        Version {
+                            ts,
+                            value: None,
+                            expires: None,
+                        },
+                    ),
                 };
                 self.replicas[r].pending.push((when, key, v));
             }
@@ -142,11 +177,20 @@ impl Replicated {
             Fate::Normal => (Reply::Written, acks[1]),
             Fate::LostReply => (timeout(), acks[1]),
             Fate::Dropped => (timeout(), at),
-            Fate::Unavailable => (Reply::Failed(Failure::Unavailable("simulated outage".into())), at),
+            Fate::Unavailable => (
+                Reply::Failed(Failure::Unavailable("simulated outage".into())),
+                at,
+            ),
         }
     }
 
-    fn read(&mut self, row: &str, filter: &ColumnFilter, at: u64, rng: &mut SplitMix64) -> (Reply, u64) {
+    fn read(
+        &mut self,
+        row: &str,
+        filter: &ColumnFilter,
+        at: u64,
+        rng: &mut SplitMix64,
+    ) -> (Reply, u64) {
         let skip = usize::try_from(rng.below(3)).unwrap_or(0);
         let mut merged: BTreeMap<String, Version> = BTreeMap::new();
         let mut done = at;
@@ -169,7 +213,13 @@ impl Replicated {
             .filter_map(|(column, v)| {
                 let live = v.expires.is_none_or(|e| at < e);
                 let value = v.value.filter(|_| live)?;
-                Some(Cell { column, value, ttl_remaining: v.expires.map(|e| Duration::from_nanos(e.saturating_sub(at))) })
+                Some(Cell {
+                    column,
+                    value,
+                    ttl_remaining: v
+                        .expires
+                        .map(|e| Duration::from_nanos(e.saturating_sub(at))),
+                })
             })
             .collect();
         cells.extend(self.paxos.read(row, filter, Instant::from_nanos(at)));
@@ -179,23 +229,61 @@ impl Replicated {
 }
 
 impl SimStore for Replicated {
-    fn execute(&mut self, command: &Command, at: u64, fate: Fate, rng: &mut SplitMix64) -> (Reply, u64) {
+    fn execute(
+        &mut self,
+        command: &Command,
+        at: u64,
+        fate: Fate,
+        rng: &mut SplitMix64,
+    ) -> (Reply, u64) {
         if fate == Fate::Unavailable {
-            return (Reply::Failed(Failure::Unavailable("simulated outage".into())), at);
+            return (
+                Reply::Failed(Failure::Unavailable("simulated outage".into())),
+                at,
+            );
         }
         match command {
-            Command::Put { row, column, value, ttl, .. } => {
-                let w = [Write::Put { column: column.clone(), value: value.clone(), ttl: *ttl }];
+            Command::Put {
+                row,
+                column,
+                value,
+                ttl,
+                ..
+            } => {
+                let w = [Write::Put {
+                    column: column.clone(),
+                    value: value.clone(),
+                    ttl: *ttl,
+                }];
                 self.write(row, &w, at, fate, rng)
             }
-            Command::Delete { row, column, .. } => self.write(row, &[Write::Delete { column: column.clone() }], at, fate, rng),
+            Command::Delete { row, column, .. } => self.write(
+                row,
+                &[Write::Delete {
+                    column: column.clone(),
+                }],
+                at,
+                fate,
+                rng,
+            ),
             Command::Batch { row, writes, .. } => self.write(row, writes, at, fate, rng),
-            Command::Read { row, filter, consistency: ReadConsistency::Plain(_) } => {
+            Command::Read {
+                row,
+                filter,
+                consistency: ReadConsistency::Plain(_),
+            } => {
                 if fate == Fate::Dropped {
                     return (timeout(), at);
                 }
                 let (reply, done) = self.read(row, filter, at, rng);
-                (if fate == Fate::LostReply { timeout() } else { reply }, done)
+                (
+                    if fate == Fate::LostReply {
+                        timeout()
+                    } else {
+                        reply
+                    },
+                    done,
+                )
             }
             // Serial reads, conditional commands and purges go through Paxos.
             _ => {
@@ -204,7 +292,14 @@ impl SimStore for Replicated {
                 }
                 let done = at + 1_000_000 + rng.below(4_000_000);
                 let reply = self.paxos.apply(command, Instant::from_nanos(at));
-                (if fate == Fate::LostReply { timeout() } else { reply }, done)
+                (
+                    if fate == Fate::LostReply {
+                        timeout()
+                    } else {
+                        reply
+                    },
+                    done,
+                )
             }
         }
     }
