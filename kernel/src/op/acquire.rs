@@ -568,9 +568,7 @@ impl Operation for Acquire {
                 return Poll::Ready(result.clone());
             }
             match self.io.poll(now, &mut self.rng) {
-                IoPoll::Send(id, command) => return Poll::Execute(id, command),
-                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
-                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Out(out) => return out.into(),
                 IoPoll::Done(Ok(reply), sent) => self.on_reply(reply, sent, now),
                 IoPoll::Done(Err(e), _) => self.failed(e),
                 IoPoll::Idle => match core::mem::replace(&mut self.phase, Phase::Done) {

@@ -158,9 +158,7 @@ impl<T: Clone> Steps<T> {
                 return Poll::Ready(result.clone());
             }
             match self.io.poll(now, &mut self.rng) {
-                IoPoll::Send(id, command) => return Poll::Execute(id, command),
-                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
-                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Out(out) => return out.into(),
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Done(Ok(reply), _) => self.result = step(&mut self.io, Some(reply)),
                 IoPoll::Idle if !self.started => {

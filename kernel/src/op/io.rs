@@ -10,14 +10,27 @@ use crate::model::{ColumnFilter, Command, Failure, ReadConsistency, Reply};
 use crate::retry::{RetryPolicy, SplitMix64};
 use crate::time::Instant;
 
-/// What the I/O layer wants.
-pub(crate) enum IoPoll {
+/// What the driver must do for the I/O layer: send a command, or wait.
+pub(crate) enum Outbound {
     /// Send this command.
     Send(CommandId, Command),
-    /// A retry is scheduled for this instant.
+    /// Wait until this instant (a scheduled retry), or for a reply ([`Instant::MAX`]).
     Wait(Instant),
-    /// A command is outstanding.
-    Busy,
+}
+
+impl<T> From<Outbound> for super::Poll<T> {
+    fn from(out: Outbound) -> Self {
+        match out {
+            Outbound::Send(id, command) => super::Poll::Execute(id, command),
+            Outbound::Wait(t) => super::Poll::WaitUntil(t),
+        }
+    }
+}
+
+/// What the I/O layer wants.
+pub(crate) enum IoPoll {
+    /// The driver has something to do: pass it on as the operation's [`Poll`](super::Poll).
+    Out(Outbound),
     /// Nothing queued or outstanding.
     Idle,
     /// The settled outcome of the last command, and when its first attempt was sent.
@@ -126,7 +139,7 @@ impl Io {
                 State::Idle => return IoPoll::Idle,
                 State::Queued { req, not_before } if now < not_before => {
                     self.state = State::Queued { req, not_before };
-                    return IoPoll::Wait(not_before);
+                    return IoPoll::Out(Outbound::Wait(not_before));
                 }
                 State::Queued { mut req, .. } => {
                     let id = CommandId(self.next_id);
@@ -144,7 +157,7 @@ impl Io {
                         id,
                         reply: None,
                     };
-                    return IoPoll::Send(id, command);
+                    return IoPoll::Out(Outbound::Send(id, command));
                 }
                 State::InFlight {
                     req,
@@ -156,7 +169,7 @@ impl Io {
                         id,
                         reply: None,
                     };
-                    return IoPoll::Busy;
+                    return IoPoll::Out(Outbound::Wait(Instant::MAX));
                 }
                 State::InFlight {
                     req,

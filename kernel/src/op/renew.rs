@@ -189,9 +189,7 @@ impl Operation for Renew {
                 return Poll::Ready(result.clone());
             }
             match self.io.poll(now, &mut self.rng) {
-                IoPoll::Send(id, command) => return Poll::Execute(id, command),
-                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
-                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Out(out) => return out.into(),
                 IoPoll::Done(Ok(reply), sent) => self.on_reply(reply, sent, now),
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Idle => {
@@ -339,9 +337,7 @@ impl Operation for Release {
                 return Poll::Ready(result.clone());
             }
             match self.io.poll(now, &mut self.rng) {
-                IoPoll::Send(id, command) => return Poll::Execute(id, command),
-                IoPoll::Busy => return Poll::WaitUntil(Instant::MAX),
-                IoPoll::Wait(t) => return Poll::WaitUntil(t),
+                IoPoll::Out(out) => return out.into(),
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Done(Ok(reply), sent) => {
                     let in_time = sent < self.lease.deadline;

@@ -524,6 +524,29 @@ impl Sim {
         }
     }
 
+    /// Polls `op` for client `i`: sends its command or sets its timer and returns `None`, or
+    /// returns its result.
+    fn pump<O: Operation>(
+        &mut self,
+        i: usize,
+        op: &mut O,
+        local: Instant,
+    ) -> Option<baton_kernel::Result<O::Output>> {
+        match op.poll(local) {
+            Poll::Execute(id, command) => {
+                self.send(i, id, command);
+                None
+            }
+            Poll::WaitUntil(t) => {
+                if t != Instant::MAX {
+                    self.timer(i, t);
+                }
+                None
+            }
+            Poll::Ready(result) => Some(result),
+        }
+    }
+
     /// Runs client `i` until it waits for a reply or a timer.
     fn step(&mut self, i: usize) {
         loop {
@@ -552,19 +575,12 @@ impl Sim {
                         Err(e) => panic!("simulator options rejected: {e}"),
                     }
                 }
-                State::Acquiring(mut op) => match op.poll(local) {
-                    Poll::Execute(id, command) => {
+                State::Acquiring(mut op) => match self.pump(i, &mut *op, local) {
+                    None => {
                         self.clients[i].state = State::Acquiring(op);
-                        return self.send(i, id, command);
-                    }
-                    Poll::WaitUntil(t) => {
-                        self.clients[i].state = State::Acquiring(op);
-                        if t != Instant::MAX {
-                            self.timer(i, t);
-                        }
                         return;
                     }
-                    Poll::Ready(Ok(grant)) => {
+                    Some(Ok(grant)) => {
                         let c = &self.clients[i];
                         let end = c.clock.sim(grant.lease.deadline().as_nanos());
                         self.grants.push(GrantRecord {
@@ -581,7 +597,7 @@ impl Sim {
                             until,
                         };
                     }
-                    Poll::Ready(Err(e)) => {
+                    Some(Err(e)) => {
                         self.note_error(e.kind());
                         let c = &mut self.clients[i];
                         c.failed += 1;
@@ -622,19 +638,12 @@ impl Sim {
                     mut op,
                     lease,
                     until,
-                } => match op.poll(local) {
-                    Poll::Execute(id, command) => {
+                } => match self.pump(i, &mut *op, local) {
+                    None => {
                         self.clients[i].state = State::Renewing { op, lease, until };
-                        return self.send(i, id, command);
-                    }
-                    Poll::WaitUntil(t) => {
-                        self.clients[i].state = State::Renewing { op, lease, until };
-                        if t != Instant::MAX {
-                            self.timer(i, t);
-                        }
                         return;
                     }
-                    Poll::Ready(Ok(renewed)) => {
+                    Some(Ok(renewed)) => {
                         let end = self.clients[i].clock.sim(renewed.deadline().as_nanos());
                         if let Some(g) = self.clients[i].grant {
                             self.grants[g].belief.push((self.now, end));
@@ -644,7 +653,7 @@ impl Sim {
                             until,
                         };
                     }
-                    Poll::Ready(Err(_)) => {
+                    Some(Err(_)) => {
                         // Lost: the belief already ends at the old deadline. Clean up.
                         if let Some(g) = self.clients[i].grant.take() {
                             self.grants[g].end_at(self.now);
@@ -653,19 +662,12 @@ impl Sim {
                         self.clients[i].state = State::Releasing(Box::new(Release::new(&lease)));
                     }
                 },
-                State::Releasing(mut op) => match op.poll(local) {
-                    Poll::Execute(id, command) => {
+                State::Releasing(mut op) => match self.pump(i, &mut *op, local) {
+                    None => {
                         self.clients[i].state = State::Releasing(op);
-                        return self.send(i, id, command);
-                    }
-                    Poll::WaitUntil(t) => {
-                        self.clients[i].state = State::Releasing(op);
-                        if t != Instant::MAX {
-                            self.timer(i, t);
-                        }
                         return;
                     }
-                    Poll::Ready(_) => {
+                    Some(_) => {
                         let c = &mut self.clients[i];
                         c.left -= 1;
                         c.state = State::Idle;
