@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, LockInfo,
-    LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency, Strategy,
-    Wait,
+    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, ListLocks,
+    LockInfo, LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency,
+    Strategy, Wait,
 };
 
 use crate::blocking::BlockingLocker;
@@ -153,6 +153,14 @@ impl Locker {
         let name = LockName::new(name)?;
         self.run(&mut Inspect::new(name, &self.options_for(strategy)))
             .await
+    }
+
+    /// Lists the live entries of every lock in the store's table, whatever their strategy
+    /// (column-prefix locks are recognised by the default column prefix). Reads the whole
+    /// table: for operators, not hot paths.
+    pub async fn list(&self) -> Result<Vec<LockInfo>> {
+        let opts = self.options_for(Strategy::ColumnPrefix);
+        self.run(&mut ListLocks::new(&opts)).await
     }
 
     /// Removes expired entries of `name`, or of every lock when `None`, and returns the

@@ -11,7 +11,8 @@
 //!   the reference in-memory table ([`MemoryTable`]) that defines their meaning.
 //! - [`strategy`]: the algorithms (bakery, unique insert, column prefix), each with its safety
 //!   argument, consistency needs, crash behaviour and round-trip costs.
-//! - Operations ([`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`Purge`], [`ForceRelease`]):
+//! - Operations ([`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`ListLocks`], [`Purge`],
+//!   [`ForceRelease`]):
 //!   each a state machine driven through the [`Operation`] trait.
 //! - [`Lease`]: what a grant gives, with its fencing token and deadline.
 //! - [`Error`] and [`ErrorKind`]: the error taxonomy shared by every binding, with stable codes.
@@ -72,7 +73,9 @@ pub use model::{
     SerialConsistency, Write,
 };
 pub use name::LockName;
-pub use op::{Acquire, CommandId, ForceRelease, Inspect, Operation, Poll, Purge, Release, Renew};
+pub use op::{
+    Acquire, CommandId, ForceRelease, Inspect, ListLocks, Operation, Poll, Purge, Release, Renew,
+};
 pub use options::{LockOptions, PrefixOptions, Sabotage, Strategy, Wait};
 pub use owner::OwnerId;
 pub use retry::{RetryPolicy, SplitMix64};

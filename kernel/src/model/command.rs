@@ -81,8 +81,11 @@ pub enum Write {
     },
 }
 
-/// A storage command. Every command addresses one row of the store's lock table.
+/// A storage command. Every command but [`Command::Scan`] and a table-wide [`Command::Purge`]
+/// addresses one row of the store's lock table. New commands may be added: a store answers
+/// one it does not know with `Reply::Failed(Failure::Rejected(..))`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Command {
     /// Read the live cells of `row` that pass `filter`, with their remaining TTL.
     /// Answered by [`Reply::Cells`], sorted by column.
@@ -166,6 +169,18 @@ pub enum Command {
         /// The row, or every row.
         row: Option<String>,
     },
+    /// List rows that have live cells, with those cells, a page at a time: at most `limit`
+    /// rows, in an order the store defines and keeps stable (key order on SQL and in memory,
+    /// token order on Cassandra), starting after the row `after`. Answered by [`Reply::Rows`].
+    /// For operators' listings only: it reads the whole table.
+    Scan {
+        /// Continue after this row (`None`: from the start).
+        after: Option<String>,
+        /// The most rows to return (at least 1).
+        limit: u32,
+        /// Read consistency.
+        consistency: Consistency,
+    },
 }
 
 impl Command {
@@ -179,6 +194,7 @@ impl Command {
             | Command::CompareAndSet { row, .. }
             | Command::Batch { row, .. } => Some(row),
             Command::Purge { row } => row.as_deref(),
+            Command::Scan { .. } => None,
         }
     }
 
@@ -215,6 +231,7 @@ pub enum Failure {
 
 /// A store's answer to a [`Command`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Reply {
     /// The cells a [`Command::Read`] found.
     Cells(Vec<Cell>),
@@ -230,6 +247,9 @@ pub enum Reply {
     },
     /// The `(row, column)` pairs a [`Command::Purge`] removed.
     Purged(Vec<(String, String)>),
+    /// The rows a [`Command::Scan`] found, each with its live cells (sorted by column). Fewer
+    /// than `limit` rows means the scan reached the end.
+    Rows(Vec<(String, Vec<Cell>)>),
     /// The command failed.
     Failed(Failure),
 }

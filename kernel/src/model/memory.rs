@@ -115,6 +115,19 @@ impl MemoryTable {
                 Reply::Written
             }
             Command::Purge { row } => Reply::Purged(self.purge(row.as_deref(), now)),
+            Command::Scan { after, limit, .. } => {
+                let rows = self
+                    .live_rows(now)
+                    .into_iter()
+                    .filter(|r| after.as_ref().is_none_or(|a| r > a))
+                    .take(usize::try_from(*limit).unwrap_or(usize::MAX).max(1))
+                    .map(|r| {
+                        let cells = self.read(&r, &ColumnFilter::All, now);
+                        (r, cells)
+                    })
+                    .collect();
+                Reply::Rows(rows)
+            }
         }
     }
 

@@ -115,6 +115,28 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
     out
 }
 
+/// The strategy whose layout a row follows, judged from its columns (`None`: no lock entries,
+/// e.g. only the fencing counter of a released lock). Column-prefix rows are recognised by the
+/// prefix in `opts`.
+pub(crate) fn infer_strategy(cells: &[Cell], opts: &LockOptions) -> Option<Strategy> {
+    for strategy in Strategy::ALL {
+        let probe = LockOptions {
+            strategy,
+            prefix: if strategy == Strategy::ColumnPrefix {
+                opts.prefix.clone()
+            } else {
+                Default::default()
+            },
+            ..opts.clone()
+        };
+        let layout = Layout::of(&probe);
+        if cells.iter().any(|c| layout.is_entry(&c.column)) {
+            return Some(strategy);
+        }
+    }
+    None
+}
+
 fn read_for(name: &str, opts: &LockOptions) -> Command {
     let layout = Layout::of(opts);
     let consistency = match opts.strategy {
@@ -213,6 +235,76 @@ impl Operation for Inspect {
             }
             Some(Reply::Cells(cells)) => Some(Ok(entries(name.as_str(), opts, &cells))),
             Some(other) => Some(Err(unexpected("inspection read", &other))),
+        })
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.steps.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {}
+}
+
+/// Lists the live entries of every lock in the table (`baton locks`): pages through the table
+/// with [`Command::Scan`] and decodes each row by the layout its columns show. Costs one scan
+/// per 256 rows; meant for operators, not hot paths.
+pub struct ListLocks {
+    opts: LockOptions,
+    found: Vec<LockInfo>,
+    steps: Steps<Vec<LockInfo>>,
+}
+
+impl ListLocks {
+    /// A listing; `opts` supplies the consistency and the column prefix to recognise.
+    pub fn new(opts: &LockOptions) -> Self {
+        ListLocks {
+            opts: opts.clone(),
+            found: Vec::new(),
+            steps: Steps::new(opts),
+        }
+    }
+}
+
+const PAGE: u32 = 256;
+
+impl Operation for ListLocks {
+    type Output = Vec<LockInfo>;
+
+    fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
+        let (opts, found) = (&self.opts, &mut self.found);
+        self.steps.poll(now, |io, reply| {
+            let after = match reply {
+                None => None,
+                Some(Reply::Rows(rows)) => {
+                    let full = rows.len() >= PAGE as usize;
+                    let last = rows.last().map(|(row, _)| row.clone());
+                    for (row, cells) in rows {
+                        if let Some(strategy) = infer_strategy(&cells, opts) {
+                            let layout_opts = LockOptions {
+                                strategy,
+                                prefix: if strategy == Strategy::ColumnPrefix {
+                                    opts.prefix.clone()
+                                } else {
+                                    Default::default()
+                                },
+                                ..opts.clone()
+                            };
+                            found.extend(entries(&row, &layout_opts, &cells));
+                        }
+                    }
+                    if !full {
+                        return Some(Ok(core::mem::take(found)));
+                    }
+                    last
+                }
+                Some(other) => return Some(Err(unexpected("lock table scan", &other))),
+            };
+            io.send(Command::Scan {
+                after,
+                limit: PAGE,
+                consistency: opts.consistency,
+            });
+            None
         })
     }
 

@@ -343,6 +343,7 @@ pub(crate) fn describe(command: &Command) -> String {
         Command::InsertIfAbsent { column, .. } => format!("insert-if-absent of {row:?}/{column:?}"),
         Command::CompareAndSet { column, .. } => format!("compare-and-set of {row:?}/{column:?}"),
         Command::Batch { .. } => format!("batch on row {row:?}"),
+        Command::Scan { .. } => String::from("scan of the lock table"),
         Command::Purge { .. } => format!("purge of row {row:?}"),
     }
 }

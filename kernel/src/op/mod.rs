@@ -6,7 +6,7 @@ mod io;
 mod renew;
 
 pub use acquire::Acquire;
-pub use admin::{ForceRelease, Inspect, Purge};
+pub use admin::{ForceRelease, Inspect, ListLocks, Purge};
 pub use renew::{Release, Renew};
 
 use crate::error::Result;
@@ -31,8 +31,8 @@ pub enum Poll<T> {
     Ready(Result<T>),
 }
 
-/// A lock operation: [`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`Purge`],
-/// [`ForceRelease`].
+/// A lock operation: [`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`ListLocks`],
+/// [`Purge`], [`ForceRelease`].
 ///
 /// # Driving contract
 ///

@@ -191,6 +191,7 @@ pub fn render_command(c: &Command) -> String {
         }
         Command::Purge { row: Some(row) } => format!("purge {row:?}"),
         Command::Purge { row: None } => "purge *".to_string(),
+        other => format!("{other:?}"),
     }
 }
 
@@ -222,6 +223,7 @@ pub fn render_reply(r: &Reply) -> String {
             format!("purged [{}]", cells.join(", "))
         }
         Reply::Failed(f) => format!("failed: {}", render_failure(f)),
+        other => format!("{other:?}"),
     }
 }
 
