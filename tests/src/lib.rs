@@ -12,4 +12,5 @@
 
 #![forbid(unsafe_code)]
 
+pub mod conformance;
 pub mod sim;

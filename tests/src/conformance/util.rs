@@ -1,0 +1,80 @@
+//! Helpers of the behaviours: bounded waits and a store wrapper that counts commands.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::{Command, Store, StoreFuture};
+use tokio::sync::watch;
+
+/// `future`'s output, or a panic naming `what` if it takes longer than `limit`. The limit is
+/// only there so a broken store fails a test instead of hanging it: pick it generously.
+pub async fn within<F: Future>(limit: Duration, what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(limit, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("{what} did not finish within {limit:?}"),
+    }
+}
+
+/// Polls `condition` every few milliseconds until it holds, or panics naming `what` after
+/// `limit`.
+pub async fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} did not happen within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// The text of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else {
+        String::from("(a panic without a message)")
+    }
+}
+
+/// A store that forwards to another and counts the commands it was given, so a test can wait
+/// until a client has tried (and found a lock held) without sleeping.
+#[derive(Clone, Debug)]
+pub struct CountingStore {
+    inner: Arc<dyn Store>,
+    executed: Arc<AtomicU64>,
+}
+
+impl CountingStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        CountingStore {
+            inner,
+            executed: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Commands executed so far.
+    pub fn executed(&self) -> u64 {
+        self.executed.load(Ordering::SeqCst)
+    }
+}
+
+impl Store for CountingStore {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        self.executed.fetch_add(1, Ordering::SeqCst);
+        self.inner.execute(command)
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
