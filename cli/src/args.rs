@@ -1,0 +1,362 @@
+//! The command line: subcommands, flags, their help and examples.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton::Strategy;
+use clap::{Args, Parser, Subcommand};
+
+use crate::duration;
+use crate::exit::HELP_TABLE;
+
+/// `baton`: run a job under a distributed lock, and look after lock tables.
+#[derive(Debug, Parser)]
+#[command(
+    name = "baton",
+    version,
+    about = "Run a job under a distributed lock, so it runs at most once at a time across servers; list, purge and break locks",
+    after_help = TOP_HELP,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    /// The lock store: sqlite:///path.db, postgres://…, mysql://… or memory:
+    /// [default: a SQLite file at $XDG_DATA_HOME/baton/locks.db or ~/.local/share/baton/locks.db]
+    #[arg(long, global = true, env = "BATON_STORE", value_name = "URL")]
+    pub store: Option<String>,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const TOP_HELP: &str = "\
+Examples:
+  baton demo                                    # workers take turns on one lock; a summary follows
+  baton run --lock nightly-digest --no-wait -- /usr/local/bin/digest.sh
+  baton locks                                   # who holds what, for how long
+  baton release --force nightly-digest          # break a lock on purpose
+  baton purge                                   # remove expired entries
+
+Crontab: run the job on every server; at most one runs at a time:
+  */5 * * * * baton run --lock nightly-digest --no-wait -- /usr/local/bin/digest.sh
+
+Environment:
+  BATON_STORE            the lock store URL, as --store
+  BATON_LOG              library log level on stderr: error, warn, info, debug or trace
+  NO_COLOR               when set (not empty), no colour in the output
+  BATON_FENCING_TOKEN    set by `baton run` for the command: its fencing token
+  BATON_LOCK             set by `baton run` for the command: the lock's name
+
+Exit status:
+  See `baton run --help` for the table (75 lock busy, 69 store unavailable, 64 usage, 70 lease lost).";
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Acquire a lock, run a command while keeping the lease alive, release when it ends.
+    #[command(after_help = run_help())]
+    Run(RunArgs),
+    /// List live locks: name, strategy, holder's host and pid, age, time to expiry, token.
+    #[command(after_help = LOCKS_HELP)]
+    Locks(LocksArgs),
+    /// Remove expired lock entries from the store and print what was removed.
+    #[command(after_help = PURGE_HELP)]
+    Purge(PurgeArgs),
+    /// Break a lock on purpose (needs --force), saying whose it was.
+    #[command(after_help = RELEASE_HELP)]
+    Release(ReleaseArgs),
+    /// Start worker processes that contend for one lock, then summarize (overlaps must be 0).
+    #[command(after_help = DEMO_HELP)]
+    Demo(DemoArgs),
+    /// Internal: watches a `baton run` and stops its command if baton dies.
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog(WatchdogArgs),
+    /// Internal: one worker of `baton demo`.
+    #[command(name = "__demo-worker", hide = true)]
+    DemoWorker(DemoWorkerArgs),
+}
+
+fn run_help() -> String {
+    format!(
+        "\
+The command sees BATON_FENCING_TOKEN (its fencing token: larger than every earlier holder's)
+and BATON_LOCK (the lock name). It runs in its own process group: SIGINT, SIGTERM, SIGHUP,
+SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are forwarded to that group, and the lock is released
+once the command has ended. The lease is renewed in the background; if it is lost (the store
+is unreachable for too long, or someone ran `baton release --force`), the command's group gets
+SIGTERM, then SIGKILL after --grace, and baton exits 70. If baton itself is killed, a watchdog
+process terminates the command the same way, so the command never outlives the lock.
+
+Examples:
+  baton run --lock nightly-digest --no-wait -- /usr/local/bin/digest.sh
+  baton run --lock deploy --wait 10m -- ./deploy.sh --env prod
+  baton run --lock report --ttl 5m --strategy bakery -- sh -c 'echo token $BATON_FENCING_TOKEN'
+
+{HELP_TABLE}"
+    )
+}
+
+const LOCKS_HELP: &str = "\
+Examples:
+  baton locks
+  baton locks --json | jq -r '.locks[].name'
+  baton --store postgres://locks@db1/ops locks
+
+Exit status: 0, 64 (bad store URL), 69 (store unavailable).";
+
+const PURGE_HELP: &str = "\
+Expired entries are invisible to lock operations already; purging only tidies the table
+(DBIx::Locker's periodic purge). Fencing counters are kept, so tokens keep increasing.
+
+Examples:
+  baton purge
+  baton purge --lock nightly-digest
+  0 * * * * baton purge --json >> /var/log/baton-purge.log
+
+Exit status: 0, 64 (bad store URL), 69 (store unavailable).";
+
+const RELEASE_HELP: &str = "\
+The holder is not asked: its baton finds out at its next renewal, stops its command (SIGTERM,
+then SIGKILL) and exits 70. Until then both may run: break a lock only when its holder is
+known to be gone or stuck. The next holder's fencing token is still larger.
+
+Examples:
+  baton release --force nightly-digest
+  baton release --force nightly-digest --json
+
+Exit status: 0 (released, or it was not held), 64 (no --force, bad name or URL), 69 (store
+unavailable).";
+
+const DEMO_HELP: &str = "\
+Each worker is this same program, run as a separate process; they take turns on one lock
+and record when they entered and left it. The summary shows acquisitions per worker, the
+overlaps seen (a marker file plus the recorded intervals: must be 0), whether fencing tokens
+increased in the order the lock was granted, and the wait times. Uses the default store
+unless --store is given (memory: cannot be shared between processes).
+
+Examples:
+  baton demo
+  baton demo --workers 8 --rounds 10 --strategy bakery
+  baton --store sqlite:///tmp/demo.db demo --json
+
+Exit status: 0 (no overlap), 70 (an overlap was seen), 64, 69, 75 (a worker timed out).";
+
+fn parse_strategy(text: &str) -> Result<Strategy, String> {
+    text.parse::<Strategy>().map_err(|e| e.message().to_owned())
+}
+
+/// How long `baton run` waits for a held lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitArg {
+    /// Up to this long.
+    For(Duration),
+    /// As long as it takes.
+    Forever,
+}
+
+fn parse_wait(text: &str) -> Result<WaitArg, String> {
+    match text.trim() {
+        "forever" | "inf" | "infinity" => Ok(WaitArg::Forever),
+        other => duration::parse(other).map(WaitArg::For),
+    }
+}
+
+/// `baton run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The lock's name (the same on every server that runs the job).
+    #[arg(long, short = 'l', value_name = "NAME")]
+    pub lock: String,
+
+    /// Lease length: how long the lock outlives a baton that vanished without releasing
+    /// (renewed every third of it while the command runs).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration::parse_positive)]
+    pub ttl: Duration,
+
+    /// How long to wait for a held lock: a duration (500ms, 30s, 5m, 2h) or `forever`.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_wait, conflicts_with = "no_wait")]
+    pub wait: WaitArg,
+
+    /// Do not wait: if the lock is held, exit 75 at once (the usual choice in a crontab).
+    #[arg(long, short = 'n')]
+    pub no_wait: bool,
+
+    /// Lock algorithm: unique-insert, bakery or column-prefix. Every user of a lock name must
+    /// use the same one.
+    #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
+    pub strategy: Strategy,
+
+    /// After SIGTERM (lease lost), how long the command has to exit before SIGKILL.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
+    pub grace: Duration,
+
+    /// The command to run, and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// `baton locks`.
+#[derive(Debug, Args)]
+pub struct LocksArgs {
+    /// Print JSON (one object with a `locks` array) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// Purge only this lock (default: the whole table).
+    #[arg(long, short = 'l', value_name = "NAME")]
+    pub lock: Option<String>,
+
+    /// With --lock: the strategy that lock uses (column-prefix also removes stale columns).
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy, requires = "lock")]
+    pub strategy: Option<Strategy>,
+
+    /// Print JSON (one object with a `removed` array) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton release`.
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The lock to break.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Confirms breaking a lock someone else holds (required).
+    #[arg(long)]
+    pub force: bool,
+
+    /// The lock's strategy (default: found by listing the store).
+    #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy)]
+    pub strategy: Option<Strategy>,
+
+    /// Print JSON (one object with a `released` array) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How many worker processes contend for the lock.
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+
+    /// How many times each worker takes the lock.
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
+
+    /// How long a worker holds the lock each time.
+    #[arg(long, value_name = "DURATION", default_value = "20ms", value_parser = duration::parse_positive)]
+    pub hold: Duration,
+
+    /// Lock algorithm: unique-insert, bakery or column-prefix.
+    #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
+    pub strategy: Strategy,
+
+    /// The lock the workers share.
+    #[arg(long, short = 'l', value_name = "NAME", default_value = "baton-demo")]
+    pub lock: String,
+
+    /// Print the summary as JSON instead of a table (progress lines go to stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton __watchdog` (internal).
+#[derive(Debug, Args)]
+pub struct WatchdogArgs {
+    /// The pid of the baton process watched.
+    #[arg(long)]
+    pub parent: u32,
+
+    /// Grace between SIGTERM and SIGKILL, in milliseconds.
+    #[arg(long)]
+    pub grace_ms: u64,
+}
+
+/// `baton __demo-worker` (internal).
+#[derive(Debug, Args)]
+pub struct DemoWorkerArgs {
+    /// The lock.
+    #[arg(long)]
+    pub lock: String,
+
+    /// Rounds to run.
+    #[arg(long)]
+    pub rounds: u32,
+
+    /// Hold time, in microseconds.
+    #[arg(long)]
+    pub hold_us: u64,
+
+    /// Lock algorithm.
+    #[arg(long, value_parser = parse_strategy)]
+    pub strategy: Strategy,
+
+    /// The marker file that exists while some worker is inside the lock.
+    #[arg(long)]
+    pub marker: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_the_command_after_its_flags() {
+        let cli = Cli::try_parse_from([
+            "baton",
+            "run",
+            "--lock",
+            "x",
+            "--no-wait",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .expect("valid");
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert!(run.no_wait);
+        assert_eq!(run.command, ["sh", "-c", "exit 3"]);
+        let cli = Cli::try_parse_from(["baton", "run", "-l", "x", "ls", "-la"]).expect("valid");
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.command, ["ls", "-la"]);
+        assert_eq!(run.wait, WaitArg::For(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn bad_values_name_the_problem() {
+        let e = Cli::try_parse_from(["baton", "run", "--lock", "x", "--ttl", "5x", "true"])
+            .expect_err("bad duration");
+        assert!(e.to_string().contains("unknown unit"), "{e}");
+        let e = Cli::try_parse_from(["baton", "run", "--lock", "x", "--strategy", "nope", "true"])
+            .expect_err("bad strategy");
+        assert!(e.to_string().contains("unknown strategy"), "{e}");
+        let e = Cli::try_parse_from(["baton", "run", "--lock", "x", "--ttl", "0s", "true"])
+            .expect_err("zero ttl");
+        assert!(e.to_string().contains("zero"), "{e}");
+    }
+}

@@ -1,0 +1,321 @@
+//! `baton run`: acquire a lock, run a command under it, release when it ends.
+//!
+//! The sequence, and what each failure does:
+//!
+//! 1. Install handlers for the forwarded signals (so a Ctrl-C while waiting ends baton cleanly:
+//!    status 128 + signal, nothing run).
+//! 2. Acquire, waiting as asked. Busy or timed out: 75; store trouble: 69; bad options: 64.
+//! 3. Start the [watchdog](crate::watchdog), then the command in its own process group, with
+//!    `BATON_FENCING_TOKEN` and `BATON_LOCK` in its environment. The guard's keep-alive renews
+//!    the lease in the background all along.
+//! 4. Wait for the command, forwarding signals to its group. If the lease is lost, the group
+//!    gets SIGTERM, then SIGKILL after `--grace`, and baton exits 70 whatever the command
+//!    returned.
+//! 5. When the command has exited, stop anything it left in its group (nothing may outlive the
+//!    lock), dismiss the watchdog, release the lock, and exit with the command's status.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use baton::{Error, ErrorKind, Guard, LockRequest, Locker, Wait};
+use nix::sys::signal::Signal;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+use crate::args::{RunArgs, WaitArg};
+use crate::duration::human;
+use crate::exit::{CliError, BUSY, CANNOT_EXECUTE, LOST, NOT_FOUND, OS_ERROR};
+use crate::locks::describe_holders;
+use crate::output::{say, warn};
+use crate::process::{is_terminating, shell_status, Forwarded, Group};
+use crate::store;
+use crate::watchdog::Watchdog;
+
+/// Environment variable carrying the fencing token to the command.
+pub const TOKEN_VAR: &str = "BATON_FENCING_TOKEN";
+/// Environment variable carrying the lock name to the command.
+pub const LOCK_VAR: &str = "BATON_LOCK";
+
+/// Runs `baton run`; returns the exit status.
+pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
+    let mut signals = Forwarded::install()?;
+    let locker = store::open(store_url)?;
+    let wait = if args.no_wait {
+        Wait::TryOnce
+    } else {
+        match args.wait {
+            WaitArg::For(d) => Wait::Timeout(d),
+            WaitArg::Forever => Wait::Timeout(Duration::MAX),
+        }
+    };
+    let request = LockRequest::new()
+        .strategy(args.strategy)
+        .ttl(args.ttl)
+        .wait(wait);
+    let mut guard = match acquire(&locker, args, request, wait, &mut signals).await? {
+        Ok(guard) => guard,
+        Err(sig) => {
+            say(&format!(
+                "{sig} received while waiting for lock {:?}; the command was not run",
+                args.lock
+            ));
+            return Ok(128 + sig as u8);
+        }
+    };
+
+    let watchdog = match Watchdog::start(args.grace) {
+        Ok(watchdog) => watchdog,
+        Err(e) => {
+            release_after_failure(&mut guard).await;
+            return Err(e);
+        }
+    };
+    let mut child = match spawn(&args.command, &guard) {
+        Ok(child) => child,
+        Err(e) => {
+            watchdog.disarm().await;
+            release_after_failure(&mut guard).await;
+            return Err(e);
+        }
+    };
+    let Some(group) = child.id().and_then(Group::led_by) else {
+        // Not reachable in practice: a child just spawned has a pid.
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        watchdog.disarm().await;
+        release_after_failure(&mut guard).await;
+        return Err(CliError::new(
+            OS_ERROR,
+            "the command started without a process id",
+        ));
+    };
+    let mut watchdog = watchdog;
+    if let Err(e) = watchdog.arm(group).await {
+        warn(&format!(
+            "{}; the command runs without a watchdog (if baton is killed, it is not stopped)",
+            e.message
+        ));
+    }
+
+    let ending = supervise(&mut child, group, &guard, &mut signals, args.grace).await;
+    let (status, mut lost) = match ending {
+        Ok(ending) => ending,
+        Err(e) => {
+            group.terminate(args.grace).await;
+            watchdog.disarm().await;
+            release_after_failure(&mut guard).await;
+            return Err(e);
+        }
+    };
+    if lost.is_some() {
+        // The lease is gone: nothing of the job may go on, not even for a grace period.
+        group.signal(Signal::SIGKILL);
+        group
+            .wait_gone(Instant::now() + Duration::from_secs(1))
+            .await;
+    } else if group.is_alive() {
+        warn(&format!(
+            "the command exited but left processes in its process group {}; stopping them before releasing the lock (SIGTERM, SIGKILL after {})",
+            group.id(),
+            human(args.grace)
+        ));
+        if !group.terminate(args.grace).await {
+            warn(&format!(
+                "processes of group {} are still there after SIGKILL",
+                group.id()
+            ));
+        }
+    }
+    watchdog.disarm().await;
+
+    match guard.release().await {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::Lost => {
+            if lost.is_none() {
+                lost = Some(e);
+            }
+        }
+        Err(e) => warn(&format!(
+            "could not release lock {:?}: {}; it expires by itself within {}",
+            args.lock,
+            e.message(),
+            human(args.ttl)
+        )),
+    }
+    match lost {
+        None => Ok(shell_status(status)),
+        Some(e) => Err(CliError::new(
+            LOST,
+            format!(
+                "the lease on lock {:?} was lost while the command ran, so it was stopped (it exited with status {}): {}",
+                args.lock,
+                shell_status(status),
+                e.message()
+            ),
+        )
+        .hint("another holder may have run meanwhile; use a longer --ttl if the store is slow, check its health, or see who broke the lock")),
+    }
+}
+
+/// Acquires the lock, or gives the signal that interrupted the wait. On a terminal, says who
+/// holds the lock once the wait has lasted a second.
+async fn acquire(
+    locker: &Locker,
+    args: &RunArgs,
+    request: LockRequest,
+    wait: Wait,
+    signals: &mut Forwarded,
+) -> Result<Result<Guard, Signal>, CliError> {
+    let attempt = locker.lock_with(&args.lock, request);
+    tokio::pin!(attempt);
+    let mut notice_due = wait != Wait::TryOnce && std::io::stderr().is_terminal();
+    let notice = tokio::time::sleep(Duration::from_secs(1));
+    tokio::pin!(notice);
+    let result = loop {
+        tokio::select! {
+            result = &mut attempt => break result,
+            sig = signals.recv() => return Ok(Err(sig)),
+            () = &mut notice, if notice_due => {
+                notice_due = false;
+                let holders = describe_holders(locker, &args.lock, args.strategy).await;
+                let wait_text = match args.wait {
+                    WaitArg::For(d) => format!("up to {}", human(d)),
+                    WaitArg::Forever => String::from("until it is free"),
+                };
+                say(&format!("waiting {wait_text} for lock {:?}{}", args.lock, holders.map(|h| format!(", {h}")).unwrap_or_default()));
+            }
+        }
+    };
+    match result {
+        Ok(guard) => Ok(Ok(guard)),
+        Err(e) => Err(acquire_error(locker, args, &e).await),
+    }
+}
+
+/// The error for a failed acquisition, naming the holder when the lock is busy.
+async fn acquire_error(locker: &Locker, args: &RunArgs, e: &Error) -> CliError {
+    match e.kind() {
+        ErrorKind::Busy | ErrorKind::TimedOut => {
+            let holder = describe_holders(locker, &args.lock, args.strategy)
+                .await
+                .map(|h| format!(": {h}"))
+                .unwrap_or_default();
+            let (message, hint) = if e.kind() == ErrorKind::Busy {
+                (
+                    format!("lock {:?} is busy{holder}; the command was not run", args.lock),
+                    "this is exit status 75: try again later, wait for it with --wait DURATION, or see holders with `baton locks`",
+                )
+            } else {
+                let waited = match args.wait {
+                    WaitArg::For(d) => human(d),
+                    WaitArg::Forever => String::from("ever"),
+                };
+                (
+                    format!(
+                        "timed out after {waited} waiting for lock {:?}{holder}; the command was not run",
+                        args.lock
+                    ),
+                    "this is exit status 75: wait longer with --wait DURATION (or forever), or see holders with `baton locks`",
+                )
+            };
+            CliError::new(BUSY, message).hint(hint)
+        }
+        _ => CliError::from_baton(&format!("cannot acquire lock {:?}", args.lock), e),
+    }
+}
+
+/// Starts the command in its own process group, with its token and lock name.
+fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, CliError> {
+    let Some((program, rest)) = command.split_first() else {
+        return Err(CliError::usage("no command to run")
+            .hint("put it after --: baton run --lock NAME -- COMMAND [ARGS]"));
+    };
+    Command::new(program)
+        .args(rest)
+        .env(TOKEN_VAR, guard.token().to_string())
+        .env(LOCK_VAR, guard.name())
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            let shown = program.to_string_lossy();
+            match e.kind() {
+                std::io::ErrorKind::NotFound => CliError::new(
+                    NOT_FOUND,
+                    format!("cannot run {shown:?}: command not found"),
+                )
+                .hint("check the command's name and PATH (or give its full path)"),
+                std::io::ErrorKind::PermissionDenied => CliError::new(
+                    CANNOT_EXECUTE,
+                    format!("cannot run {shown:?}: permission denied"),
+                )
+                .hint("make it executable (chmod +x) or run it through its interpreter"),
+                _ => CliError::new(CANNOT_EXECUTE, format!("cannot run {shown:?}: {e}")),
+            }
+        })
+}
+
+/// Waits for the command to exit, forwarding signals, and stopping it if the lease is lost.
+/// Returns its exit status and, if the lease was lost, why.
+async fn supervise(
+    child: &mut Child,
+    group: Group,
+    guard: &Guard,
+    signals: &mut Forwarded,
+    grace: Duration,
+) -> Result<(ExitStatus, Option<Error>), CliError> {
+    let mut lost: Option<Error> = None;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        let kill_timer = tokio::time::sleep_until(kill_at.unwrap_or_else(far_future));
+        tokio::select! {
+            status = child.wait() => {
+                let status = status.map_err(|e| CliError::new(OS_ERROR, format!("cannot wait for the command: {e}")))?;
+                return Ok((status, lost));
+            }
+            () = guard.lost(), if lost.is_none() => {
+                let why = guard.loss().unwrap_or_else(|| Error::new(ErrorKind::Lost, format!("the lease on lock {:?} ended", guard.name())));
+                say(&format!(
+                    "{} {}; sending SIGTERM to the command (SIGKILL in {})",
+                    crate::output::Style::stderr().red("lease lost:"),
+                    why.message(),
+                    human(grace)
+                ));
+                group.signal(Signal::SIGTERM);
+                kill_at = Some(Instant::now() + grace);
+                lost = Some(why);
+            }
+            () = kill_timer, if kill_at.is_some() => {
+                say(&format!("the command is still running {} after SIGTERM; sending SIGKILL", human(grace)));
+                group.signal(Signal::SIGKILL);
+                kill_at = None;
+            }
+            sig = signals.recv() => {
+                if is_terminating(sig) {
+                    say(&format!("{sig} received: passed to the command; the lock is released when it exits"));
+                }
+                group.signal(sig);
+            }
+        }
+    }
+}
+
+/// An instant far enough away to stand for "never" in a timer that is switched off.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// Releases after a failure of baton's own (the command did not run): errors are only warned.
+async fn release_after_failure(guard: &mut Guard) {
+    if let Err(e) = guard.release().await {
+        warn(&format!(
+            "could not release lock {:?}: {}; it expires by itself with its TTL",
+            guard.name(),
+            e.message()
+        ));
+    }
+}
