@@ -34,7 +34,8 @@ fn runtime() -> Result<Arc<Runtime>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("baton-blocking")
-        .enable_time()
+        // Time for timers, I/O for the database stores' sockets.
+        .enable_all()
         .build()
         .map_err(|e| {
             Error::new(

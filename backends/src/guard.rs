@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::keep_alive;
 use crate::locker::Locker;
+use crate::store::Store;
 
 /// Where a guard's lease stands.
 #[derive(Clone, Debug)]
@@ -20,6 +21,10 @@ pub(crate) enum Status {
     Lost(Error),
     /// Released (or being released) by the guard.
     Released,
+    /// Released inside a caller's database transaction ([`Guard::release_in`]): a release
+    /// through the locker's store is still due, in case the transaction rolled back (it finds
+    /// nothing to do after a commit).
+    InTransaction,
 }
 
 /// What a guard shares with its background task.
@@ -101,7 +106,9 @@ impl Shared {
     /// One renewal (the caller holds `ops`): updates the lease, or marks it lost.
     pub(crate) async fn renew_locked(&self) -> Result<()> {
         match self.status() {
-            Status::Released => return Err(already_released(&self.lease())),
+            Status::Released | Status::InTransaction => {
+                return Err(already_released(&self.lease()))
+            }
             Status::Lost(e) => return Err(e),
             Status::Held => {}
         }
@@ -133,6 +140,16 @@ impl Shared {
         let lease = self.lease();
         let lost = match self.status() {
             Status::Released => return Err(already_released(&lease)),
+            Status::InTransaction if writes.is_some() => return Err(already_released(&lease)),
+            Status::InTransaction => {
+                // The release already ran in the caller's transaction. If that rolled back, this
+                // one releases the lock; if it committed, there is nothing left, which is fine.
+                self.status.send_replace(Status::Released);
+                return match self.locker.run(&mut Release::new(&lease)).await {
+                    Err(e) if e.kind() == ErrorKind::Lost => Ok(()),
+                    other => other,
+                };
+            }
             Status::Lost(e) => Some(e),
             Status::Held => None,
         };
@@ -145,6 +162,32 @@ impl Shared {
         let result = self.locker.run(&mut op).await;
         match (lost, result) {
             // The cell is cleaned up either way, but the holder must hear that it had lost.
+            (Some(e), _) => Err(e),
+            (None, result) => result,
+        }
+    }
+}
+
+impl Shared {
+    /// Releases the lease through `store`, a caller's transaction: the guard then stops its
+    /// keep-alive and owes one more release through the locker's own store (see
+    /// [`Status::InTransaction`]). Allowed again after a rollback.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+        allow(dead_code)
+    )]
+    pub(crate) async fn release_in_transaction(&self, store: &dyn Store) -> Result<()> {
+        let _ops = self.ops.lock().await;
+        let lease = self.lease();
+        let lost = match self.status() {
+            Status::Released => return Err(already_released(&lease)),
+            Status::Lost(e) => Some(e),
+            Status::Held | Status::InTransaction => None,
+        };
+        self.status.send_replace(Status::InTransaction);
+        self.kick.notify_one();
+        let result = self.locker.run_on(&mut Release::new(&lease), store).await;
+        match (lost, result) {
             (Some(e), _) => Err(e),
             (None, result) => result,
         }

@@ -49,6 +49,8 @@
 //! ## Modules
 //! - [`store`]: the [`Store`] trait, and the obligations of a store.
 //! - [`memory`]: [`MemoryStore`], the in-process store.
+//! - [`sql`]: [`SqlStore`], on SQLite (feature `sqlite`, on by default), PostgreSQL (`postgres`)
+//!   and MariaDB (`mysql`), with locks taken and released inside the caller's transactions.
 //! - [`driver`]: [`drive`], which runs one kernel operation against a store.
 //! - [`Locker`], [`LockerBuilder`], [`LockRequest`], [`Guard`]; [`BlockingLocker`] and
 //!   [`BlockingGuard`] for synchronous code; [`open_store`] to pick a store by URL.
@@ -70,6 +72,8 @@ mod locker;
 pub mod memory;
 mod owner;
 mod request;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub mod sql;
 pub mod store;
 mod url;
 
@@ -82,6 +86,12 @@ pub use memory::MemoryStore;
 pub use request::LockRequest;
 pub use store::{Store, StoreFuture};
 pub use url::open_store;
+
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub use sql::{SqlConn, SqlOptions, SqlPool, SqlStore};
+/// The sqlx this crate is built with, for beginning transactions that locks join.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub use sqlx;
 
 pub use baton_kernel;
 pub use baton_kernel::{

@@ -62,7 +62,7 @@ impl fmt::Debug for Locker {
 impl Locker {
     /// A locker on `store` with the default options (unique insert, 60 s TTL, 30 s wait,
     /// keep-alive on).
-    pub fn new(store: impl Store) -> Locker {
+    pub fn new(store: impl Store + 'static) -> Locker {
         Locker::from_arc(Arc::new(store))
     }
 
@@ -72,13 +72,14 @@ impl Locker {
     }
 
     /// A builder for a locker on `store`, to change the defaults.
-    pub fn builder(store: impl Store) -> LockerBuilder {
+    pub fn builder(store: impl Store + 'static) -> LockerBuilder {
         LockerBuilder::new(Arc::new(store))
     }
 
-    /// A locker with default options on the store a URL names (see [`open_store`]): `memory:`
-    /// today; `sqlite://`, `postgres://`, `mysql://` and `cassandra://` give an
-    /// [`ErrorKind::InvalidOption`] error until those stores are built in.
+    /// A locker with default options on the store a URL names (see [`open_store`]): `memory:`,
+    /// `sqlite://…`, `postgres://…`, `mysql://…` (each SQL store with its cargo feature).
+    /// Never connects: an unreachable database fails the first operation with
+    /// [`ErrorKind::StoreUnavailable`]. Bad URLs are [`ErrorKind::InvalidOption`].
     pub fn open(url: &str) -> Result<Locker> {
         Ok(Locker::from_arc(open_store(url)?))
     }
@@ -127,9 +128,32 @@ impl Locker {
     /// Cancel safety: if the returned future is dropped before it finishes, a cell it wrote may
     /// stay in the store until its TTL runs out, delaying other contenders by up to one TTL.
     pub async fn lock_with(&self, name: &str, request: LockRequest) -> Result<Guard> {
+        self.acquire_on(name, request, &*self.inner.store, false)
+            .await
+    }
+
+    /// Acquires `name` through `store` (the locker's own, or a caller's transaction when
+    /// `in_transaction`: then only unique insert, whose unique key makes others wait for the
+    /// transaction's outcome, and no fence hint is remembered, as the grant may roll back).
+    pub(crate) async fn acquire_on(
+        &self,
+        name: &str,
+        request: LockRequest,
+        store: &dyn Store,
+        in_transaction: bool,
+    ) -> Result<Guard> {
         let name = LockName::new(name)?;
         let (mut opts, keep_alive) =
             request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
+        if in_transaction && opts.strategy != Strategy::UniqueInsert {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "locking inside a transaction needs the unique-insert strategy: {} decides from reads that cannot see a lock still uncommitted in another transaction",
+                    opts.strategy
+                ),
+            ));
+        }
         let runtime = current_runtime()?;
         let pid = std::process::id();
         opts.seed = owner::random_u64();
@@ -137,8 +161,10 @@ impl Locker {
         let owner = owner::fresh_owner(self.inner.host_id)?;
         let hint = self.hint(&name, opts.strategy);
         let mut op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
-        let grant = self.run(&mut op).await?;
-        self.remember(&grant.lease);
+        let grant = self.run_on(&mut op, store).await?;
+        if !in_transaction {
+            self.remember(&grant.lease);
+        }
         Ok(Guard::start(self.clone(), grant, keep_alive, runtime, pid))
     }
 
@@ -201,22 +227,18 @@ impl Locker {
 
     /// Drives `op` on this locker's store and clock; store errors say which store.
     pub(crate) async fn run<O: baton_kernel::Operation>(&self, op: &mut O) -> Result<O::Output> {
-        drive(op, &*self.inner.store, &self.inner.clock)
-            .await
-            .map_err(|e| self.context(e))
+        self.run_on(op, &*self.inner.store).await
     }
 
-    /// Adds the store's description to errors that come from the store.
-    pub(crate) fn context(&self, e: Error) -> Error {
-        match e.kind() {
-            ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
-                Error::new(
-                    e.kind(),
-                    format!("{} [{}]", e.message(), self.inner.store.describe()),
-                )
-            }
-            _ => e,
-        }
+    /// Drives `op` on `store` (a caller's transaction, say) and this locker's clock.
+    pub(crate) async fn run_on<O: baton_kernel::Operation>(
+        &self,
+        op: &mut O,
+        store: &dyn Store,
+    ) -> Result<O::Output> {
+        drive(op, store, &self.inner.clock)
+            .await
+            .map_err(|e| context(e, store))
     }
 
     fn options_for(&self, strategy: Strategy) -> LockOptions {
@@ -250,6 +272,16 @@ impl Locker {
             .hints
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Adds `store`'s description to errors that come from the store.
+fn context(e: Error, store: &dyn Store) -> Error {
+    match e.kind() {
+        ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
+            Error::new(e.kind(), format!("{} [{}]", e.message(), store.describe()))
+        }
+        _ => e,
     }
 }
 

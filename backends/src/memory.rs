@@ -1,10 +1,10 @@
 //! The in-process store: the kernel's reference table behind a mutex.
 
-use baton_kernel::{Command, Instant, MemoryTable, Reply, Write};
+use baton_kernel::{Command, Instant, MemoryTable, Reply};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
-use crate::store::{Store, StoreFuture};
+use crate::store::{may_free_a_lock, Store, StoreFuture};
 
 /// A lock table in this process's memory: the kernel's [`MemoryTable`] shared between threads.
 ///
@@ -75,19 +75,6 @@ impl Default for MemoryStore {
     }
 }
 
-/// Whether applying `command` (answered by `reply`) may have freed a lock.
-fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
-    match (command, reply) {
-        (Command::Delete { .. }, _) => true,
-        (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
-        (Command::Batch { writes, .. }, _) => {
-            writes.iter().any(|w| matches!(w, Write::Delete { .. }))
-        }
-        (Command::Purge { .. }, Reply::Purged(removed)) => !removed.is_empty(),
-        _ => false,
-    }
-}
-
 impl Store for MemoryStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         let reply = self.apply(&command);
@@ -106,7 +93,7 @@ impl Store for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_kernel::{ColumnFilter, Consistency, ReadConsistency, SerialConsistency};
+    use baton_kernel::{ColumnFilter, Consistency, ReadConsistency, SerialConsistency, Write};
     use std::time::Duration;
 
     fn put(column: &str, ttl: Option<Duration>) -> Command {

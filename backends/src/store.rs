@@ -1,9 +1,10 @@
 //! The [`Store`] trait: what a lock table must do for the driver.
 
+use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
-use baton_kernel::{Command, Reply};
+use baton_kernel::{Command, Reply, Write};
 use tokio::sync::watch;
 
 /// A boxed future a [`Store`] returns from [`Store::execute`].
@@ -31,7 +32,11 @@ pub type StoreFuture<'a> = Pin<Box<dyn Future<Output = Reply> + Send + 'a>>;
 ///
 /// The driver sends one command at a time per operation, but many operations (guards, lockers,
 /// threads) share one store, so `execute` is called concurrently.
-pub trait Store: Send + Sync + 'static {
+///
+/// A store may borrow (a caller's database transaction, say): [`drive`](crate::drive) takes a
+/// `&dyn Store` of any lifetime. A [`Locker`](crate::Locker) keeps its store in an `Arc`, so its
+/// store is `'static`.
+pub trait Store: Send + Sync {
     /// Executes one command and answers with its reply. Never panics: every failure is a
     /// [`Reply::Failed`].
     fn execute(&self, command: Command) -> StoreFuture<'_>;
@@ -47,9 +52,31 @@ pub trait Store: Send + Sync + 'static {
     /// A short description for messages, such as `memory store` or `postgres at db1:5432`
     /// (never with a password).
     fn describe(&self) -> String;
+
+    /// The store as [`Any`], for code that needs a particular store back from a
+    /// [`Locker`](crate::Locker) (transactions need the SQL store). `None` (the default) for
+    /// stores that do not offer it.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
 }
 
-impl std::fmt::Debug for dyn Store {
+/// Whether applying `command` (answered by `reply`) may have freed a lock: stores that offer
+/// [`Store::changes`] bump their counter then.
+pub(crate) fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
+    match (command, reply) {
+        (_, Reply::Failed(_)) => false,
+        (Command::Delete { .. }, _) => true,
+        (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
+        (Command::Batch { writes, .. }, _) => {
+            writes.iter().any(|w| matches!(w, Write::Delete { .. }))
+        }
+        (Command::Purge { .. }, Reply::Purged(removed)) => !removed.is_empty(),
+        _ => false,
+    }
+}
+
+impl std::fmt::Debug for dyn Store + '_ {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Store({})", self.describe())
     }

@@ -12,9 +12,16 @@ use crate::store::Store;
 /// | URL | store |
 /// | --- | --- |
 /// | `memory:` (or `memory://`) | a fresh [`MemoryStore`] (this process only) |
-/// | `sqlite://path`, `postgres://…`, `mysql://…`, `cassandra://host1,host2/keyspace` | not built in yet |
+/// | `sqlite:///abs/path.db`, `sqlite://relative.db`, `sqlite::memory:` | a `SqlStore` on SQLite (feature `sqlite`, on by default) |
+/// | `postgres://user:pass@host:port/db` | a `SqlStore` on PostgreSQL (feature `postgres`) |
+/// | `mysql://user:pass@host:port/db` (or `mariadb://`) | a `SqlStore` on MariaDB 10.5+ (feature `mysql`) |
+/// | `cassandra://host1,host2/keyspace` | not built in yet |
 ///
-/// Errors are [`ErrorKind::InvalidOption`] and name the URL (with any password masked).
+/// SQL URLs take the query parameters `table=NAME`, `create=true|false`, `timeout=5s` and
+/// `pool=N` (see `SqlOptions`). Opening never connects.
+///
+/// Errors are [`ErrorKind::InvalidOption`] and name the URL (with any password masked): a
+/// malformed URL, an unknown parameter or value, or a store not compiled into this build.
 pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
     let shown = redact(url);
     let Some((scheme, rest)) = url.split_once(':') else {
@@ -44,9 +51,7 @@ pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
             }
             return Ok(Arc::new(MemoryStore::new()));
         }
-        "sqlite" => "SQLite",
-        "postgres" | "postgresql" => "PostgreSQL",
-        "mysql" | "mariadb" => "MySQL/MariaDB",
+        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => return open_sql(url),
         "cassandra" | "scylla" => "Cassandra",
         other => {
             return Err(Error::new(
@@ -69,6 +74,22 @@ pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
     ))
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+fn open_sql(url: &str) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(crate::sql::SqlStore::open(url)?))
+}
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+fn open_sql(url: &str) -> Result<Arc<dyn Store>> {
+    Err(Error::new(
+        ErrorKind::InvalidOption,
+        format!(
+            "store URL {:?} needs a SQL store, and this build of baton includes none (enable the cargo feature \"sqlite\", \"postgres\" or \"mysql\")",
+            redact(url)
+        ),
+    ))
+}
+
 fn malformed(shown: &str, why: &str) -> Error {
     Error::new(
         ErrorKind::InvalidOption,
@@ -77,7 +98,7 @@ fn malformed(shown: &str, why: &str) -> Error {
 }
 
 /// The URL with the password of its user info (`user:password@`) masked, for messages.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -107,7 +128,7 @@ mod tests {
             "postgres://app@db1/locks"
         );
         assert_eq!(redact("memory:"), "memory:");
-        let e = open_store("postgres://app:s3cret@db1/locks").expect_err("not built in");
+        let e = open_store("postgres://app:s3cret@db1/locks?tabel=x").expect_err("unknown");
         assert!(!e.message().contains("s3cret"), "{e}");
         assert!(e.message().contains("db1"), "{e}");
     }

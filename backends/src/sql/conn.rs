@@ -1,0 +1,201 @@
+//! [`SqlConn`]: the database connections a store can run its statements on, its own pooled ones
+//! or a caller's (inside the caller's transaction).
+//!
+//! The three sqlx connection types get the same three primitives (run a statement, fetch rows,
+//! run statements in one transaction) from one macro, so the command logic above them is written
+//! once for every database.
+
+use std::future::Future;
+
+use sqlx::{Row, SqlStr};
+
+use super::dialect::Dialect;
+
+/// A database connection baton can run lock operations on: [`sqlx::SqliteConnection`],
+/// [`sqlx::PgConnection`] or [`sqlx::MySqlConnection`] (each behind its cargo feature).
+///
+/// A [`sqlx::Transaction`] dereferences to its connection, so `&mut *tx` is a `&mut impl
+/// SqlConn`; that is how [`Locker::lock_in`](crate::Locker::lock_in) and
+/// [`Guard::release_in`](crate::Guard::release_in) join a caller's transaction. Sealed: baton
+/// implements it for those types only.
+pub trait SqlConn: Sealed {}
+
+impl<C: Sealed> SqlConn for C {}
+
+/// A bound parameter.
+#[derive(Clone, Copy, Debug)]
+pub enum Arg<'a> {
+    /// Text.
+    Text(&'a str),
+    /// A 64-bit integer or NULL.
+    Int(Option<i64>),
+}
+
+/// The type of a result column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Text (never NULL).
+    Text,
+    /// A 64-bit integer or NULL.
+    Int,
+}
+
+/// A value of a result column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    /// Text.
+    Text(String),
+    /// A 64-bit integer or NULL.
+    Int(Option<i64>),
+}
+
+impl Val {
+    /// The text, or an empty string for an integer (statements and kinds are paired in
+    /// this module's callers, so that does not happen).
+    pub fn into_text(self) -> String {
+        match self {
+            Val::Text(s) => s,
+            Val::Int(_) => String::new(),
+        }
+    }
+
+    /// The integer, or `None` for NULL or text.
+    pub fn int(&self) -> Option<i64> {
+        match self {
+            Val::Int(i) => *i,
+            Val::Text(_) => None,
+        }
+    }
+}
+
+/// What a statement reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// Rows affected (MariaDB: rows found, as sqlx connects with CLIENT_FOUND_ROWS).
+    pub rows: u64,
+    /// MariaDB's last-insert id of the statement (0 elsewhere).
+    pub insert_id: u64,
+}
+
+/// The primitives, implemented once per connection type. Public in a private module: callers
+/// can name [`SqlConn`] but neither implement nor call these.
+pub trait Sealed: Send {
+    /// The database of this connection type.
+    const DIALECT: Dialect;
+
+    /// Runs a statement and reports the affected rows.
+    fn run<'a>(
+        &'a mut self,
+        sql: &'a SqlStr,
+        args: &'a [Arg<'a>],
+    ) -> impl Future<Output = Result<Done, sqlx::Error>> + Send + 'a;
+
+    /// Runs a query and decodes every row by `kinds`.
+    fn fetch<'a>(
+        &'a mut self,
+        sql: &'a SqlStr,
+        args: &'a [Arg<'a>],
+        kinds: &'a [Kind],
+    ) -> impl Future<Output = Result<Vec<Vec<Val>>, sqlx::Error>> + Send + 'a;
+
+    /// Runs statements in one transaction (a savepoint when the connection is already in one).
+    fn batch<'a>(
+        &'a mut self,
+        statements: &'a [(&'a SqlStr, Vec<Arg<'a>>)],
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+}
+
+/// A prepared query of `$db` with `$args` bound.
+macro_rules! bound {
+    ($db:ty, $sql:expr, $args:expr) => {{
+        let mut query = sqlx::query::<$db>($sql);
+        for arg in $args {
+            query = match *arg {
+                Arg::Text(s) => query.bind(s),
+                Arg::Int(i) => query.bind(i),
+            };
+        }
+        query
+    }};
+}
+
+macro_rules! sql_conn {
+    ($feature:literal, $conn:ty, $db:ty, $dialect:expr, $insert_id:expr) => {
+        #[cfg(feature = $feature)]
+        impl Sealed for $conn {
+            const DIALECT: Dialect = $dialect;
+
+            fn run<'a>(
+                &'a mut self,
+                sql: &'a SqlStr,
+                args: &'a [Arg<'a>],
+            ) -> impl Future<Output = Result<Done, sqlx::Error>> + Send + 'a {
+                async move {
+                    let done = bound!($db, sql.clone(), args).execute(&mut *self).await?;
+                    Ok(Done {
+                        rows: done.rows_affected(),
+                        insert_id: $insert_id(&done),
+                    })
+                }
+            }
+
+            fn fetch<'a>(
+                &'a mut self,
+                sql: &'a SqlStr,
+                args: &'a [Arg<'a>],
+                kinds: &'a [Kind],
+            ) -> impl Future<Output = Result<Vec<Vec<Val>>, sqlx::Error>> + Send + 'a {
+                async move {
+                    let rows = bound!($db, sql.clone(), args).fetch_all(&mut *self).await?;
+                    let mut out = Vec::with_capacity(rows.len());
+                    for row in rows {
+                        let mut vals = Vec::with_capacity(kinds.len());
+                        for (i, kind) in kinds.iter().enumerate() {
+                            vals.push(match kind {
+                                Kind::Text => Val::Text(row.try_get::<String, _>(i)?),
+                                Kind::Int => Val::Int(row.try_get::<Option<i64>, _>(i)?),
+                            });
+                        }
+                        out.push(vals);
+                    }
+                    Ok(out)
+                }
+            }
+
+            fn batch<'a>(
+                &'a mut self,
+                statements: &'a [(&'a SqlStr, Vec<Arg<'a>>)],
+            ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
+                async move {
+                    let mut tx = sqlx::Connection::begin(&mut *self).await?;
+                    for (sql, args) in statements {
+                        bound!($db, (*sql).clone(), args).execute(&mut *tx).await?;
+                    }
+                    tx.commit().await
+                }
+            }
+        }
+    };
+}
+
+sql_conn!(
+    "sqlite",
+    sqlx::SqliteConnection,
+    sqlx::Sqlite,
+    Dialect::Sqlite,
+    |_: &sqlx::sqlite::SqliteQueryResult| 0
+);
+sql_conn!(
+    "postgres",
+    sqlx::PgConnection,
+    sqlx::Postgres,
+    Dialect::Postgres,
+    |_: &sqlx::postgres::PgQueryResult| 0
+);
+sql_conn!(
+    "mysql",
+    sqlx::MySqlConnection,
+    sqlx::MySql,
+    Dialect::MySql,
+    |r: &sqlx::mysql::MySqlQueryResult| r.last_insert_id()
+);

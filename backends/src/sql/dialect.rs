@@ -1,0 +1,403 @@
+//! The SQL text of every statement, per database.
+//!
+//! Statements are written once, here, with `?` placeholders and a handful of per-database
+//! fragments (the server's clock, an expiry, a remaining TTL); PostgreSQL's `$n` placeholders are
+//! numbered from the `?`s. The only identifier ever formatted into SQL is the lock table's name,
+//! validated by [`validate_table`] and quoted. Every value travels as a bound parameter of a
+//! prepared statement.
+//!
+//! Clocks: expiry is always decided by the database server's clock, read once per statement:
+//! SQLite's `unixepoch('subsec')` (fixed for one `sqlite3_step`), MariaDB's `UTC_TIMESTAMP(6)`
+//! (fixed for one statement), PostgreSQL's `statement_timestamp()` (fixed for one statement, and
+//! unlike `now()` not frozen at the start of a transaction). One instant per statement keeps a
+//! statement's liveness test and the expiry it writes consistent; as the instant is the
+//! statement's start, which is after the client sent it, an expiry measured from it is never
+//! earlier than the client's own deadline (send time + TTL), which is all the kernel needs.
+
+use baton_kernel::{Error, ErrorKind, Result};
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+/// The database a store talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// SQLite 3.35+ (the bundled library).
+    Sqlite,
+    /// PostgreSQL 12+.
+    Postgres,
+    /// MariaDB 10.5+ (`DELETE … RETURNING`; MySQL proper lacks it).
+    MySql,
+}
+
+impl Dialect {
+    /// The database's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+            Dialect::MySql => "mysql",
+        }
+    }
+
+    /// `ident` quoted as an identifier (it has been validated: no quote characters inside).
+    fn quote(self, ident: &str) -> String {
+        match self {
+            Dialect::MySql => format!("`{ident}`"),
+            Dialect::Sqlite | Dialect::Postgres => format!("\"{ident}\""),
+        }
+    }
+
+    /// The server's current time, in the type of `expires_at`.
+    fn now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)",
+            Dialect::Postgres => "statement_timestamp()",
+            Dialect::MySql => "UTC_TIMESTAMP(6)",
+        }
+    }
+
+    /// The expiry of a cell written now with a TTL of `?` milliseconds (NULL when `?` is NULL).
+    /// SQLite's clock is read in whole milliseconds, rounded down, so one is added: a TTL is
+    /// rounded up, never down.
+    fn expiry(self) -> String {
+        match self {
+            Dialect::Sqlite => format!("({} + 1 + ?)", self.now()),
+            Dialect::Postgres => format!("({} + ?::bigint * interval '1 millisecond')", self.now()),
+            Dialect::MySql => format!("TIMESTAMPADD(MICROSECOND, ? * 1000, {})", self.now()),
+        }
+    }
+
+    /// Milliseconds until `expires_at`, rounded up (NULL when there is no TTL): a live cell never
+    /// reports less time than it has.
+    fn remaining(self) -> String {
+        match self {
+            Dialect::Sqlite => format!("(expires_at - {})", self.now()),
+            Dialect::Postgres => format!(
+                "CEIL(EXTRACT(EPOCH FROM (expires_at - {})) * 1000)::bigint",
+                self.now()
+            ),
+            Dialect::MySql => format!(
+                "((TIMESTAMPDIFF(MICROSECOND, {}, expires_at) + 999) DIV 1000)",
+                self.now()
+            ),
+        }
+    }
+
+    /// The condition that a row is live at the server's current time.
+    fn live(self) -> String {
+        format!("(expires_at IS NULL OR expires_at > {})", self.now())
+    }
+
+    /// The condition that a row has expired (a row without a TTL never does).
+    fn expired(self) -> String {
+        format!("(expires_at IS NOT NULL AND expires_at <= {})", self.now())
+    }
+
+    /// The final statement text: PostgreSQL numbers its placeholders.
+    fn finish(self, sql: &str) -> SqlStr {
+        let text = match self {
+            Dialect::Postgres => {
+                let mut out = String::with_capacity(sql.len() + 16);
+                let mut n = 0;
+                for c in sql.chars() {
+                    if c == '?' {
+                        n += 1;
+                        out.push_str(&format!("${n}"));
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+            Dialect::Sqlite | Dialect::MySql => sql.to_owned(),
+        };
+        // Safe: built from constant text and the validated, quoted table name only.
+        AssertSqlSafe(text).into_sql_str()
+    }
+}
+
+/// The default lock table.
+pub const DEFAULT_TABLE: &str = "baton_locks";
+
+/// Checks a table name: `[A-Za-z_][A-Za-z0-9_]{0,62}` ([`ErrorKind::InvalidOption`] otherwise).
+pub fn validate_table(table: &str) -> Result<()> {
+    let mut chars = table.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if first_ok && rest_ok && table.len() <= 63 {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidOption,
+        format!(
+            "invalid lock table name {table:?}: it must be 1 to 63 characters of ASCII letters, digits and _, not starting with a digit"
+        ),
+    ))
+}
+
+/// Every statement a store runs, built once per store.
+#[derive(Debug)]
+pub(crate) struct Statements {
+    pub dialect: Dialect,
+    /// `(row)` → `(cell, value, remaining_ms)` of every live cell.
+    pub read_all: SqlStr,
+    /// `(row, from, to)` → live cells with `from <= cell < to`.
+    pub read_range: SqlStr,
+    /// `(row, from)` → live cells with `from <= cell`.
+    pub read_from: SqlStr,
+    /// `(row, cell)` → the live cell.
+    pub read_exact: SqlStr,
+    /// `(row, cell, value, ttl_ms)`: upsert.
+    pub put: SqlStr,
+    /// `(row, cell)`.
+    pub delete: SqlStr,
+    /// `(row, cell, value, ttl_ms)`: insert, or take over an expired row; see [`Statements::applied`].
+    pub insert_if_absent: SqlStr,
+    /// `(new, ttl_ms, row, cell, expected)`: one row affected when applied.
+    pub cas_update: SqlStr,
+    /// `(row, cell, expected)`: one row affected when applied.
+    pub cas_delete: SqlStr,
+    /// `(row, cell)` → `(value)` of the live cell.
+    pub current: SqlStr,
+    /// `()` → `(row, cell)` of every expired row removed.
+    pub purge_all: SqlStr,
+    /// `(row)` → `(row, cell)` of the row's expired cells removed.
+    pub purge_row: SqlStr,
+    /// `(limit)` → the first live row names.
+    pub scan_first: SqlStr,
+    /// `(after, limit)` → live row names after `after`.
+    pub scan_after: SqlStr,
+    /// `(first, last)` → `(row, cell, value, remaining_ms)` of live cells of rows in `[first, last]`.
+    pub scan_cells: SqlStr,
+    /// `(table)` → the names of the table's columns (no rows if it does not exist).
+    pub columns: SqlStr,
+    /// The statements that create the table and its index.
+    pub create: Vec<SqlStr>,
+    /// The same, as text to show an operator.
+    pub ddl: String,
+    /// The table's name as the catalog query of `columns` expects it.
+    pub catalog_name: String,
+}
+
+impl Statements {
+    /// The statements of `dialect` on `table` (validated here).
+    pub fn new(dialect: Dialect, table: &str) -> Result<Statements> {
+        validate_table(table)?;
+        let d = dialect;
+        let t = d.quote(table);
+        let live = d.live();
+        let rem = d.remaining();
+        let select = format!("SELECT cell, value, {rem} FROM {t} WHERE lock_name = ?");
+        let insert = format!(
+            "INSERT INTO {t} (lock_name, cell, value, expires_at) VALUES (?, ?, ?, {})",
+            d.expiry()
+        );
+        let (put, insert_if_absent) = match d {
+            Dialect::Sqlite | Dialect::Postgres => (
+                format!(
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+                ),
+                // The conflicting row is replaced only if it has expired; otherwise nothing is
+                // written and no row is counted. Atomic: the unique key serializes contenders.
+                format!(
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {}",
+                    d.now()
+                ),
+            ),
+            Dialect::MySql => {
+                let expired = d.expired();
+                (
+                    format!(
+                        "{insert} ON DUPLICATE KEY UPDATE value = VALUES(value), expires_at = VALUES(expires_at)"
+                    ),
+                    // MariaDB evaluates the assignments left to right, so `value` is assigned
+                    // first, while `expires_at` still holds the old row's expiry. The driver
+                    // reports found rows rather than changed ones (CLIENT_FOUND_ROWS), so an
+                    // unchanged row and an inserted one both count 1; LAST_INSERT_ID(x) tells
+                    // them apart: the OK packet carries 1 when a live row was kept, 2 when an
+                    // expired row was taken over, and 0 after a plain insert.
+                    format!(
+                        "{insert} ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({expired}, 2, 1)) = 2, VALUES(value), value), expires_at = IF({expired}, VALUES(expires_at), expires_at)"
+                    ),
+                )
+            }
+        };
+        let returning = "RETURNING lock_name, cell";
+        let (columns, catalog_name) = match d {
+            Dialect::Sqlite => (
+                String::from("SELECT name FROM pragma_table_info(?)"),
+                table.to_owned(),
+            ),
+            // to_regclass resolves the name through the search path, as the statements do.
+            Dialect::Postgres => (
+                String::from(
+                    "SELECT attname::text FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped",
+                ),
+                t.clone(),
+            ),
+            Dialect::MySql => (
+                String::from(
+                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+                ),
+                table.to_owned(),
+            ),
+        };
+        let create_sql = create_table(d, table);
+        Ok(Statements {
+            dialect: d,
+            read_all: d.finish(&format!("{select} AND {live} ORDER BY cell")),
+            read_range: d.finish(&format!(
+                "{select} AND cell >= ? AND cell < ? AND {live} ORDER BY cell"
+            )),
+            read_from: d.finish(&format!("{select} AND cell >= ? AND {live} ORDER BY cell")),
+            read_exact: d.finish(&format!("{select} AND cell = ? AND {live}")),
+            put: d.finish(&put),
+            delete: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND cell = ?"
+            )),
+            insert_if_absent: d.finish(&insert_if_absent),
+            cas_update: d.finish(&format!(
+                "UPDATE {t} SET value = ?, expires_at = {} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
+                d.expiry()
+            )),
+            cas_delete: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}"
+            )),
+            current: d.finish(&format!(
+                "SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}"
+            )),
+            purge_all: d.finish(&format!(
+                "DELETE FROM {t} WHERE {} {returning}",
+                d.expired()
+            )),
+            purge_row: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND {} {returning}",
+                d.expired()
+            )),
+            scan_first: d.finish(&format!(
+                "SELECT DISTINCT lock_name FROM {t} WHERE {live} ORDER BY lock_name LIMIT ?"
+            )),
+            scan_after: d.finish(&format!(
+                "SELECT DISTINCT lock_name FROM {t} WHERE lock_name > ? AND {live} ORDER BY lock_name LIMIT ?"
+            )),
+            scan_cells: d.finish(&format!(
+                "SELECT lock_name, cell, value, {rem} FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
+            )),
+            columns: d.finish(&columns),
+            ddl: create_sql.join(";\n") + ";",
+            create: create_sql.iter().map(|s| d.finish(s)).collect(),
+            catalog_name,
+        })
+    }
+
+    /// Whether an insert-if-absent was applied, from what the database reported: PostgreSQL
+    /// and SQLite count one row inserted or taken over and none when a live row was kept;
+    /// MariaDB reports the `LAST_INSERT_ID` marker of the statement (1: a live row was kept).
+    pub fn applied(&self, rows: u64, insert_id: u64) -> bool {
+        match self.dialect {
+            Dialect::Sqlite | Dialect::Postgres => rows > 0,
+            Dialect::MySql => rows > 0 && insert_id != 1,
+        }
+    }
+}
+
+/// The columns every lock table has (checked when `create` is off).
+pub(crate) const COLUMNS: [&str; 4] = ["lock_name", "cell", "value", "expires_at"];
+
+/// `CREATE TABLE IF NOT EXISTS` and its index, for `dialect`.
+pub(crate) fn create_table(dialect: Dialect, table: &str) -> Vec<String> {
+    let t = dialect.quote(table);
+    let index = dialect.quote(&format!("{table}_expires"));
+    match dialect {
+        Dialect::Sqlite => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
+        ],
+        Dialect::Postgres => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  PRIMARY KEY (lock_name, cell)\n)"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
+        ],
+        Dialect::MySql => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  PRIMARY KEY (lock_name, cell),\n  KEY {index} (expires_at)\n) ENGINE=InnoDB"
+        )],
+    }
+}
+
+/// The smallest string greater than every string starting with `prefix`, in byte order, if
+/// there is one: the last character incremented (UTF-8 byte order is code point order), after
+/// dropping trailing `char::MAX`es. `None` when every character is `char::MAX`.
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_identifiers() {
+        for ok in ["baton_locks", "_x", "T1", &"a".repeat(63)] {
+            assert!(validate_table(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "x\"; DROP TABLE y; --",
+            "tä",
+            &"a".repeat(64),
+        ] {
+            let e = validate_table(bad).expect_err(bad);
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+        }
+    }
+
+    #[test]
+    fn prefix_ends_bound_exactly_the_prefixed_strings() {
+        assert_eq!(prefix_end("l_"), Some(String::from("l`")));
+        assert_eq!(prefix_end("é"), Some(String::from("ê")));
+        assert_eq!(prefix_end("a\u{D7FF}"), Some(String::from("a\u{E000}")));
+        assert_eq!(prefix_end("a\u{10FFFF}"), Some(String::from("b")));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+        let end = prefix_end("ab").expect("has an end");
+        for s in ["ab", "ab\u{10FFFF}", "abzzz"] {
+            assert!(s >= "ab" && s < end.as_str(), "{s}");
+        }
+        for s in ["aa\u{10FFFF}", "ac", "b"] {
+            assert!(!(s >= "ab" && s < end.as_str()), "{s}");
+        }
+    }
+
+    #[test]
+    fn postgres_placeholders_are_numbered() {
+        let st = Statements::new(Dialect::Postgres, "t").expect("valid");
+        assert!(
+            st.cas_update.as_str().starts_with(
+                "UPDATE \"t\" SET value = $1, expires_at = (statement_timestamp() + $2::bigint"
+            ),
+            "{}",
+            st.cas_update.as_str()
+        );
+        assert!(!st.cas_update.as_str().contains('?'));
+        let my = Statements::new(Dialect::MySql, "t").expect("valid");
+        assert_eq!(
+            my.delete.as_str(),
+            "DELETE FROM `t` WHERE lock_name = ? AND cell = ?"
+        );
+    }
+}

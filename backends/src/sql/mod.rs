@@ -1,0 +1,287 @@
+//! SQL stores: SQLite (the embedded default), PostgreSQL and MariaDB, through sqlx.
+//!
+//! A [`SqlStore`] keeps the kernel's cells in one lock table, one row per cell:
+//!
+//! | column | holds |
+//! | --- | --- |
+//! | `lock_name` | the lock's name (the kernel's row), up to 255 bytes, compared in byte order |
+//! | `cell` | the cell (the kernel's column), up to 255 bytes, byte order |
+//! | `value` | the cell's value, in the kernel's documented text encoding |
+//! | `expires_at` | when the cell expires by the database server's clock; NULL: never |
+//!
+//! with the primary key `(lock_name, cell)` and an index on `expires_at`. Expired rows stay until
+//! they are taken over, overwritten or purged, invisible to every read. Which statement runs for
+//! each kernel command is listed in [`exec`]; the SQL text of each is in [`dialect`].
+//!
+//! Stores are opened by URL ([`SqlStore::open`], [`crate::open_store`], [`crate::Locker::open`]):
+//! `sqlite:///abs/path.db`, `sqlite://relative.db`, `sqlite::memory:`,
+//! `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db` (MariaDB 10.5+), each
+//! with the optional parameters `table`, `create`, `timeout` and `pool` of [`SqlOptions`].
+//! Opening never connects: the first operation does, and an unreachable server makes it fail
+//! with [`ErrorKind::StoreUnavailable`](baton_kernel::ErrorKind::StoreUnavailable) after the
+//! connection timeout.
+//!
+//! Transactions: [`Locker::lock_in`](crate::Locker::lock_in) and
+//! [`Guard::release_in`](crate::Guard::release_in) run a lock operation on the caller's
+//! connection, inside the caller's transaction (see [`tx`]).
+
+mod conn;
+pub(crate) mod dialect;
+mod errors;
+pub(crate) mod exec;
+mod options;
+mod pool;
+mod schema;
+pub(crate) mod tx;
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
+use tokio::sync::{watch, OnceCell};
+
+pub use conn::SqlConn;
+pub use dialect::{Dialect, DEFAULT_TABLE};
+pub use options::SqlOptions;
+pub use pool::SqlPool;
+
+use crate::store::{may_free_a_lock, Store, StoreFuture};
+use dialect::Statements;
+use errors::{failure, Phase};
+use exec::ExecError;
+
+/// A lock table in a SQL database: SQLite, PostgreSQL or MariaDB.
+///
+/// Cheap to clone (clones share the connection pool). See the [module docs](self) for the
+/// table, the URLs and the statements.
+#[derive(Clone)]
+pub struct SqlStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: SqlPool,
+    statements: Statements,
+    options: SqlOptions,
+    /// Set once the table is known to exist with every column.
+    ready: OnceCell<()>,
+    changes: watch::Sender<u64>,
+    describe: String,
+}
+
+impl std::fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("store", &self.inner.describe)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqlStore {
+    /// A store on the database a URL names. Connects lazily (on first use), so this only
+    /// checks the URL: [`ErrorKind::InvalidOption`] for a malformed URL, an unknown parameter
+    /// or bad value, or a database whose cargo feature is not compiled in (passwords shown as
+    /// `***`). Needs no runtime.
+    pub fn open(url: &str) -> Result<SqlStore> {
+        let (target, options) = options::parse(url)?;
+        let pool = pool::connect_lazy(&target, &options, url)?;
+        SqlStore::assemble(pool, options)
+    }
+
+    /// A store on a pool the caller already has, so that the lock table lives in the caller's
+    /// database and [`Locker::lock_in`](crate::Locker::lock_in) can join its transactions.
+    /// The pool keeps the caller's settings: `options.timeout` then only bounds baton's own
+    /// client-side wait (set the server's statement timeout on the pool yourself).
+    pub fn from_pool(pool: impl Into<SqlPool>, options: SqlOptions) -> Result<SqlStore> {
+        options.validate()?;
+        SqlStore::assemble(pool.into(), options)
+    }
+
+    fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
+        let statements = Statements::new(pool.dialect(), &options.table)?;
+        let describe = format!("{}, table {}", pool.describe(), options.table);
+        Ok(SqlStore {
+            inner: Arc::new(Inner {
+                pool,
+                statements,
+                options,
+                ready: OnceCell::new(),
+                changes: watch::Sender::new(0),
+                describe,
+            }),
+        })
+    }
+
+    /// The connection pool, to begin transactions on the lock table's database (see
+    /// [`Locker::lock_in`](crate::Locker::lock_in)).
+    pub fn pool(&self) -> &SqlPool {
+        &self.inner.pool
+    }
+
+    /// The database.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.statements.dialect
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SqlOptions {
+        &self.inner.options
+    }
+
+    /// Creates or checks the lock table now, instead of on first use: a way to fail at startup
+    /// on a missing table or an unreachable server. Afterwards a no-op.
+    ///
+    /// Errors: [`ErrorKind::StoreError`] for a missing table (with `create` off) or column,
+    /// naming it and showing the DDL; [`ErrorKind::StoreUnavailable`] when the database cannot
+    /// be reached.
+    pub async fn ensure_schema(&self) -> Result<()> {
+        self.ready().await.map_err(|f| match f {
+            Failure::Rejected(m) => Error::new(ErrorKind::StoreError, m),
+            Failure::Unavailable(m) | Failure::Timeout(m) => {
+                Error::new(ErrorKind::StoreUnavailable, m)
+            }
+        })
+    }
+
+    /// The schema check, once per store; failures are not cached (the next call tries again).
+    pub(crate) async fn ready(&self) -> std::result::Result<(), Failure> {
+        let inner = &self.inner;
+        inner
+            .ready
+            .get_or_try_init(|| async {
+                let st = &inner.statements;
+                let (create, table, what) =
+                    (inner.options.create, &inner.options.table, &inner.describe);
+                match &inner.pool {
+                    #[cfg(feature = "sqlite")]
+                    SqlPool::Sqlite(p) => {
+                        let mut conn = self.acquire(p).await?;
+                        schema::ensure(&mut *conn, st, create, table, what).await
+                    }
+                    #[cfg(feature = "postgres")]
+                    SqlPool::Postgres(p) => {
+                        let mut conn = self.acquire(p).await?;
+                        schema::ensure(&mut *conn, st, create, table, what).await
+                    }
+                    #[cfg(feature = "mysql")]
+                    SqlPool::MySql(p) => {
+                        let mut conn = self.acquire(p).await?;
+                        schema::ensure(&mut *conn, st, create, table, what).await
+                    }
+                }
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn acquire<DB: sqlx::Database>(
+        &self,
+        pool: &sqlx::Pool<DB>,
+    ) -> std::result::Result<sqlx::pool::PoolConnection<DB>, Failure> {
+        pool.acquire()
+            .await
+            .map_err(|e| failure(&e, self.dialect(), Phase::Connect, &self.inner.describe))
+    }
+
+    /// Runs `command` on a pooled connection.
+    async fn execute_pooled(&self, command: &Command) -> Reply {
+        if let Err(f) = self.ready().await {
+            return Reply::Failed(f);
+        }
+        match &self.inner.pool {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => self.execute_on(p, command).await,
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => self.execute_on(p, command).await,
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => self.execute_on(p, command).await,
+        }
+    }
+
+    async fn execute_on<DB>(&self, pool: &sqlx::Pool<DB>, command: &Command) -> Reply
+    where
+        DB: sqlx::Database,
+        DB::Connection: conn::Sealed,
+    {
+        let mut conn = match self.acquire(pool).await {
+            Ok(conn) => conn,
+            Err(f) => return Reply::Failed(f),
+        };
+        let run = exec::execute(&mut *conn, &self.inner.statements, command);
+        match tokio::time::timeout(self.client_timeout(), run).await {
+            Ok(reply) => self.reply(reply),
+            Err(_) => {
+                // The statement may still be running: do not hand the connection to anyone else.
+                conn.close_on_drop();
+                Reply::Failed(self.client_timed_out())
+            }
+        }
+    }
+
+    /// How long baton waits for a statement: the server's timeout plus a second, so the
+    /// server gives up (and rolls back) first.
+    pub(crate) fn client_timeout(&self) -> Duration {
+        self.inner.options.timeout + Duration::from_secs(1)
+    }
+
+    pub(crate) fn client_timed_out(&self) -> Failure {
+        Failure::Timeout(format!(
+            "{}: no answer within {:?}",
+            self.inner.describe,
+            self.client_timeout()
+        ))
+    }
+
+    /// A command's outcome as a reply.
+    pub(crate) fn reply(&self, outcome: std::result::Result<Reply, ExecError>) -> Reply {
+        match outcome {
+            Ok(reply) => reply,
+            Err(ExecError::Sql(e)) => Reply::Failed(failure(
+                &e,
+                self.dialect(),
+                Phase::Statement,
+                &self.inner.describe,
+            )),
+            Err(ExecError::Invalid(m)) => {
+                Reply::Failed(Failure::Rejected(format!("{}: {m}", self.inner.describe)))
+            }
+        }
+    }
+
+    pub(crate) fn statements(&self) -> &Statements {
+        &self.inner.statements
+    }
+
+    /// Tells this process's waiters that a lock may have been freed.
+    pub(crate) fn notify(&self, command: &Command, reply: &Reply) {
+        if may_free_a_lock(command, reply) {
+            self.inner.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+}
+
+impl Store for SqlStore {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        Box::pin(async move {
+            let reply = self.execute_pooled(&command).await;
+            self.notify(&command, &reply);
+            reply
+        })
+    }
+
+    /// Wakes waiters in this process when one of its own operations frees a lock; other
+    /// processes' releases are seen at the next poll.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.changes.subscribe())
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe.clone()
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+}

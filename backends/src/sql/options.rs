@@ -1,0 +1,272 @@
+//! [`SqlOptions`] and the store URLs that carry them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+use super::dialect::{validate_table, DEFAULT_TABLE};
+use crate::url::redact;
+
+/// How a SQL store uses its database.
+///
+/// ```
+/// # use std::time::Duration;
+/// let options = baton::SqlOptions::new()
+///     .table("job_locks")
+///     .create(false)
+///     .timeout(Duration::from_secs(2));
+/// assert_eq!(options.table, "job_locks");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SqlOptions {
+    /// The lock table (default `baton_locks`): `[A-Za-z_][A-Za-z0-9_]{0,62}`, used verbatim
+    /// (quoted, so it is case-sensitive on PostgreSQL).
+    pub table: String,
+    /// Whether the first operation creates the table if it is missing (default true). When
+    /// false, it checks the table and its columns and fails with the DDL to run.
+    pub create: bool,
+    /// The statement timeout (default 5 s), enforced by the server where it has one
+    /// (PostgreSQL `statement_timeout`, MariaDB `max_statement_time`; SQLite's busy timeout),
+    /// with a client-side timeout 1 s longer, so a timed-out statement cannot apply later. Also
+    /// bounds the wait for a pooled connection (at most 2 s per attempt).
+    pub timeout: Duration,
+    /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
+    pub pool: Option<u32>,
+}
+
+impl Default for SqlOptions {
+    fn default() -> Self {
+        SqlOptions {
+            table: String::from(DEFAULT_TABLE),
+            create: true,
+            timeout: Duration::from_secs(5),
+            pool: None,
+        }
+    }
+}
+
+impl SqlOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The lock table.
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// Whether to create the table on first use.
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// The statement timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The most pooled connections.
+    pub fn pool(mut self, connections: u32) -> Self {
+        self.pool = Some(connections);
+        self
+    }
+
+    /// Checks every option ([`ErrorKind::InvalidOption`] naming the first bad one).
+    pub fn validate(&self) -> Result<()> {
+        validate_table(&self.table)?;
+        if self.timeout < Duration::from_millis(1) || self.timeout > Duration::from_secs(3600) {
+            return Err(invalid(format!(
+                "SQL statement timeout {:?} is out of range (1 ms to 1 h)",
+                self.timeout
+            )));
+        }
+        if let Some(n) = self.pool {
+            if !(1..=1000).contains(&n) {
+                return Err(invalid(format!(
+                    "SQL pool size {n} is out of range (1 to 1000)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The database a URL names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A SQLite file.
+    SqliteFile(PathBuf),
+    /// A private in-memory SQLite database.
+    SqliteMemory,
+    /// A PostgreSQL URL without baton's parameters.
+    Postgres(String),
+    /// A MariaDB/MySQL URL (scheme `mysql`) without baton's parameters.
+    MySql(String),
+}
+
+/// Splits a SQL store URL into its database and options. Errors are
+/// [`ErrorKind::InvalidOption`], naming the URL with its password masked.
+pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
+    let shown = redact(url);
+    let bad = |why: &str| invalid(format!("malformed store URL {shown:?}: {why}"));
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let (scheme, rest) = base
+        .split_once(':')
+        .ok_or_else(|| bad("it has no scheme"))?;
+    let target = match scheme.to_ascii_lowercase().as_str() {
+        "sqlite" => {
+            if rest == ":memory:" || rest == "//:memory:" {
+                Target::SqliteMemory
+            } else {
+                match rest.strip_prefix("//") {
+                    Some(path) if !path.is_empty() => Target::SqliteFile(PathBuf::from(path)),
+                    _ => {
+                        return Err(bad(
+                            "a SQLite URL is sqlite:///absolute/path.db, sqlite://relative/path.db or sqlite::memory:",
+                        ))
+                    }
+                }
+            }
+        }
+        "postgres" | "postgresql" => Target::Postgres(network_base(rest, "postgres", &bad)?),
+        "mysql" | "mariadb" => Target::MySql(network_base(rest, "mysql", &bad)?),
+        other => return Err(bad(&format!("{other:?} is not a SQL store scheme"))),
+    };
+    let mut options = SqlOptions::default();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "table" => options.table = value.to_owned(),
+            "create" => {
+                options.create = match value {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => return Err(bad(&format!("create={value:?} is not true or false"))),
+                }
+            }
+            "timeout" => {
+                options.timeout = parse_duration(value).ok_or_else(|| {
+                    bad(&format!(
+                        "timeout={value:?} is not a duration such as 500ms, 5s or 1m"
+                    ))
+                })?
+            }
+            "pool" => {
+                options.pool =
+                    Some(value.parse().map_err(|_| {
+                        bad(&format!("pool={value:?} is not a number of connections"))
+                    })?)
+            }
+            other => {
+                return Err(bad(&format!(
+                "unknown parameter {other:?} (SQL store URLs take table, create, timeout and pool)"
+            )))
+            }
+        }
+    }
+    options
+        .validate()
+        .map_err(|e| invalid(format!("store URL {shown:?}: {}", e.message())))?;
+    Ok((target, options))
+}
+
+/// `scheme://rest` for sqlx, after checking there is a host.
+fn network_base(rest: &str, scheme: &str, bad: &dyn Fn(&str) -> Error) -> Result<String> {
+    match rest.strip_prefix("//") {
+        Some(tail) if !tail.is_empty() => Ok(format!("{scheme}://{tail}")),
+        _ => Err(bad(&format!(
+            "a {scheme} URL looks like {scheme}://user:password@host:port/database"
+        ))),
+    }
+}
+
+/// `500ms`, `5s`, `1m`, or a number of seconds.
+fn parse_duration(text: &str) -> Option<Duration> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let n: u64 = number.parse().ok()?;
+    match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => n.checked_mul(60).map(Duration::from_secs),
+        _ => None,
+    }
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOption, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls() {
+        let file = |u: &str| parse(u).map(|(t, _)| t);
+        assert_eq!(
+            file("sqlite:///var/lib/app/locks.db"),
+            Ok(Target::SqliteFile("/var/lib/app/locks.db".into()))
+        );
+        assert_eq!(
+            file("sqlite://locks.db"),
+            Ok(Target::SqliteFile("locks.db".into()))
+        );
+        assert_eq!(file("sqlite::memory:"), Ok(Target::SqliteMemory));
+        assert!(file("sqlite://").is_err());
+        assert!(file("sqlite:locks.db").is_err());
+    }
+
+    #[test]
+    fn parameters() {
+        let (target, o) =
+            parse("postgres://app:s3cret@db1:5432/locks?table=job_locks&create=false&timeout=250ms&pool=3")
+                .expect("valid");
+        assert_eq!(
+            target,
+            Target::Postgres("postgres://app:s3cret@db1:5432/locks".into())
+        );
+        assert_eq!(
+            o,
+            SqlOptions::new()
+                .table("job_locks")
+                .create(false)
+                .timeout(Duration::from_millis(250))
+                .pool(3)
+        );
+        let (target, o) = parse("mariadb://u@h/db?timeout=2").expect("valid");
+        assert_eq!(target, Target::MySql("mysql://u@h/db".into()));
+        assert_eq!(o.timeout, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn bad_parameters_are_invalid_options_without_passwords() {
+        for url in [
+            "postgres://app:s3cret@db1/locks?tabel=x",
+            "postgres://app:s3cret@db1/locks?table=x-y",
+            "postgres://app:s3cret@db1/locks?create=maybe",
+            "postgres://app:s3cret@db1/locks?timeout=5h",
+            "postgres://app:s3cret@db1/locks?timeout=0s",
+            "postgres://app:s3cret@db1/locks?pool=0",
+            "postgres://app:s3cret@db1/locks?pool=x",
+            "postgres://",
+        ] {
+            let e = parse(url).expect_err(url);
+            assert_eq!(e.kind(), ErrorKind::InvalidOption, "{url}");
+            assert!(!e.message().contains("s3cret"), "{e}");
+        }
+        let e = parse("mysql://u:p@h/db?tabel=x").expect_err("unknown");
+        assert!(e.message().contains("\"tabel\""), "{e}");
+    }
+}

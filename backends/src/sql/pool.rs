@@ -1,0 +1,231 @@
+//! [`SqlPool`]: the connection pool of a SQL store, configured per database.
+
+use std::time::Duration;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+use super::dialect::Dialect;
+use super::options::{SqlOptions, Target};
+use crate::url::redact;
+
+/// The connection pool of a [`SqlStore`](super::SqlStore): begin transactions on it to take
+/// and release locks inside them.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum SqlPool {
+    /// SQLite.
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlx::SqlitePool),
+    /// PostgreSQL.
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
+    /// MariaDB.
+    #[cfg(feature = "mysql")]
+    MySql(sqlx::MySqlPool),
+}
+
+#[cfg(feature = "sqlite")]
+impl From<sqlx::SqlitePool> for SqlPool {
+    fn from(pool: sqlx::SqlitePool) -> Self {
+        SqlPool::Sqlite(pool)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<sqlx::PgPool> for SqlPool {
+    fn from(pool: sqlx::PgPool) -> Self {
+        SqlPool::Postgres(pool)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl From<sqlx::MySqlPool> for SqlPool {
+    fn from(pool: sqlx::MySqlPool) -> Self {
+        SqlPool::MySql(pool)
+    }
+}
+
+impl SqlPool {
+    /// The database.
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(_) => Dialect::Sqlite,
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(_) => Dialect::Postgres,
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(_) => Dialect::MySql,
+        }
+    }
+
+    /// The SQLite pool, if it is one.
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(&self) -> Option<&sqlx::SqlitePool> {
+        #[allow(unreachable_patterns)]
+        match self {
+            SqlPool::Sqlite(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The PostgreSQL pool, if it is one.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(&self) -> Option<&sqlx::PgPool> {
+        #[allow(unreachable_patterns)]
+        match self {
+            SqlPool::Postgres(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The MariaDB pool, if it is one.
+    #[cfg(feature = "mysql")]
+    pub fn mysql(&self) -> Option<&sqlx::MySqlPool> {
+        #[allow(unreachable_patterns)]
+        match self {
+            SqlPool::MySql(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Where the pool connects, for messages (never with a password).
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => {
+                let o = p.connect_options();
+                let file = o.get_filename().display().to_string();
+                if file.is_empty() || file.contains(":memory:") || file.contains("mode=memory") {
+                    String::from("sqlite in memory")
+                } else {
+                    format!("sqlite at {file}")
+                }
+            }
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => {
+                let o = p.connect_options();
+                let db = o.get_database().unwrap_or_default().to_owned();
+                format!("postgres at {}:{}/{db}", o.get_host(), o.get_port())
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => {
+                let o = p.connect_options();
+                let db = o.get_database().unwrap_or_default().to_owned();
+                format!("mysql at {}:{}/{db}", o.get_host(), o.get_port())
+            }
+        }
+    }
+}
+
+/// The longest wait for a pooled connection, per attempt (the kernel retries an unavailable
+/// store itself, so an unreachable server fails within a few of these).
+const MAX_CONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// A pool for `target` that opens no connection until first used, and needs no runtime until
+/// then: it has no idle timeout or maximum lifetime (those would start background tasks);
+/// each connection is pinged before use instead, so a dead one is replaced rather than failing
+/// a statement.
+pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> Result<SqlPool> {
+    let not_built = |feature: &str| {
+        Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "store URL {:?} needs the {feature} store, which this build of baton does not include (enable the cargo feature \"{feature}\")",
+                redact(url)
+            ),
+        )
+    };
+    let wait = options.timeout.min(MAX_CONNECT_WAIT);
+    let timeout = options.timeout;
+    let size = options.pool.unwrap_or(10);
+    macro_rules! pool_options {
+        ($db:ty) => {
+            sqlx::pool::PoolOptions::<$db>::new()
+                .max_connections(size)
+                .min_connections(0)
+                .acquire_timeout(wait)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .test_before_acquire(true)
+        };
+    }
+    match target {
+        #[cfg(feature = "sqlite")]
+        Target::SqliteFile(path) => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+            let connect = SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(timeout);
+            Ok(SqlPool::Sqlite(
+                pool_options!(sqlx::Sqlite).connect_lazy_with(connect),
+            ))
+        }
+        #[cfg(feature = "sqlite")]
+        Target::SqliteMemory => {
+            // One connection: the database lives as long as it does, which is as long as the
+            // pool (no idle timeout, no maximum lifetime).
+            let connect = sqlx::sqlite::SqliteConnectOptions::new()
+                .in_memory(true)
+                .busy_timeout(timeout);
+            Ok(SqlPool::Sqlite(
+                pool_options!(sqlx::Sqlite)
+                    .max_connections(1)
+                    .acquire_timeout(timeout)
+                    .connect_lazy_with(connect),
+            ))
+        }
+        #[cfg(feature = "postgres")]
+        Target::Postgres(base) => {
+            let connect: sqlx::postgres::PgConnectOptions = base.parse().map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidOption,
+                    format!("malformed store URL {:?}: {e}", redact(url)),
+                )
+            })?;
+            let ms = timeout.as_millis().to_string();
+            let connect = connect
+                .application_name("baton")
+                .options([("statement_timeout", ms.as_str())]);
+            Ok(SqlPool::Postgres(
+                pool_options!(sqlx::Postgres).connect_lazy_with(connect),
+            ))
+        }
+        #[cfg(feature = "mysql")]
+        Target::MySql(base) => {
+            let connect: sqlx::mysql::MySqlConnectOptions = base.parse().map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidOption,
+                    format!("malformed store URL {:?}: {e}", redact(url)),
+                )
+            })?;
+            // The server aborts (and rolls back) a statement after the timeout; lock waits
+            // give up at the same time (whole seconds, at least 1).
+            let session = format!(
+                "SET SESSION max_statement_time = {:.3}, innodb_lock_wait_timeout = {}",
+                timeout.as_secs_f64(),
+                timeout.as_secs().max(1) + u64::from(timeout.subsec_nanos() > 0)
+            );
+            let pool = pool_options!(sqlx::MySql)
+                .after_connect(move |conn, _| {
+                    let session = session.clone();
+                    Box::pin(async move {
+                        sqlx::raw_sql(sqlx::AssertSqlSafe(session))
+                            .execute(conn)
+                            .await
+                            .map(|_| ())
+                    })
+                })
+                .connect_lazy_with(connect);
+            Ok(SqlPool::MySql(pool))
+        }
+        #[allow(unreachable_patterns)]
+        Target::SqliteFile(_) | Target::SqliteMemory => Err(not_built("sqlite")),
+        #[allow(unreachable_patterns)]
+        Target::Postgres(_) => Err(not_built("postgres")),
+        #[allow(unreachable_patterns)]
+        Target::MySql(_) => Err(not_built("mysql")),
+    }
+}

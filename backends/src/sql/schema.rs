@@ -1,0 +1,82 @@
+//! The lock table: created on first use when allowed, otherwise checked, with errors that name
+//! what is missing and print the DDL.
+
+use baton_kernel::Failure;
+
+use super::conn::{Arg, Kind, Sealed, Val};
+use super::dialect::{Statements, COLUMNS};
+use super::errors::{failure, Phase};
+
+/// Makes sure the lock table exists with every column: creates it when missing and `create`
+/// is on (race-safe: concurrent creators across processes all succeed), and fails with
+/// [`Failure::Rejected`] naming the table, the missing column and the DDL otherwise. `what`
+/// names the store for messages. Runs once per store (the caller caches success).
+pub(crate) async fn ensure<C: Sealed + ?Sized>(
+    conn: &mut C,
+    st: &Statements,
+    create: bool,
+    table: &str,
+    what: &str,
+) -> Result<(), Failure> {
+    let mut present = columns(conn, st, what).await?;
+    if present.is_empty() {
+        if !create {
+            return Err(Failure::Rejected(format!(
+                "{what}: the lock table {table:?} does not exist and the store may not create it (create=false); create it with:\n{}",
+                st.ddl
+            )));
+        }
+        for statement in &st.create {
+            if let Err(e) = conn.run(statement, &[]).await {
+                // Another process may have created it at the same moment (PostgreSQL reports
+                // that race as a duplicate): fine if the table is there now.
+                let now_present = columns(conn, st, what).await?;
+                if !has_all(&now_present) {
+                    return Err(failure(&e, st.dialect, Phase::Connect, what));
+                }
+            }
+        }
+        tracing::info!(table, store = what, "created the lock table");
+        present = columns(conn, st, what).await?;
+    }
+    let missing: Vec<&str> = COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::Rejected(format!(
+        "{what}: the lock table {table:?} has no column {} (found {}); baton's lock table is:\n{}",
+        missing.join(", "),
+        if present.is_empty() {
+            String::from("no columns")
+        } else {
+            present.join(", ")
+        },
+        st.ddl
+    )))
+}
+
+fn has_all(present: &[String]) -> bool {
+    COLUMNS
+        .iter()
+        .all(|c| present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+}
+
+/// The table's column names (empty when the table does not exist).
+async fn columns<C: Sealed + ?Sized>(
+    conn: &mut C,
+    st: &Statements,
+    what: &str,
+) -> Result<Vec<String>, Failure> {
+    let rows = conn
+        .fetch(&st.columns, &[Arg::Text(&st.catalog_name)], &[Kind::Text])
+        .await
+        .map_err(|e| failure(&e, st.dialect, Phase::Connect, what))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().map(Val::into_text))
+        .collect())
+}

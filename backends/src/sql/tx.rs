@@ -1,0 +1,156 @@
+//! Locks inside the caller's transactions (Alfresco's commit/rollback rule).
+//!
+//! The caller keeps using sqlx: it begins a transaction on the lock table's database (for
+//! example on [`SqlStore::pool`]) and passes `&mut *tx` to
+//!
+//! - [`Locker::lock_in`]: the lock row is written inside the transaction, so it commits or rolls
+//!   back with it. Unique insert only (its unique key makes others wait for the outcome), and
+//!   without keep-alive: the transaction must finish within the TTL.
+//! - [`Guard::release_in`]: the release is written inside the transaction, so the caller's own
+//!   writes and the release commit together. If the transaction rolls back instead, the lock is
+//!   still held in the database; dropping the guard (or calling [`Guard::release`]) then
+//!   releases it in a transaction of its own. After a commit that second release finds nothing
+//!   to do and reports `Ok`.
+//!
+//! ```no_run
+//! # async fn demo() -> baton::Result<()> {
+//! use baton::{Locker, SqlStore};
+//! let store = SqlStore::open("postgres://app:secret@db1/app")?;
+//! let locker = Locker::new(store.clone());
+//! let pool = store.pool().postgres().expect("a PostgreSQL store").clone();
+//!
+//! let mut guard = locker.lock("invoice 42").await?;
+//! let mut tx = pool.begin().await.map_err(|e| baton::Error::new(baton::ErrorKind::StoreError, e.to_string()))?;
+//! // ... the caller's writes on &mut *tx ...
+//! guard.release_in(&mut *tx).await?;
+//! tx.commit().await.map_err(|e| baton::Error::new(baton::ErrorKind::StoreError, e.to_string()))?;
+//! drop(guard); // after a rollback this would release the lock; after the commit, nothing to do
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The lock table must be in the database the transaction runs on, and transactions that take
+//! locks should run at READ COMMITTED (PostgreSQL's default; MariaDB's default REPEATABLE READ
+//! also works for unique insert, whose statements all read the latest committed row). A failed
+//! statement aborts a PostgreSQL transaction: a lock operation that fails inside one leaves the
+//! caller's transaction to roll back.
+
+use baton_kernel::{Command, Error, ErrorKind, Reply, Result};
+use tokio::sync::Mutex;
+
+use super::{exec, SqlConn, SqlStore};
+use crate::guard::Guard;
+use crate::locker::Locker;
+use crate::request::LockRequest;
+use crate::store::{Store, StoreFuture};
+
+/// A store that runs every command on one borrowed connection (the caller's transaction).
+pub(crate) struct ConnStore<'c, C: ?Sized> {
+    conn: Mutex<&'c mut C>,
+    sql: SqlStore,
+}
+
+impl<'c, C: SqlConn + ?Sized> ConnStore<'c, C> {
+    /// Checks that `conn` is a connection to the database of `sql` (the same kind, at least:
+    /// the same database it cannot tell) and makes sure the table exists, through the pool.
+    pub(crate) async fn new(conn: &'c mut C, sql: SqlStore) -> Result<Self> {
+        if C::DIALECT != sql.dialect() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "a {} connection was given for a lock table in {}",
+                    C::DIALECT.name(),
+                    Store::describe(&sql)
+                ),
+            ));
+        }
+        sql.ensure_schema().await?;
+        Ok(ConnStore {
+            conn: Mutex::new(conn),
+            sql,
+        })
+    }
+}
+
+impl<C: SqlConn + ?Sized> Store for ConnStore<'_, C> {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        Box::pin(async move {
+            let mut conn = self.conn.lock().await;
+            let run = exec::execute(&mut **conn, self.sql.statements(), &command);
+            let reply: Reply = match tokio::time::timeout(self.sql.client_timeout(), run).await {
+                Ok(outcome) => self.sql.reply(outcome),
+                Err(_) => Reply::Failed(self.sql.client_timed_out()),
+            };
+            self.sql.notify(&command, &reply);
+            reply
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}, in the caller's transaction",
+            Store::describe(&self.sql)
+        )
+    }
+}
+
+impl Locker {
+    /// Acquires `name` inside the caller's transaction on `conn` (`&mut *tx`): the lock row
+    /// commits or rolls back with the transaction, and other processes wait for that outcome.
+    ///
+    /// Needs a locker on a [`SqlStore`] whose table is in the transaction's database, and the
+    /// unique-insert strategy (bakery and column prefix rely on reads that cannot see an
+    /// uncommitted lock; they give [`ErrorKind::InvalidOption`]). The guard has no keep-alive
+    /// (renewals through the pool would wait for the transaction): commit within the TTL, and
+    /// check [`Guard::is_held`] before relying on the lock late in a long transaction. Waiting
+    /// for a held lock works as with [`Locker::lock_with`], polling inside the transaction.
+    ///
+    /// If the transaction rolls back, the lock was never taken: dropping the guard then finds
+    /// nothing to release (and logs that the lease was lost).
+    pub async fn lock_in<C: SqlConn + ?Sized>(
+        &self,
+        conn: &mut C,
+        name: &str,
+        request: LockRequest,
+    ) -> Result<Guard> {
+        let sql = self.sql_store("lock_in")?;
+        let store = ConnStore::new(conn, sql).await?;
+        self.acquire_on(name, request.keep_alive(false), &store, true)
+            .await
+    }
+
+    /// The locker's store as a [`SqlStore`], or [`ErrorKind::InvalidOption`] naming `method`.
+    pub(crate) fn sql_store(&self, method: &str) -> Result<SqlStore> {
+        self.store()
+            .as_any()
+            .and_then(|s| s.downcast_ref::<SqlStore>())
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "{method} needs a locker on a SQL store, not on the {}",
+                        self.store().describe()
+                    ),
+                )
+            })
+    }
+}
+
+impl Guard {
+    /// Releases the lock inside the caller's transaction on `conn` (`&mut *tx`), so the release
+    /// commits together with the caller's own writes. Keep-alive stops.
+    ///
+    /// If the transaction commits, the lock is free from that moment. If it rolls back, the
+    /// lock is still held: dropping the guard, or [`Guard::release`], releases it in its own
+    /// transaction (and reports `Ok` after a commit, when there is nothing left to release).
+    /// Calling `release_in` again in a new transaction after a rollback is fine too.
+    ///
+    /// Errors as for [`Guard::release`]: [`ErrorKind::Lost`] if the lease had been lost, store
+    /// kinds if the statement failed (on PostgreSQL the transaction is then aborted).
+    pub async fn release_in<C: SqlConn + ?Sized>(&mut self, conn: &mut C) -> Result<()> {
+        let sql = self.shared.locker.sql_store("release_in")?;
+        let store = ConnStore::new(conn, sql).await?;
+        self.shared.release_in_transaction(&store).await
+    }
+}
