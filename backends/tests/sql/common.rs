@@ -1,0 +1,139 @@
+//! Which databases the tests run on, fresh tables, and raw SQL for setting up odd schemas.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::PathBuf;
+
+use baton::sqlx::{self, AssertSqlSafe};
+use baton::{SqlPool, SqlStore};
+
+/// A database the tests run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+    MySql,
+}
+
+impl Db {
+    /// The environment variable naming the server, for the network databases.
+    fn env(self) -> Option<&'static str> {
+        match self {
+            Db::Sqlite => None,
+            Db::Postgres => Some("BATON_POSTGRES_URL"),
+            Db::MySql => Some("BATON_MYSQL_URL"),
+        }
+    }
+
+    fn built(self) -> bool {
+        match self {
+            Db::Sqlite => cfg!(feature = "sqlite"),
+            Db::Postgres => cfg!(feature = "postgres"),
+            Db::MySql => cfg!(feature = "mysql"),
+        }
+    }
+}
+
+/// 64 random bits.
+pub fn random() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
+}
+
+/// A fresh table name.
+pub fn table() -> String {
+    format!("t_{:012x}", random() & 0xffff_ffff_ffff)
+}
+
+/// A fresh SQLite file in the temporary directory.
+pub fn sqlite_file() -> PathBuf {
+    std::env::temp_dir().join(format!("baton-sql-test-{:016x}.db", random()))
+}
+
+/// The database's URL without parameters, or `None` (after saying why) when the test must be
+/// skipped: the store is not compiled in, or the server's variable is unset. With
+/// `BATON_REQUIRE_SERVICES=1` an unset variable fails the test instead.
+pub fn base_url(db: Db) -> Option<String> {
+    if !db.built() {
+        println!("skipped: the {db:?} store is not compiled in");
+        return None;
+    }
+    let Some(var) = db.env() else {
+        return Some(format!("sqlite://{}", sqlite_file().display()));
+    };
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("BATON_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "BATON_REQUIRE_SERVICES=1 but {var} is unset"
+            );
+            println!("skipped: set {var} to run the {db:?} tests");
+            None
+        }
+    }
+}
+
+/// The database's URL with a fresh table (`table=t_…`), or `None` to skip.
+pub fn url(db: Db) -> Option<String> {
+    base_url(db).map(|base| with_param(&base, &format!("table={}", table())))
+}
+
+/// `url` with one more query parameter.
+pub fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// Runs `sql` (no parameters) on the store's database, for setting up schemas by hand.
+pub async fn exec_raw(store: &SqlStore, sql: &str) -> Result<(), sqlx::Error> {
+    let sql = AssertSqlSafe(sql.to_owned());
+    match store.pool() {
+        #[cfg(feature = "sqlite")]
+        SqlPool::Sqlite(p) => sqlx::raw_sql(sql).execute(p).await.map(|_| ()),
+        #[cfg(feature = "postgres")]
+        SqlPool::Postgres(p) => sqlx::raw_sql(sql).execute(p).await.map(|_| ()),
+        #[cfg(feature = "mysql")]
+        SqlPool::MySql(p) => sqlx::raw_sql(sql).execute(p).await.map(|_| ()),
+        _ => unreachable!("a pool of a store this build has"),
+    }
+}
+
+/// Three tests, one per database, running `$body` (an async closure over the URL with a fresh
+/// table) on each that is available.
+#[macro_export]
+macro_rules! per_db {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                if let Some(url) = $crate::common::url($crate::common::Db::Sqlite) {
+                    ($body)(url).await;
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
+                    ($body)(url).await;
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
+                    ($body)(url).await;
+                }
+            }
+        }
+    };
+}

@@ -1,0 +1,9 @@
+//! The SQL stores against real databases: SQLite always (a file per test), PostgreSQL when
+//! `BATON_POSTGRES_URL` is set, MariaDB when `BATON_MYSQL_URL` is set (`scripts/postgres url`,
+//! `scripts/mariadb url`). Each test uses a table of its own. With `BATON_REQUIRE_SERVICES=1`,
+//! a missing URL fails the tests instead of skipping them.
+
+mod commands;
+mod common;
+#[cfg(feature = "mysql")]
+mod mariadb;
