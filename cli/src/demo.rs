@@ -550,8 +550,21 @@ pub async fn worker(store_url: &str, args: &DemoWorkerArgs) -> Result<u8, CliErr
             .release()
             .await
             .map_err(|e| CliError::from_baton("demo worker could not release the lock", &e))?;
+        // Work outside the lock for a while, so the others get their turns (unique insert is
+        // not FIFO: a worker that asked again at once would often win again).
+        tokio::time::sleep(hold / 2 + jitter(hold)).await;
     }
     Ok(OK)
+}
+
+/// A random duration below `max` (std's randomly keyed hasher is random enough for spacing).
+fn jitter(max: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let max_us = u64::try_from(max.as_micros()).unwrap_or(u64::MAX).max(1);
+    Duration::from_micros(random % max_us)
 }
 
 /// Creates the marker; true if it was already there (another worker is inside).

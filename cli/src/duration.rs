@@ -78,10 +78,13 @@ pub fn parse_positive(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-/// A duration for people: `850ms`, `1.5s`, `12s`, `3m20s`, `2h5m`, `3d4h` (two units at most,
+/// A duration for people: `0.4ms`, `850ms`, `1.5s`, `12s`, `3m20s`, `2h5m`, `3d4h` (two units at most,
 /// rounded down).
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
+    if ms < 10 && d.subsec_nanos() % 1_000_000 != 0 {
+        return format!("{:.1}ms", d.as_secs_f64() * 1000.0);
+    }
     if ms < 1_000 {
         return format!("{ms}ms");
     }
@@ -150,6 +153,7 @@ mod tests {
         let cases = [
             (0, "0ms"),
             (850, "850ms"),
+            (4, "4ms"),
             (1_500, "1.5s"),
             (2_000, "2s"),
             (12_400, "12s"),
@@ -162,5 +166,7 @@ mod tests {
         for (ms, text) in cases {
             assert_eq!(human(Duration::from_millis(ms)), text, "{ms}");
         }
+        assert_eq!(human(Duration::from_micros(420)), "0.4ms");
+        assert_eq!(human(Duration::from_micros(2_560)), "2.6ms");
     }
 }

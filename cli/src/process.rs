@@ -40,8 +40,13 @@ impl Group {
         killpg(self.0, sig).is_ok()
     }
 
-    /// Whether any process of the group is still alive (a permission error means one is).
+    /// Whether any process of the group is still running. On Linux, zombies do not count: an
+    /// orphan whose new parent (a container's init, say) never reaps it still answers `kill`,
+    /// but it runs nothing. Elsewhere any answer to `kill(-pgid, 0)` counts.
     pub fn is_alive(self) -> bool {
+        if let Some(running) = running_members(self.id()) {
+            return running > 0;
+        }
         match killpg(self.0, None) {
             Ok(()) => true,
             Err(e) => e != Errno::ESRCH,
@@ -79,6 +84,41 @@ impl Group {
         self.wait_gone(Instant::now() + Duration::from_secs(1))
             .await
     }
+}
+
+/// How many processes of group `pgid` are running (not zombies), from `/proc`; `None` where
+/// there is no `/proc` to read.
+fn running_members(pgid: i32) -> Option<usize> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut running = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        // A process may exit between listing and reading: then it is not running.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((state, group)) = parse_stat(&stat) {
+            if group == pgid && !matches!(state, 'Z' | 'X' | 'x') {
+                running += 1;
+            }
+        }
+    }
+    Some(running)
+}
+
+/// The state and process group of a `/proc/PID/stat` line: `pid (comm) state ppid pgrp …`,
+/// where `comm` may itself contain spaces and parentheses (hence the last `)`).
+fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((state, group))
 }
 
 /// The exit status a shell would report: the code, or 128 + the signal that killed it.
@@ -153,6 +193,20 @@ mod tests {
         // Killed by SIGTERM (15): a raw wait status of 15.
         assert_eq!(shell_status(ExitStatus::from_raw(15)), 143);
         assert_eq!(shell_status(ExitStatus::from_raw(9)), 137);
+    }
+
+    #[test]
+    fn proc_stat_lines_parse_even_with_odd_names() {
+        assert_eq!(
+            parse_stat("4242 (sh) S 4241 4242 4242 0 -1"),
+            Some(('S', 4242))
+        );
+        assert_eq!(parse_stat("77 (a) b (c)) Z 1 70 70 0"), Some(('Z', 70)));
+        assert_eq!(parse_stat("garbage"), None);
+        // This test's own group is running.
+        let own = std::fs::read_to_string("/proc/self/stat").expect("linux");
+        let (_, group) = parse_stat(&own).expect("parses");
+        assert!(running_members(group).is_some_and(|n| n >= 1));
     }
 
     #[test]

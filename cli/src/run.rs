@@ -100,7 +100,7 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
     }
 
     let ending = supervise(&mut child, group, &guard, &mut signals, args.grace).await;
-    let (status, mut lost) = match ending {
+    let (status, lost) = match ending {
         Ok(ending) => ending,
         Err(e) => {
             group.terminate(args.grace).await;
@@ -130,34 +130,43 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
     }
     watchdog.disarm().await;
 
-    match guard.release().await {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::Lost => {
-            if lost.is_none() {
-                lost = Some(e);
-            }
-        }
-        Err(e) => warn(&format!(
-            "could not release lock {:?}: {}; it expires by itself within {}",
-            args.lock,
-            e.message(),
-            human(args.ttl)
-        )),
-    }
-    match lost {
-        None => Ok(shell_status(status)),
-        Some(e) => Err(CliError::new(
+    let released = guard.release().await;
+    let status = shell_status(status);
+    if let Some(e) = lost {
+        return Err(CliError::new(
             LOST,
             format!(
-                "the lease on lock {:?} was lost while the command ran, so it was stopped (it exited with status {}): {}",
+                "the lease on lock {:?} was lost while the command ran, so it was stopped (its status was {status}): {}",
                 args.lock,
-                shell_status(status),
                 e.message()
             ),
         )
-        .hint("another holder may have run meanwhile; use a longer --ttl if the store is slow, check its health, or see who broke the lock")),
+        .hint(LOST_HINT));
+    }
+    match released {
+        Ok(()) => Ok(status),
+        Err(e) if e.kind() == ErrorKind::Lost => Err(CliError::new(
+            LOST,
+            format!(
+                "the command finished (status {status}), but the lease on lock {:?} was found lost on release, so it may have run without the lock at the end: {}",
+                args.lock,
+                e.message()
+            ),
+        )
+        .hint(LOST_HINT)),
+        Err(e) => {
+            warn(&format!(
+                "could not release lock {:?}: {}; it expires by itself within {}",
+                args.lock,
+                e.message(),
+                human(args.ttl)
+            ));
+            Ok(status)
+        }
     }
 }
+
+const LOST_HINT: &str = "another holder may have run meanwhile; if nobody broke the lock (baton release --force), check the store's health or use a longer --ttl";
 
 /// Acquires the lock, or gives the signal that interrupted the wait. On a terminal, says who
 /// holds the lock once the wait has lasted a second.

@@ -1,0 +1,159 @@
+//! `baton locks`, `baton purge` and `baton release --force`.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{live_locks, wait_until, World};
+
+#[test]
+fn locks_lists_holders_as_a_table_and_as_json() {
+    let world = World::new("locks");
+    world
+        .output(&["locks"])
+        .expect_code(0)
+        .expect_stdout("no live locks");
+    assert_eq!(
+        world.output(&["locks", "--json"]).json()["locks"],
+        serde_json::json!([])
+    );
+
+    let release = world.path("release");
+    let a = world.hold_until_file("nightly-digest", &[], &release);
+    let b = world.hold_until_file("report 7", &["--strategy", "bakery"], &release);
+
+    let table = world.output(&["locks"]);
+    table.expect_code(0);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", table.stdout);
+    for header in [
+        "STRATEGY",
+        "STATE",
+        "HOST",
+        "PID",
+        "AGE",
+        "EXPIRES IN",
+        "TOKEN",
+    ] {
+        assert!(lines[0].contains(header), "{}", table.stdout);
+    }
+    let digest = lines
+        .iter()
+        .find(|l| l.starts_with("nightly-digest"))
+        .unwrap();
+    assert!(digest.contains("unique-insert"), "{digest}");
+    assert!(digest.contains(&a.pid().to_string()), "{digest}");
+    assert!(table.stdout.contains("report 7"), "{}", table.stdout);
+
+    let json = world.output(&["locks", "--json"]).json();
+    let locks = json["locks"].as_array().unwrap();
+    let entry = |name: &str| locks.iter().find(|l| l["name"] == name).unwrap().clone();
+    let digest = entry("nightly-digest");
+    assert_eq!(digest["strategy"], "unique-insert");
+    assert_eq!(digest["state"], "held");
+    assert_eq!(digest["pid"], a.pid());
+    assert!(digest["host"].as_str().is_some_and(|h| !h.is_empty()));
+    assert!(digest["token"].as_u64().is_some_and(|t| t >= 1));
+    assert!(digest["expires_in_ms"]
+        .as_u64()
+        .is_some_and(|ms| ms <= 60_000));
+    assert!(digest["age_ms"].as_u64().is_some());
+    let report = entry("report 7");
+    assert_eq!(report["strategy"], "bakery");
+    assert_eq!(report["pid"], b.pid());
+
+    std::fs::write(&release, "").unwrap();
+    a.finish().expect_code(0);
+    b.finish().expect_code(0);
+    assert!(live_locks(&world).is_empty());
+}
+
+#[test]
+fn release_force_breaks_the_lock_and_says_whose_it_was() {
+    let world = World::new("release");
+    let release = world.path("release");
+    for strategy in ["unique-insert", "bakery", "column-prefix"] {
+        let lock = format!("broken-{strategy}");
+        let holder = world.hold_until_file(&lock, &["--strategy", strategy], &release);
+        let out = world.output(&["release", "--force", &lock]);
+        out.expect_code(0)
+            .expect_stdout(&format!("released lock \"{lock}\" ({strategy})"))
+            .expect_stdout(&format!("pid {}", holder.pid()))
+            .expect_stdout("token");
+        assert!(!live_locks(&world).contains(&lock));
+        // The holder finds out at its next renewal (60 s TTL: a while); end it now.
+        drop(holder);
+    }
+    // JSON, and a lock nobody holds.
+    let holder = world.hold_until_file("j", &[], &release);
+    let json = world.output(&["release", "--force", "j", "--json"]).json();
+    assert_eq!(json["name"], "j");
+    assert_eq!(json["released"][0]["pid"], holder.pid());
+    world
+        .output(&["release", "--force", "j"])
+        .expect_code(0)
+        .expect_stdout("is not held");
+    drop(holder);
+}
+
+#[test]
+fn release_without_force_is_refused() {
+    let world = World::new("noforce");
+    world
+        .output(&["release", "x"])
+        .expect_code(64)
+        .expect_stderr("needs --force")
+        .expect_stderr("baton release --force x");
+}
+
+#[test]
+fn purge_removes_expired_entries_and_says_which() {
+    let world = World::new("purge");
+    world
+        .output(&["purge"])
+        .expect_code(0)
+        .expect_stdout("nothing to purge");
+    // A holder that vanished without releasing: its entry stays until it expires.
+    let holder = world.hold_until_file("abandoned", &["--ttl", "300ms"], &world.path("never"));
+    holder.signal("KILL");
+    let _ = holder.finish();
+    wait_until("the abandoned lock to expire", || {
+        !live_locks(&world).contains(&String::from("abandoned"))
+    });
+    let out = world.output(&["purge"]);
+    out.expect_code(0)
+        .expect_stdout("removed 1 expired entry")
+        .expect_stdout("abandoned");
+    world
+        .output(&["purge", "--json"])
+        .expect_code(0)
+        .expect_stdout("{\"removed\":[]}");
+    // The next holder's token is still larger than the purged one's.
+    let token = world.output(&[
+        "run",
+        "--lock",
+        "abandoned",
+        "--",
+        "sh",
+        "-c",
+        "echo $BATON_FENCING_TOKEN",
+    ]);
+    token.expect_code(0);
+    assert!(
+        token.stdout.trim().parse::<u64>().unwrap() >= 2,
+        "{token:#?}"
+    );
+}
+
+#[test]
+fn purge_json_lists_what_it_removed() {
+    let world = World::new("purgejson");
+    let holder = world.hold_until_file("gone", &["--ttl", "300ms"], &world.path("never"));
+    holder.signal("KILL");
+    let _ = holder.finish();
+    wait_until("the lock to expire", || live_locks(&world).is_empty());
+    let json = world.output(&["purge", "--lock", "gone", "--json"]).json();
+    let removed = json["removed"].as_array().unwrap();
+    assert_eq!(removed.len(), 1, "{json}");
+    assert_eq!(removed[0]["name"], "gone");
+}
