@@ -18,10 +18,9 @@ pub(crate) enum Phase {
     Statement,
 }
 
-/// The failure `error` stands for, with a message naming the database (`what` is the store's
-/// description, without a password).
-pub(crate) fn failure(error: &sqlx::Error, dialect: Dialect, phase: Phase, what: &str) -> Failure {
-    let message = format!("{what}: {}", describe(error, dialect));
+/// The failure `error` stands for. The message is the database's; the locker adds which store.
+pub(crate) fn failure(error: &sqlx::Error, dialect: Dialect, phase: Phase) -> Failure {
+    let message = describe(error, dialect);
     match error {
         sqlx::Error::Database(db) => match database_class(&**db, dialect) {
             Class::RolledBack => Failure::Unavailable(message),
@@ -116,24 +115,19 @@ mod tests {
     fn connection_errors_depend_on_the_phase() {
         let io = || sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert!(matches!(
-            failure(&io(), Dialect::Postgres, Phase::Connect, "pg"),
+            failure(&io(), Dialect::Postgres, Phase::Connect),
             Failure::Unavailable(_)
         ));
         assert!(matches!(
-            failure(&io(), Dialect::Postgres, Phase::Statement, "pg"),
+            failure(&io(), Dialect::Postgres, Phase::Statement),
             Failure::Timeout(_)
         ));
         assert!(matches!(
-            failure(&sqlx::Error::PoolTimedOut, Dialect::MySql, Phase::Connect, "my"),
-            Failure::Unavailable(m) if m.starts_with("my: no connection")
+            failure(&sqlx::Error::PoolTimedOut, Dialect::MySql, Phase::Connect),
+            Failure::Unavailable(m) if m.starts_with("no connection")
         ));
         assert!(matches!(
-            failure(
-                &sqlx::Error::RowNotFound,
-                Dialect::Sqlite,
-                Phase::Statement,
-                "lite"
-            ),
+            failure(&sqlx::Error::RowNotFound, Dialect::Sqlite, Phase::Statement),
             Failure::Rejected(_)
         ));
     }

@@ -152,23 +152,22 @@ impl SqlStore {
             .ready
             .get_or_try_init(|| async {
                 let st = &inner.statements;
-                let (create, table, what) =
-                    (inner.options.create, &inner.options.table, &inner.describe);
+                let (create, table) = (inner.options.create, &inner.options.table);
                 match &inner.pool {
                     #[cfg(feature = "sqlite")]
                     SqlPool::Sqlite(p) => {
                         let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table, what).await
+                        schema::ensure(&mut *conn, st, create, table).await
                     }
                     #[cfg(feature = "postgres")]
                     SqlPool::Postgres(p) => {
                         let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table, what).await
+                        schema::ensure(&mut *conn, st, create, table).await
                     }
                     #[cfg(feature = "mysql")]
                     SqlPool::MySql(p) => {
                         let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table, what).await
+                        schema::ensure(&mut *conn, st, create, table).await
                     }
                 }
             })
@@ -182,7 +181,7 @@ impl SqlStore {
     ) -> std::result::Result<sqlx::pool::PoolConnection<DB>, Failure> {
         pool.acquire()
             .await
-            .map_err(|e| failure(&e, self.dialect(), Phase::Connect, &self.inner.describe))
+            .map_err(|e| failure(&e, self.dialect(), Phase::Connect))
     }
 
     /// Runs `command` on a pooled connection.
@@ -227,26 +226,15 @@ impl SqlStore {
     }
 
     pub(crate) fn client_timed_out(&self) -> Failure {
-        Failure::Timeout(format!(
-            "{}: no answer within {:?}",
-            self.inner.describe,
-            self.client_timeout()
-        ))
+        Failure::Timeout(format!("no answer within {:?}", self.client_timeout()))
     }
 
     /// A command's outcome as a reply.
     pub(crate) fn reply(&self, outcome: std::result::Result<Reply, ExecError>) -> Reply {
         match outcome {
             Ok(reply) => reply,
-            Err(ExecError::Sql(e)) => Reply::Failed(failure(
-                &e,
-                self.dialect(),
-                Phase::Statement,
-                &self.inner.describe,
-            )),
-            Err(ExecError::Invalid(m)) => {
-                Reply::Failed(Failure::Rejected(format!("{}: {m}", self.inner.describe)))
-            }
+            Err(ExecError::Sql(e)) => Reply::Failed(failure(&e, self.dialect(), Phase::Statement)),
+            Err(ExecError::Invalid(m)) => Reply::Failed(Failure::Rejected(m)),
         }
     }
 

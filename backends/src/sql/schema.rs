@@ -9,20 +9,19 @@ use super::errors::{failure, Phase};
 
 /// Makes sure the lock table exists with every column: creates it when missing and `create`
 /// is on (race-safe: concurrent creators across processes all succeed), and fails with
-/// [`Failure::Rejected`] naming the table, the missing column and the DDL otherwise. `what`
-/// names the store for messages. Runs once per store (the caller caches success).
+/// [`Failure::Rejected`] naming the table, the missing column and the DDL otherwise. Runs
+/// once per store (the caller caches success).
 pub(crate) async fn ensure<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     create: bool,
     table: &str,
-    what: &str,
 ) -> Result<(), Failure> {
-    let mut present = columns(conn, st, what).await?;
+    let mut present = columns(conn, st).await?;
     if present.is_empty() {
         if !create {
             return Err(Failure::Rejected(format!(
-                "{what}: the lock table {table:?} does not exist and the store may not create it (create=false); create it with:\n{}",
+                "the lock table {table:?} does not exist and the store may not create it (create=false); create it with:\n{}",
                 st.ddl
             )));
         }
@@ -30,14 +29,18 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
             if let Err(e) = conn.run(statement, &[]).await {
                 // Another process may have created it at the same moment (PostgreSQL reports
                 // that race as a duplicate): fine if the table is there now.
-                let now_present = columns(conn, st, what).await?;
+                let now_present = columns(conn, st).await?;
                 if !has_all(&now_present) {
-                    return Err(failure(&e, st.dialect, Phase::Connect, what));
+                    return Err(failure(&e, st.dialect, Phase::Connect));
                 }
             }
         }
-        tracing::info!(table, store = what, "created the lock table");
-        present = columns(conn, st, what).await?;
+        tracing::info!(
+            table,
+            database = st.dialect.name(),
+            "created the lock table"
+        );
+        present = columns(conn, st).await?;
     }
     let missing: Vec<&str> = COLUMNS
         .iter()
@@ -48,7 +51,7 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
         return Ok(());
     }
     Err(Failure::Rejected(format!(
-        "{what}: the lock table {table:?} has no column {} (found {}); baton's lock table is:\n{}",
+        "the lock table {table:?} has no column {} (found {}); baton's lock table is:\n{}",
         missing.join(", "),
         if present.is_empty() {
             String::from("no columns")
@@ -69,12 +72,11 @@ fn has_all(present: &[String]) -> bool {
 async fn columns<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
-    what: &str,
 ) -> Result<Vec<String>, Failure> {
     let rows = conn
         .fetch(&st.columns, &[Arg::Text(&st.catalog_name)], &[Kind::Text])
         .await
-        .map_err(|e| failure(&e, st.dialect, Phase::Connect, what))?;
+        .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
     Ok(rows
         .into_iter()
         .filter_map(|r| r.into_iter().next().map(Val::into_text))

@@ -3,7 +3,14 @@
 //! `scripts/mariadb url`). Each test uses a table of its own. With `BATON_REQUIRE_SERVICES=1`,
 //! a missing URL fails the tests instead of skipping them.
 
+#![cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+
 mod commands;
 mod common;
+mod locks;
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(feature = "sqlite")]
+mod process;
+mod schema;
+mod tx;

@@ -1,0 +1,225 @@
+//! Locks inside the caller's transactions: the release commits with the caller's writes, a
+//! rollback leaves the lock to the guard, and a lock taken in a transaction rolls back with it.
+
+use std::time::Duration;
+
+use baton::sqlx::{self, AssertSqlSafe};
+use baton::{EntryState, ErrorKind, LockRequest, Locker, SqlStore, Strategy};
+
+use crate::common::{table, url, Db};
+
+/// A locker on a fresh table of `db`, its store, and a data table of the caller's.
+async fn setup(db: Db) -> Option<(Locker, SqlStore, String)> {
+    let url = url(db)?;
+    let store = SqlStore::open(&url).expect("valid URL");
+    store.ensure_schema().await.expect("lock table");
+    let data = format!("d{}", table());
+    crate::common::exec_raw(
+        &store,
+        &format!("CREATE TABLE {data} (k VARCHAR(100) NOT NULL)"),
+    )
+    .await
+    .expect("data table");
+    let locker = Locker::builder(store.clone())
+        .wait_timeout(Duration::from_secs(5))
+        .build()
+        .expect("valid");
+    Some((locker, store, data))
+}
+
+/// Whether `name` is held, by a plain read (it never waits for an open transaction).
+async fn held(locker: &Locker, name: &str) -> bool {
+    locker
+        .inspect(name)
+        .await
+        .expect("inspect")
+        .iter()
+        .any(|i| i.state == EntryState::Held)
+}
+
+macro_rules! tx_tests {
+    ($module:ident, $feature:literal, $db:expr, $pool:ident) => {
+        #[cfg(feature = $feature)]
+        mod $module {
+            use super::*;
+
+            async fn count(store: &SqlStore, data: &str) -> i64 {
+                let pool = store.pool().$pool().expect("pool");
+                let row: (i64,) =
+                    sqlx::query_as(AssertSqlSafe(format!("SELECT COUNT(*) FROM {data}")))
+                        .fetch_one(pool)
+                        .await
+                        .expect("count");
+                row.0
+            }
+
+            fn insert(data: &str) -> AssertSqlSafe<String> {
+                AssertSqlSafe(format!("INSERT INTO {data} (k) VALUES ('written')"))
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn the_release_commits_with_the_data() {
+                let Some((locker, store, data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut guard = locker.lock("invoice").await.expect("lock");
+                let mut tx = pool.begin().await.expect("begin");
+                sqlx::query(insert(&data))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("insert");
+                guard
+                    .release_in(&mut *tx)
+                    .await
+                    .expect("release in the transaction");
+                assert!(!guard.is_held(), "released as far as the guard knows");
+                // Not committed yet: others still see the lock, and no data.
+                assert!(held(&locker, "invoice").await);
+                assert_eq!(count(&store, &data).await, 0);
+                tx.commit().await.expect("commit");
+                // Both at once.
+                assert!(!held(&locker, "invoice").await);
+                assert_eq!(count(&store, &data).await, 1);
+                // The guard's own release now finds nothing left: fine.
+                guard
+                    .release()
+                    .await
+                    .expect("nothing to release after the commit");
+                let mut next = locker.try_lock("invoice").await.expect("free");
+                next.release().await.expect("release");
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn after_a_rollback_the_guard_releases_the_lock() {
+                let Some((locker, store, data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut guard = locker.lock("invoice").await.expect("lock");
+                let mut tx = pool.begin().await.expect("begin");
+                sqlx::query(insert(&data))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("insert");
+                guard
+                    .release_in(&mut *tx)
+                    .await
+                    .expect("release in the transaction");
+                tx.rollback().await.expect("rollback");
+                // The data is gone and the lock still held...
+                assert_eq!(count(&store, &data).await, 0);
+                assert!(held(&locker, "invoice").await);
+                let e = locker.try_lock("invoice").await.expect_err("still held");
+                assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+                // ... until the guard releases it in its own transaction.
+                guard.release().await.expect("release after the rollback");
+                assert!(!held(&locker, "invoice").await);
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn after_a_rollback_dropping_the_guard_releases_the_lock() {
+                let Some((locker, store, _data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut guard = locker.lock("invoice").await.expect("lock");
+                let mut tx = pool.begin().await.expect("begin");
+                guard
+                    .release_in(&mut *tx)
+                    .await
+                    .expect("release in the transaction");
+                drop(tx); // rolled back
+                drop(guard);
+                let relocked = locker
+                    .lock_with(
+                        "invoice",
+                        LockRequest::new().wait_timeout(Duration::from_secs(5)),
+                    )
+                    .await
+                    .expect("released by the drop");
+                assert_eq!(relocked.token(), 2);
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_lock_taken_in_a_rolled_back_transaction_is_gone() {
+                let Some((locker, store, data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut tx = pool.begin().await.expect("begin");
+                let guard = locker
+                    .lock_in(&mut *tx, "invoice", LockRequest::new())
+                    .await
+                    .expect("lock in the transaction");
+                assert!(guard.is_held());
+                sqlx::query(insert(&data))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("insert");
+                tx.rollback().await.expect("rollback");
+                assert!(!held(&locker, "invoice").await);
+                let other = locker.try_lock("invoice").await.expect("never taken");
+                // The stale guard's release must not touch the new holder's lock.
+                drop(guard);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                assert!(held(&locker, "invoice").await);
+                assert!(other.is_held());
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_lock_taken_in_a_committed_transaction_holds() {
+                let Some((locker, store, data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut tx = pool.begin().await.expect("begin");
+                let mut guard = locker
+                    .lock_in(&mut *tx, "invoice", LockRequest::new())
+                    .await
+                    .expect("lock in the transaction");
+                sqlx::query(insert(&data))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("insert");
+                tx.commit().await.expect("commit");
+                assert!(held(&locker, "invoice").await);
+                let e = locker.try_lock("invoice").await.expect_err("held");
+                assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+                // Take the lock and release it in one transaction of the caller's.
+                let mut tx = pool.begin().await.expect("begin");
+                guard.release_in(&mut *tx).await.expect("release");
+                tx.commit().await.expect("commit");
+                assert!(!held(&locker, "invoice").await);
+                assert_eq!(count(&store, &data).await, 1);
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn only_unique_insert_locks_in_a_transaction() {
+                let Some((locker, store, _data)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut tx = pool.begin().await.expect("begin");
+                for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+                    let e = locker
+                        .lock_in(&mut *tx, "invoice", LockRequest::new().strategy(strategy))
+                        .await
+                        .expect_err("not inside a transaction");
+                    assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+                    assert!(e.message().contains("unique-insert"), "{e}");
+                }
+                // A locker on another kind of store cannot join the transaction.
+                let e = Locker::memory()
+                    .lock_in(&mut *tx, "invoice", LockRequest::new())
+                    .await
+                    .expect_err("memory store");
+                assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+            }
+        }
+    };
+}
+
+tx_tests!(sqlite, "sqlite", Db::Sqlite, sqlite);
+tx_tests!(postgres, "postgres", Db::Postgres, postgres);
+tx_tests!(mysql, "mysql", Db::MySql, mysql);
