@@ -27,6 +27,8 @@ pub struct Lease {
     pub(crate) row: String,
     pub(crate) column: String,
     pub(crate) value: String,
+    /// The fencing counter's value as the grant wrote it.
+    pub(crate) fence_value: String,
 }
 
 impl Lease {
@@ -89,8 +91,7 @@ impl Lease {
     /// left it, which saves the unique-insert strategy one round trip when it is still current.
     pub fn fence_hint(&self) -> FenceHint {
         FenceHint {
-            token: self.token,
-            owner: self.owner.key(),
+            value: self.fence_value.clone(),
         }
     }
 }
@@ -98,8 +99,7 @@ impl Lease {
 /// The fencing counter as a previous lease left it (see [`Lease::fence_hint`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FenceHint {
-    pub(crate) token: u64,
-    pub(crate) owner: String,
+    pub(crate) value: String,
 }
 
 /// What a successful acquisition returns.

@@ -140,6 +140,12 @@ pub struct LockOptions {
     pub created_unix_ms: u64,
     /// Seed of the backoff jitter. The Rust API draws a fresh one per acquisition.
     pub seed: u64,
+    /// An id for this acquisition, written into its lock values (`acq=`) when not zero, so no two
+    /// acquisitions ever write identical values even when they reuse an owner id. The Rust API
+    /// draws a fresh one per acquisition and reuses owner ids (one column per process and
+    /// concurrent use, so releases do not pile tombstones into a lock's row on Cassandra).
+    /// Callers that leave it zero must give every acquisition a distinct [`OwnerId`](crate::OwnerId).
+    pub acquisition: u64,
     /// Deliberately broken variants, for testing that the simulator catches unsafe algorithms.
     /// Never set this outside such tests.
     #[doc(hidden)]
@@ -255,6 +261,7 @@ impl Default for LockOptions {
             prefix: PrefixOptions::default(),
             created_unix_ms: 0,
             seed: 0,
+            acquisition: 0,
             sabotage: Sabotage::None,
         }
     }

@@ -5,10 +5,13 @@
 //!
 //! | cell | example value |
 //! | --- | --- |
-//! | unique insert `lock`, column prefix `<prefix><owner>` | `owner=web-1:4242:00000000deadbeef ttl_ms=60000 cell_ttl_ms=60000 created_ms=1763700000000` |
-//! | bakery `ticket/<owner>` while choosing | `entering created_ms=1763700000000` |
-//! | bakery `ticket/<owner>` with a ticket | `ticket=17 created_ms=1763700000000` |
-//! | fencing counter (`fence`, or the column prefix itself) | `token=42 owner=web-1:4242:00000000deadbeef` |
+//! | unique insert `lock`, column prefix `<prefix><owner>` | `owner=web-1:4242:00000000deadbeef ttl_ms=60000 cell_ttl_ms=60000 created_ms=1763700000000 acq=5f0e1d2c3b4a6978` |
+//! | bakery `ticket/<owner>` while choosing | `entering created_ms=1763700000000 acq=5f0e1d2c3b4a6978` |
+//! | bakery `ticket/<owner>` with a ticket | `ticket=17 created_ms=1763700000000 acq=5f0e1d2c3b4a6978` |
+//!
+//! `acq` is the acquisition id ([`LockOptions::acquisition`](crate::LockOptions::acquisition)),
+//! omitted when zero.
+//! | fencing counter (`fence`, or the column prefix itself) | `token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978` |
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -40,13 +43,18 @@ pub(crate) struct LockRecord {
     pub ttl_ms: u64,
     pub cell_ttl_ms: u64,
     pub created_ms: u64,
+    pub acq: u64,
 }
 
 impl LockRecord {
     pub fn encode(&self) -> String {
         format!(
-            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}",
-            self.owner, self.ttl_ms, self.cell_ttl_ms, self.created_ms
+            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}{}",
+            self.owner,
+            self.ttl_ms,
+            self.cell_ttl_ms,
+            self.created_ms,
+            acq_field(self.acq)
         )
     }
 
@@ -59,6 +67,7 @@ impl LockRecord {
                 .or_else(|| number(value, "ttl_ms"))
                 .ok_or_else(bad)?,
             created_ms: number(value, "created_ms").unwrap_or(0),
+            acq: acq_of(value),
         })
     }
 }
@@ -72,10 +81,18 @@ pub(crate) enum BakeryState {
     Ticket(u64),
 }
 
-pub(crate) fn encode_bakery(state: BakeryState, created_ms: u64) -> String {
+fn acq_field(acq: u64) -> String {
+    if acq == 0 {
+        String::new()
+    } else {
+        format!(" acq={acq:016x}")
+    }
+}
+
+pub(crate) fn encode_bakery(state: BakeryState, created_ms: u64, acq: u64) -> String {
     match state {
-        BakeryState::Entering => format!("entering created_ms={created_ms}"),
-        BakeryState::Ticket(n) => format!("ticket={n} created_ms={created_ms}"),
+        BakeryState::Entering => format!("entering created_ms={created_ms}{}", acq_field(acq)),
+        BakeryState::Ticket(n) => format!("ticket={n} created_ms={created_ms}{}", acq_field(acq)),
     }
 }
 
@@ -90,16 +107,23 @@ pub(crate) fn decode_bakery(value: &str) -> Result<(BakeryState, u64)> {
     }
 }
 
-/// The value of a fencing counter cell: the last token issued and to whom.
+/// The value of a fencing counter cell: the last token issued, to whom, and for which
+/// acquisition (so a reused owner id never writes a value identical to an earlier one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fence {
     pub token: u64,
     pub owner: String,
+    pub acq: u64,
 }
 
 impl Fence {
     pub fn encode(&self) -> String {
-        format!("token={} owner={}", self.token, self.owner)
+        format!(
+            "token={} owner={}{}",
+            self.token,
+            self.owner,
+            acq_field(self.acq)
+        )
     }
 
     pub fn decode(value: &str) -> Result<Self> {
@@ -107,8 +131,16 @@ impl Fence {
         Ok(Fence {
             token: number(value, "token").ok_or_else(bad)?,
             owner: field(value, "owner").ok_or_else(bad)?.to_string(),
+            acq: acq_of(value),
         })
     }
+}
+
+/// The acquisition id written in a value (0 when absent).
+pub(crate) fn acq_of(value: &str) -> u64 {
+    field(value, "acq")
+        .and_then(|v| u64::from_str_radix(v, 16).ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -122,16 +154,18 @@ mod tests {
             ttl_ms: 5,
             cell_ttl_ms: 9,
             created_ms: 7,
+            acq: 0xabc,
         };
         assert_eq!(LockRecord::decode(&r.encode()), Ok(r.clone()));
         assert_eq!(LockRecord::decode(&(r.encode() + " future=1")), Ok(r));
         let f = Fence {
             token: 42,
             owner: "h:1:0000000000000002".into(),
+            acq: 7,
         };
         assert_eq!(Fence::decode(&f.encode()), Ok(f));
         for s in [BakeryState::Entering, BakeryState::Ticket(17)] {
-            assert_eq!(decode_bakery(&encode_bakery(s, 3)), Ok((s, 3)));
+            assert_eq!(decode_bakery(&encode_bakery(s, 3, 9)), Ok((s, 3)));
         }
     }
 

@@ -13,4 +13,5 @@
 #![forbid(unsafe_code)]
 
 pub mod conformance;
+pub mod multiproc;
 pub mod sim;

@@ -12,7 +12,7 @@ use crate::model::{Cell, Command, ReadConsistency, Reply};
 use crate::name::LockName;
 use crate::options::{LockOptions, Sabotage, Strategy, Wait};
 use crate::owner::OwnerId;
-use crate::record::{encode_bakery, BakeryState, Fence, LockRecord};
+use crate::record::{encode_bakery, BakeryState, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::FenceBump;
 use crate::strategy::{bakery, prefix, unique, Layout};
@@ -85,6 +85,8 @@ pub struct Acquire {
     wrote: bool,
     cell_deadline: Instant,
     fence_hint: Option<FenceHint>,
+    /// The fencing counter's value as our grant wrote it.
+    fence_value: String,
     stale: Vec<String>,
     data: Vec<Cell>,
     woken: bool,
@@ -109,9 +111,14 @@ impl Acquire {
             ttl_ms: millis(opts.ttl),
             cell_ttl_ms: millis(opts.cell_ttl()),
             created_ms: opts.created_unix_ms,
+            acq: opts.acquisition,
         };
         let value = match opts.strategy {
-            Strategy::Bakery => encode_bakery(BakeryState::Entering, opts.created_unix_ms),
+            Strategy::Bakery => encode_bakery(
+                BakeryState::Entering,
+                opts.created_unix_ms,
+                opts.acquisition,
+            ),
             _ => record.encode(),
         };
         Ok(Acquire {
@@ -131,6 +138,7 @@ impl Acquire {
             wrote: false,
             cell_deadline: Instant::ZERO,
             fence_hint: None,
+            fence_value: String::new(),
             stale: Vec::new(),
             data: Vec::new(),
             woken: false,
@@ -217,7 +225,11 @@ impl Acquire {
                 });
             }
             Strategy::Bakery => {
-                self.value = encode_bakery(BakeryState::Entering, self.opts.created_unix_ms);
+                self.value = encode_bakery(
+                    BakeryState::Entering,
+                    self.opts.created_unix_ms,
+                    self.opts.acquisition,
+                );
                 self.phase = Phase::BakeryEnter;
                 self.io.send(self.put(self.value.clone(), self.opts.ttl));
             }
@@ -322,6 +334,7 @@ impl Acquire {
             self.name.as_str(),
             &self.layout.fence,
             self.owner.key(),
+            self.opts.acquisition,
             current.as_deref(),
             self.opts.consistency,
             self.opts.serial,
@@ -357,6 +370,7 @@ impl Acquire {
             row: self.row(),
             column: self.column.clone(),
             value: self.value.clone(),
+            fence_value: self.fence_value.clone(),
         };
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
@@ -382,13 +396,7 @@ impl Acquire {
                 if applied || current.as_deref() == Some(self.value.as_str()) {
                     self.wrote = true;
                     self.cell_deadline = sent.saturating_add(validity);
-                    let hint = self.fence_hint.take().map(|h| {
-                        Fence {
-                            token: h.token,
-                            owner: h.owner,
-                        }
-                        .encode()
-                    });
+                    let hint = self.fence_hint.take().map(|h| h.value);
                     return self.start_fence(hint);
                 }
                 self.wrote = false;
@@ -423,7 +431,11 @@ impl Acquire {
             }
             (Phase::BakeryReadMax, Reply::Cells(cells)) => {
                 let ticket = bakery::max_ticket(&cells).saturating_add(1);
-                self.value = encode_bakery(BakeryState::Ticket(ticket), self.opts.created_unix_ms);
+                self.value = encode_bakery(
+                    BakeryState::Ticket(ticket),
+                    self.opts.created_unix_ms,
+                    self.opts.acquisition,
+                );
                 self.phase = Phase::BakeryTicket(ticket);
                 self.io.send(self.put(self.value.clone(), self.opts.ttl));
             }
@@ -524,7 +536,10 @@ impl Acquire {
 
             // Shared.
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
-                Ok(Some(token)) => self.won(token, now),
+                Ok(Some(token)) => {
+                    self.fence_value = bump.next_value();
+                    self.won(token, now)
+                }
                 Ok(None) if self.lapsed(now) => self.abandon(Then::Restart),
                 Ok(None) => {
                     self.io.send(bump.command());

@@ -117,15 +117,13 @@ impl Renew {
                     )));
                     return;
                 }
-                // Every grant moves the fencing counter to its owner: if it names someone else,
-                // the lock was broken (forced release) and granted again since we last looked.
+                // Every grant moves the fencing counter: if it no longer holds what our grant
+                // wrote, the lock was broken (forced release) and granted again since.
                 let fence = Layout::of(&self.lease.opts).fence;
-                let counter = cells
-                    .iter()
-                    .find(|c| c.column == fence)
-                    .and_then(|c| Fence::decode(&c.value).ok());
+                let counter = cells.iter().find(|c| c.column == fence);
                 if let Some(f) = counter
-                    .filter(|f| f.token != self.lease.token || f.owner != self.lease.owner.key())
+                    .filter(|c| c.value != self.lease.fence_value)
+                    .and_then(|c| Fence::decode(&c.value).ok())
                 {
                     let why = format!(
                         "the lock was granted to {} (token {}) since",

@@ -27,6 +27,7 @@ pub(crate) struct FenceBump {
     row: String,
     column: String,
     owner: String,
+    acq: u64,
     expected: Option<Fence>,
     consistency: Consistency,
     serial: SerialConsistency,
@@ -39,6 +40,7 @@ impl FenceBump {
         row: &str,
         column: &str,
         owner: String,
+        acq: u64,
         current: Option<&str>,
         consistency: Consistency,
         serial: SerialConsistency,
@@ -48,6 +50,7 @@ impl FenceBump {
             row: row.into(),
             column: column.into(),
             owner,
+            acq,
             expected,
             consistency,
             serial,
@@ -55,12 +58,18 @@ impl FenceBump {
         })
     }
 
-    pub fn command(&self) -> Command {
-        let next = Fence {
+    /// The value this bump writes.
+    pub fn next_value(&self) -> String {
+        Fence {
             token: self.next_token(),
             owner: self.owner.clone(),
+            acq: self.acq,
         }
-        .encode();
+        .encode()
+    }
+
+    pub fn command(&self) -> Command {
+        let next = self.next_value();
         match &self.expected {
             None => Command::InsertIfAbsent {
                 row: self.row.clone(),

@@ -8,7 +8,7 @@ use baton::{EntryState, LockRequest, Strategy};
 use tokio::time::Instant;
 
 use super::target::Table;
-use super::util::within;
+use super::util::{ready, within};
 
 /// Generous bound on anything that should take milliseconds: only there to stop a hang.
 const HANG: Duration = Duration::from_secs(30);
@@ -22,7 +22,7 @@ pub async fn fencing_tokens_increase(table: Table, strategy: Strategy) {
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for client in 0..CLIENTS {
-        let locker = table.locker(strategy).build().expect("valid");
+        let locker = ready(table.locker(strategy)).await;
         let inside = Arc::clone(&inside);
         let tokens = Arc::clone(&tokens);
         tasks.push(tokio::spawn(async move {
@@ -70,8 +70,8 @@ pub async fn fencing_tokens_increase(table: Table, strategy: Strategy) {
 /// counter: the next token after a purge is still larger.
 pub async fn purge_removes_expired_entries(table: Table, strategy: Strategy) {
     let ttl = Duration::from_millis(500);
-    let locker = table.locker(strategy).build().expect("valid");
-    let other = table.locker(strategy).build().expect("valid");
+    let locker = ready(table.locker(strategy)).await;
+    let other = ready(table.locker(strategy)).await;
 
     let sent = Instant::now();
     let expired = locker
@@ -141,9 +141,9 @@ pub async fn purge_removes_expired_entries(table: Table, strategy: Strategy) {
 /// remaining TTL, and nothing once they are released.
 pub async fn list_shows_holders(table: Table, strategy: Strategy) {
     let ttl = Duration::from_secs(30);
-    let a = table.locker(strategy).ttl(ttl).build().expect("valid");
-    let b = table.locker(strategy).ttl(ttl).build().expect("valid");
-    let viewer = table.locker(strategy).build().expect("valid");
+    let a = ready(table.locker(strategy).ttl(ttl)).await;
+    let b = ready(table.locker(strategy).ttl(ttl)).await;
+    let viewer = ready(table.locker(strategy)).await;
     let mut alpha = a.lock("alpha").await.expect("lock");
     let mut beta = b.lock("beta").await.expect("lock");
 

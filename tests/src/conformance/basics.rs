@@ -6,7 +6,7 @@ use baton::{EntryState, ErrorKind, LockRequest, Strategy};
 use tokio::time::Instant;
 
 use super::target::Table;
-use super::util::{within, CountingStore};
+use super::util::{ready, within, CountingStore};
 use baton::LockerBuilder;
 
 /// Generous bound on anything that should take milliseconds: only there to stop a hang.
@@ -15,7 +15,7 @@ const HANG: Duration = Duration::from_secs(30);
 /// An uncontended lock is granted with a positive token, shows as held by its owner, and is
 /// gone after release; releasing twice is refused.
 pub async fn acquire_and_release(table: Table, strategy: Strategy) {
-    let locker = table.locker(strategy).build().expect("valid options");
+    let locker = ready(table.locker(strategy)).await;
     let mut guard = within(HANG, "an uncontended lock", locker.lock("job"))
         .await
         .expect("uncontended lock");
@@ -55,8 +55,8 @@ pub async fn acquire_and_release(table: Table, strategy: Strategy) {
 
 /// A try on a held lock is `Busy` and leaves nothing behind; once released, a try succeeds.
 pub async fn try_lock_is_busy_while_held(table: Table, strategy: Strategy) {
-    let holder = table.locker(strategy).build().expect("valid");
-    let other = table.locker(strategy).build().expect("valid");
+    let holder = ready(table.locker(strategy)).await;
+    let other = ready(table.locker(strategy)).await;
     let mut held = holder.lock("job").await.expect("lock");
     let e = within(HANG, "a try on a held lock", other.try_lock("job"))
         .await
@@ -79,8 +79,8 @@ pub async fn try_lock_is_busy_while_held(table: Table, strategy: Strategy) {
 /// A wait on a held lock gives up with `TimedOut` after its timeout (not before), leaving the
 /// holder alone and nothing of its own behind.
 pub async fn wait_times_out(table: Table, strategy: Strategy) {
-    let holder = table.locker(strategy).build().expect("valid");
-    let other = table.locker(strategy).build().expect("valid");
+    let holder = ready(table.locker(strategy)).await;
+    let other = ready(table.locker(strategy)).await;
     let held = holder.lock("job").await.expect("lock");
     let timeout = Duration::from_millis(400);
     let started = Instant::now();
@@ -106,30 +106,35 @@ pub async fn wait_times_out(table: Table, strategy: Strategy) {
 /// Two waiters queue behind a holder; each release hands the lock to one of them, never both,
 /// with a larger token each time.
 pub async fn handoff_to_waiters(table: Table, strategy: Strategy) {
-    let holder = table.locker(strategy).build().expect("valid");
+    let holder = ready(table.locker(strategy)).await;
     let mut first = holder.lock("job").await.expect("lock");
 
     let mut waiters = Vec::new();
     for _ in 0..2 {
         let store = CountingStore::new(table.client());
-        let locker = LockerBuilder::new(std::sync::Arc::new(store.clone()))
-            .strategy(strategy)
-            .retry(super::target::quick_retry())
-            .wait_timeout(HANG)
-            .build()
-            .expect("valid");
+        let locker = ready(
+            LockerBuilder::new(std::sync::Arc::new(store.clone()))
+                .strategy(strategy)
+                .retry(super::target::quick_retry())
+                .wait_timeout(HANG),
+        )
+        .await;
+        let before = store.executed();
         let task = tokio::spawn(async move {
             let guard = locker.lock("job").await;
             (guard, Instant::now())
         });
-        waiters.push((store, task));
+        waiters.push((store, before, task));
     }
     // Both have tried at least once while the lock was held.
-    for (store, _) in &waiters {
-        super::util::wait_until(HANG, "a waiter's first attempt", || store.executed() >= 1).await;
+    for (store, before, _) in &waiters {
+        super::util::wait_until(HANG, "a waiter's first attempt", || {
+            store.executed() > *before
+        })
+        .await;
     }
     assert!(
-        waiters.iter().all(|(_, task)| !task.is_finished()),
+        waiters.iter().all(|(_, _, task)| !task.is_finished()),
         "a waiter finished while the lock was held"
     );
 
@@ -141,8 +146,8 @@ pub async fn handoff_to_waiters(table: Table, strategy: Strategy) {
     // Whichever waiter gets it first, the other must still be waiting.
     let (done, rest) = within(HANG, "the first waiter", async {
         tokio::select! {
-            out = &mut a.1 => (out, b.1),
-            out = &mut b.1 => (out, a.1),
+            out = &mut a.2 => (out, b.2),
+            out = &mut b.2 => (out, a.2),
         }
     })
     .await;

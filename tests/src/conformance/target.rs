@@ -152,7 +152,9 @@ impl Target {
         if backend != Backend::Memory {
             let probe = target.table_url(&unique_table());
             if let Err(e) = baton::open_store(&probe.0) {
-                if e.kind() == ErrorKind::InvalidOption && e.message().contains("not built in") {
+                let missing =
+                    e.message().contains("not built in") || e.message().contains("feature");
+                if e.kind() == ErrorKind::InvalidOption && missing {
                     skip_or_fail(
                         backend,
                         &format!("this build of baton has no {backend} store (its feature is off, or it is not built in yet)"),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{Command, Store, StoreFuture};
+use baton::{Command, ErrorKind, Locker, LockerBuilder, Store, StoreFuture};
 use tokio::sync::watch;
 
 /// `future`'s output, or a panic naming `what` if it takes longer than `limit`. The limit is
@@ -27,6 +27,33 @@ pub async fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut()
             "{what} did not happen within {limit:?}"
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Builds the locker and makes its first round trip (connecting, and creating or checking the
+/// table) before a behaviour starts measuring: connection setup is not what the suite tests, and
+/// on a loaded machine it can take seconds (PostgreSQL's SCRAM login costs a few hundred
+/// milliseconds of CPU per connection in a debug build). A store that stays unavailable for a
+/// minute fails the test.
+pub async fn ready(builder: LockerBuilder) -> Locker {
+    let locker = builder.build().expect("valid options");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match locker.inspect("warm-up").await {
+            Ok(_) => return locker,
+            Err(e)
+                if e.kind() == ErrorKind::StoreUnavailable
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "baton-tests: a new client's first command failed, retrying: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("a new client cannot use the store: {e}"),
+        }
     }
 }
 

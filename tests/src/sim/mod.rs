@@ -82,6 +82,9 @@ pub struct Config {
     pub faults: Faults,
     /// Name of the fault profile, for reports.
     pub profile: &'static str,
+    /// Each client reuses one owner id (with a fresh acquisition id each time) instead of
+    /// drawing a new one per acquisition.
+    pub reuse_owner: bool,
 }
 
 /// The fault profiles, in the order seeds cycle through them.
@@ -149,6 +152,7 @@ impl Config {
             ttl: Duration::from_millis(200 + rng.below(1_800)),
             faults,
             profile,
+            reuse_owner: (seed / PROFILES.len() as u64) % 2 == 1,
         }
     }
 }
@@ -509,6 +513,11 @@ impl Sim {
             },
             created_unix_ms: self.clients[client].clock.wall_ms(self.now),
             seed: self.rng.next_u64(),
+            acquisition: if self.cfg.reuse_owner {
+                self.rng.next_u64() | 1
+            } else {
+                0
+            },
             sabotage: self.cfg.sabotage,
             store_attempts: 3,
             ..LockOptions::default()
@@ -559,11 +568,14 @@ impl Sim {
                         return;
                     }
                     let opts = self.options(i);
-                    let owner = match OwnerId::new(
-                        &format!("h{i}"),
-                        1000 + i as u32,
-                        self.rng.next_u64(),
-                    ) {
+                    // Half the runs reuse one owner id per client, as the Rust API does (with a
+                    // fresh acquisition id); the others draw a fresh owner id every time.
+                    let nonce = if self.cfg.reuse_owner {
+                        0x5eed_0000 + i as u64
+                    } else {
+                        self.rng.next_u64()
+                    };
+                    let owner = match OwnerId::new(&format!("h{i}"), 1000 + i as u32, nonce) {
                         Ok(o) => o,
                         Err(e) => panic!("simulator owner id: {e}"),
                     };
