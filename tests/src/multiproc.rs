@@ -274,6 +274,17 @@ impl Run {
             .sum()
     }
 
+    /// Failed calls the workers have reported on stderr so far (lines with ` failed after `).
+    pub fn errors_reported(&self) -> usize {
+        (0..self.spec.workers)
+            .map(|i| {
+                std::fs::read_to_string(self.dir.join(format!("worker-{i}.err")))
+                    .map(|s| s.lines().filter(|l| l.contains(" failed after ")).count())
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
     /// Waits for every worker (killing them all after the run's limit), then reads what they
     /// recorded. Errors describe the failed worker with its stderr.
     pub fn finish(mut self) -> Result<Outcome, String> {
@@ -295,13 +306,13 @@ impl Run {
         let elapsed = self.started.elapsed();
         let mut summaries = Vec::new();
         let mut sections = Vec::new();
-        for i in 0..self.children.len() {
+        for (i, status) in statuses.into_iter().enumerate() {
             let read = |ext: &str| {
                 std::fs::read_to_string(self.dir.join(format!("worker-{i}.{ext}")))
                     .unwrap_or_default()
             };
             let (stdout, stderr) = (read("out"), read("err"));
-            let status = statuses[i].expect("every worker has exited");
+            let status = status.expect("every worker has exited");
             let describe = |why: &str| {
                 format!(
                     "worker {i} {why} (status {status}, after {elapsed:.1?} of a {:?} limit)\n--- stdout\n{}--- stderr\n{}",
