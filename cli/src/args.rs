@@ -88,6 +88,7 @@ once the command has ended. The lease is renewed in the background; if it is los
 is unreachable for too long, or someone ran `baton release --force`), the command's group gets
 SIGTERM, then SIGKILL after --grace, and baton exits 70. If baton itself is killed, a watchdog
 process terminates the command the same way, so the command never outlives the lock.
+For batch jobs: started from a terminal, the command reads end-of-file on its standard input.
 
 Examples:
   baton run --lock nightly-digest --no-wait -- /usr/local/bin/digest.sh

@@ -352,7 +352,10 @@ pub async fn demo(store_url: &str, args: &DemoArgs) -> Result<u8, CliError> {
         }
     }
     if live {
-        progress("\n");
+        progress(&format!(
+            "\r\x1b[K{}/{total} acquisitions · all workers done · overlaps {marker_overlaps}\n",
+            turns.len()
+        ));
     }
     let mut statuses = Vec::new();
     for child in &mut children {
@@ -520,7 +523,7 @@ pub async fn worker(store_url: &str, args: &DemoWorkerArgs) -> Result<u8, CliErr
             max_attempts: None,
         });
     let hold = Duration::from_micros(args.hold_us);
-    for _ in 0..args.rounds {
+    for round in 0..args.rounds {
         let asked = Instant::now();
         let mut guard = locker
             .lock_with(&args.lock, request.clone())
@@ -552,7 +555,9 @@ pub async fn worker(store_url: &str, args: &DemoWorkerArgs) -> Result<u8, CliErr
             .map_err(|e| CliError::from_baton("demo worker could not release the lock", &e))?;
         // Work outside the lock for a while, so the others get their turns (unique insert is
         // not FIFO: a worker that asked again at once would often win again).
-        tokio::time::sleep(hold / 2 + jitter(hold)).await;
+        if round + 1 < args.rounds {
+            tokio::time::sleep(hold / 2 + jitter(hold)).await;
+        }
     }
     Ok(OK)
 }

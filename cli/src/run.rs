@@ -245,7 +245,13 @@ fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, CliError> {
         .args(rest)
         .env(TOKEN_VAR, guard.token().to_string())
         .env(LOCK_VAR, guard.name())
-        .stdin(Stdio::inherit())
+        // From its own process group the command cannot read a terminal (it would be stopped
+        // by SIGTTIN and never finish): on a terminal it reads end-of-file instead.
+        .stdin(if std::io::stdin().is_terminal() {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .process_group(0)

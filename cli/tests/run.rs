@@ -327,3 +327,18 @@ fn other_strategies_run_too() {
             .expect_code(4);
     }
 }
+
+#[test]
+fn standard_input_from_a_pipe_reaches_the_command() {
+    use std::io::Write;
+    let world = World::new("stdin");
+    let mut child = world
+        .baton(&["run", "--lock", "in", "--", "cat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+    let out = common::Out::of(child.wait_with_output().unwrap());
+    out.expect_code(0).expect_stdout("hello");
+}
