@@ -114,7 +114,7 @@ fn purge_removes_expired_entries_and_says_which() {
         .expect_code(0)
         .expect_stdout("nothing to purge");
     // A holder that vanished without releasing: its entry stays until it expires.
-    let holder = world.hold_until_file("abandoned", &["--ttl", "300ms"], &world.path("never"));
+    let holder = world.hold_until_file("abandoned", &["--ttl", "1s"], &world.path("never"));
     holder.signal("KILL");
     let _ = holder.finish();
     wait_until("the abandoned lock to expire", || {
@@ -148,7 +148,7 @@ fn purge_removes_expired_entries_and_says_which() {
 #[test]
 fn purge_json_lists_what_it_removed() {
     let world = World::new("purgejson");
-    let holder = world.hold_until_file("gone", &["--ttl", "300ms"], &world.path("never"));
+    let holder = world.hold_until_file("gone", &["--ttl", "1s"], &world.path("never"));
     holder.signal("KILL");
     let _ = holder.finish();
     wait_until("the lock to expire", || live_locks(&world).is_empty());
