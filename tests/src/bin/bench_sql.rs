@@ -1,0 +1,615 @@
+//! Benchmark of the SQL stores: what a lock costs next to the statements it is made of, next to
+//! the database's own lock, and under contention.
+//!
+//! ```text
+//! scripts/postgres start; scripts/mariadb start
+//! BATON_POSTGRES_URL=$(scripts/postgres url) BATON_MYSQL_URL=$(scripts/mariadb url) \
+//!   cargo run --release -p baton-tests --bin bench_sql [-- --iterations 300 --contended-secs 2]
+//! ```
+//!
+//! Stores: SQLite always (`BATON_SQLITE_URL`, or a temporary file), PostgreSQL with
+//! `BATON_POSTGRES_URL`, MariaDB with `BATON_MYSQL_URL`; each strategy in a fresh table. Per store
+//! and strategy it prints:
+//!
+//! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
+//!   (keep-alive off, so no background task), through the kernel and the driver.
+//! - **floor**: the same storage commands issued straight to the same store with
+//!   `Store::execute` (same pool, same statements), without the kernel or the driver. The
+//!   commands are those a recording wrapper captured from one steady-state lock+release; each
+//!   iteration replays them with fresh values, chained so every conditional applies as it did.
+//! - **ratio**: lock+release p50 over floor p50 (the issue's aim for unique insert: at most 1.1).
+//! - **db lock**: the database's own lock on one connection: `pg_advisory_lock` +
+//!   `pg_advisory_unlock` on PostgreSQL, `GET_LOCK` + `RELEASE_LOCK` on MariaDB, and
+//!   `BEGIN IMMEDIATE` + `COMMIT` (the database write lock) on SQLite.
+//! - **contended**: acquisitions per second with 8 clients (each its own store and pool, as
+//!   separate processes would have) looping lock + release on one lock, retrying every 1 to
+//!   20 ms.
+//!
+//! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients N`
+//! (default 8), `--stores sqlite,postgres,mysql`, `--strategies unique-insert,bakery,…`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use baton::{Command, LockerBuilder, Reply, RetryPolicy, Store, StoreFuture, Strategy, Write};
+use baton_tests::conformance::target::unique_table;
+use tokio::sync::watch;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Commands with the replies they got.
+type Log = Vec<(Command, Reply)>;
+
+/// A store that forwards to another and, while recording, keeps each command and its reply.
+#[derive(Clone)]
+struct Recorder {
+    inner: Arc<dyn Store>,
+    log: Arc<Mutex<Option<Log>>>,
+}
+
+impl Recorder {
+    fn start(&self) {
+        *self.slot() = Some(Vec::new());
+    }
+
+    fn stop(&self) -> Log {
+        self.slot().take().unwrap_or_default()
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Log>> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Store for Recorder {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        Box::pin(async move {
+            let recording = self.slot().is_some();
+            let copy = recording.then(|| command.clone());
+            let reply = self.inner.execute(command).await;
+            if let Some(command) = copy {
+                if let Some(log) = self.slot().as_mut() {
+                    log.push((command, reply.clone()));
+                }
+            }
+            reply
+        })
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Replays a captured command sequence with fresh values each iteration, chaining every
+/// compare-and-set to the value the replay itself wrote last, so conditionals apply exactly as
+/// they did when captured.
+struct Replay {
+    template: Vec<(Command, Reply)>,
+    /// The value each `(row, column)` holds now, as far as the replay knows.
+    last: HashMap<(String, String), String>,
+}
+
+impl Replay {
+    fn new(template: Vec<(Command, Reply)>) -> Replay {
+        let mut replay = Replay {
+            template: Vec::new(),
+            last: HashMap::new(),
+        };
+        // The table holds what the captured sequence left behind.
+        for (command, _) in &template {
+            replay.note(command);
+        }
+        replay.template = template;
+        replay
+    }
+
+    /// Compare-and-sets that put back every cell the captured sequence left without a TTL (the
+    /// fencing counter) to the value it left, where the replay changed it.
+    fn restore(&self) -> Vec<Command> {
+        let mut left = Replay {
+            template: Vec::new(),
+            last: HashMap::new(),
+        };
+        for (command, _) in &self.template {
+            left.note(command);
+        }
+        let mut out = Vec::new();
+        let mut restored = std::collections::HashSet::new();
+        for (command, _) in &self.template {
+            if let Command::CompareAndSet {
+                row,
+                column,
+                ttl: None,
+                serial,
+                consistency,
+                ..
+            } = command
+            {
+                let key = (row.clone(), column.clone());
+                if let (Some(now), Some(then)) = (self.last.get(&key), left.last.get(&key)) {
+                    if now != then && restored.insert(key.clone()) {
+                        out.push(Command::CompareAndSet {
+                            row: row.clone(),
+                            column: column.clone(),
+                            expected: now.clone(),
+                            new: Some(then.clone()),
+                            ttl: None,
+                            serial: *serial,
+                            consistency: *consistency,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Tracks the values `command` writes.
+    fn note(&mut self, command: &Command) {
+        match command {
+            Command::Put {
+                row, column, value, ..
+            }
+            | Command::InsertIfAbsent {
+                row, column, value, ..
+            } => {
+                self.last
+                    .insert((row.clone(), column.clone()), value.clone());
+            }
+            Command::CompareAndSet {
+                row, column, new, ..
+            } => match new {
+                Some(v) => {
+                    self.last.insert((row.clone(), column.clone()), v.clone());
+                }
+                None => {
+                    self.last.remove(&(row.clone(), column.clone()));
+                }
+            },
+            Command::Delete { row, column, .. } => {
+                self.last.remove(&(row.clone(), column.clone()));
+            }
+            Command::Batch { row, writes, .. } => {
+                for w in writes {
+                    match w {
+                        Write::Put { column, value, .. } => {
+                            self.last
+                                .insert((row.clone(), column.clone()), value.clone());
+                        }
+                        Write::Delete { column } => {
+                            self.last.remove(&(row.clone(), column.clone()));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The commands of iteration `i`, with the replies they should get.
+    fn iteration(&mut self, i: u64) -> Vec<(Command, Reply)> {
+        let fresh = |v: &str| format!("{v}#{i}");
+        let mut out = Vec::with_capacity(self.template.len());
+        for (command, reply) in self.template.clone() {
+            let command = match command {
+                Command::Put {
+                    row,
+                    column,
+                    value,
+                    ttl,
+                    consistency,
+                } => Command::Put {
+                    value: fresh(&value),
+                    row,
+                    column,
+                    ttl,
+                    consistency,
+                },
+                Command::InsertIfAbsent {
+                    row,
+                    column,
+                    value,
+                    ttl,
+                    serial,
+                    consistency,
+                } => Command::InsertIfAbsent {
+                    value: fresh(&value),
+                    row,
+                    column,
+                    ttl,
+                    serial,
+                    consistency,
+                },
+                Command::CompareAndSet {
+                    row,
+                    column,
+                    expected,
+                    new,
+                    ttl,
+                    serial,
+                    consistency,
+                } => Command::CompareAndSet {
+                    expected: self
+                        .last
+                        .get(&(row.clone(), column.clone()))
+                        .cloned()
+                        .unwrap_or(expected),
+                    new: new.as_deref().map(fresh),
+                    row,
+                    column,
+                    ttl,
+                    serial,
+                    consistency,
+                },
+                Command::Batch {
+                    row,
+                    writes,
+                    consistency,
+                } => Command::Batch {
+                    writes: writes
+                        .into_iter()
+                        .map(|w| match w {
+                            Write::Put { column, value, ttl } => Write::Put {
+                                value: fresh(&value),
+                                column,
+                                ttl,
+                            },
+                            other => other,
+                        })
+                        .collect(),
+                    row,
+                    consistency,
+                },
+                other => other,
+            };
+            self.note(&command);
+            out.push((command, reply));
+        }
+        out
+    }
+}
+
+/// Whether `got` is the same kind of reply as `want` (and, for conditionals, equally applied).
+fn same_outcome(want: &Reply, got: &Reply) -> bool {
+    match (want, got) {
+        (Reply::Conditional { applied: a, .. }, Reply::Conditional { applied: b, .. }) => a == b,
+        (Reply::Failed(_), _) | (_, Reply::Failed(_)) => false,
+        (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
+}
+
+/// p50 and p99 of `samples`.
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    if samples.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+struct Settings {
+    iterations: u64,
+    contended: Duration,
+    clients: usize,
+    stores: Vec<String>,
+    strategies: Vec<Strategy>,
+}
+
+fn settings() -> Result<Settings, Error> {
+    let mut s = Settings {
+        iterations: 300,
+        contended: Duration::from_secs(2),
+        clients: 8,
+        stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
+        strategies: vec![
+            Strategy::UniqueInsert,
+            Strategy::Bakery,
+            Strategy::ColumnPrefix,
+        ],
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--iterations" => s.iterations = value.parse()?,
+            "--contended-secs" => s.contended = Duration::from_secs_f64(value.parse()?),
+            "--clients" => s.clients = value.parse()?,
+            "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
+            "--strategies" => {
+                s.strategies = value
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, baton::Error>>()?;
+            }
+            _ => return Err(format!("unknown option {flag}").into()),
+        }
+    }
+    Ok(s)
+}
+
+/// The base URL of `store` (without `table=`), or `None` with the reason it is skipped.
+fn base_url(store: &str) -> Result<String, String> {
+    let var = match store {
+        "sqlite" => "BATON_SQLITE_URL",
+        "postgres" => "BATON_POSTGRES_URL",
+        "mysql" => "BATON_MYSQL_URL",
+        other => return Err(format!("unknown store {other}")),
+    };
+    match std::env::var(var) {
+        Ok(url) if !url.trim().is_empty() => Ok(url.trim().to_owned()),
+        _ if store == "sqlite" => Ok(format!(
+            "sqlite://{}",
+            std::env::temp_dir()
+                .join(format!("baton-bench-{}.db", std::process::id()))
+                .display()
+        )),
+        _ => Err(format!("{var} is not set")),
+    }
+}
+
+fn with_table(base: &str, table: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}table={table}")
+}
+
+struct Row {
+    strategy: Strategy,
+    round_trips: usize,
+    lock: (Duration, Duration),
+    floor: (Duration, Duration),
+    contended_per_sec: f64,
+}
+
+async fn bench_strategy(base: &str, strategy: Strategy, s: &Settings) -> Result<Row, Error> {
+    let url = with_table(base, &unique_table());
+    let recorder = Recorder {
+        inner: baton::open_store(&url)?,
+        log: Arc::new(Mutex::new(None)),
+    };
+    let locker = LockerBuilder::new(Arc::new(recorder.clone()))
+        .strategy(strategy)
+        .keep_alive(false)
+        .ttl(Duration::from_secs(60))
+        .build()?;
+    // Warm up: connect, create the table, learn the fence hint (as a long-lived locker would).
+    for _ in 0..20 {
+        locker.lock("bench").await?.release().await?;
+    }
+    recorder.start();
+    locker.lock("bench").await?.release().await?;
+    let captured = recorder.stop();
+    let round_trips = captured.len();
+
+    // The floor: the same commands straight to the same store.
+    let mut replay = Replay::new(captured);
+    let mut samples = Vec::with_capacity(s.iterations as usize);
+    for i in 0..s.iterations {
+        let commands = replay.iteration(i);
+        let started = Instant::now();
+        for (command, want) in commands {
+            let shown = format!("{command:?}");
+            let got = recorder.inner.execute(command).await;
+            if !same_outcome(&want, &got) {
+                return Err(format!(
+                    "the floor replay diverged: {shown} gave {got:?}, captured {want:?}"
+                )
+                .into());
+            }
+        }
+        samples.push(started.elapsed());
+    }
+    let floor = percentiles(samples);
+    // Put back what the locker left (its fence hint expects it), then measure the locker.
+    for command in replay.restore() {
+        let reply = recorder.inner.execute(command).await;
+        if !matches!(reply, Reply::Conditional { applied: true, .. }) {
+            return Err(format!("restoring the table after the floor failed: {reply:?}").into());
+        }
+    }
+    let mut samples = Vec::with_capacity(s.iterations as usize);
+    for _ in 0..s.iterations {
+        let started = Instant::now();
+        let mut guard = locker.lock("bench").await?;
+        guard.release().await?;
+        samples.push(started.elapsed());
+    }
+    let lock = percentiles(samples);
+
+    let contended_per_sec = contended(&url, strategy, s).await?;
+    Ok(Row {
+        strategy,
+        round_trips,
+        lock,
+        floor,
+        contended_per_sec,
+    })
+}
+
+/// Acquisitions per second with `s.clients` clients looping on one lock for `s.contended`.
+async fn contended(url: &str, strategy: Strategy, s: &Settings) -> Result<f64, Error> {
+    let mut lockers = Vec::new();
+    for _ in 0..s.clients {
+        let locker = LockerBuilder::new(baton::open_store(url)?)
+            .strategy(strategy)
+            .keep_alive(false)
+            .ttl(Duration::from_secs(60))
+            .retry(RetryPolicy {
+                initial: Duration::from_millis(1),
+                max: Duration::from_millis(20),
+                max_attempts: None,
+            })
+            .wait_timeout(Duration::from_secs(60))
+            .build()?;
+        locker.inspect("contended").await?; // connect before the clock starts
+        lockers.push(locker);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = lockers
+        .into_iter()
+        .map(|locker| {
+            let stop = Arc::clone(&stop);
+            let count = Arc::clone(&count);
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let mut guard = locker.lock("contended").await?;
+                    count.fetch_add(1, Ordering::Relaxed);
+                    guard.release().await?;
+                }
+                Ok::<(), baton::Error>(())
+            })
+        })
+        .collect();
+    tokio::time::sleep(s.contended).await;
+    stop.store(true, Ordering::Relaxed);
+    let acquired = count.load(Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(acquired as f64 / elapsed.as_secs_f64())
+}
+
+/// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
+async fn db_lock(
+    store: &str,
+    base: &str,
+    iterations: u64,
+) -> Result<(&'static str, (Duration, Duration)), Error> {
+    use sqlx::Connection;
+    let mut samples = Vec::with_capacity(iterations as usize);
+    let name = match store {
+        "postgres" => {
+            let mut conn = sqlx::PgConnection::connect(base).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("SELECT pg_advisory_lock($1)")
+                    .bind(ADVISORY_KEY)
+                    .execute(&mut conn)
+                    .await?;
+                sqlx::query("SELECT pg_advisory_unlock($1)")
+                    .bind(ADVISORY_KEY)
+                    .execute(&mut conn)
+                    .await?;
+                samples.push(started.elapsed());
+            }
+            "pg_advisory_lock+unlock"
+        }
+        "mysql" => {
+            let mut conn = sqlx::MySqlConnection::connect(base).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("SELECT GET_LOCK(?, 10)")
+                    .bind("baton-bench")
+                    .execute(&mut conn)
+                    .await?;
+                sqlx::query("SELECT RELEASE_LOCK(?)")
+                    .bind("baton-bench")
+                    .execute(&mut conn)
+                    .await?;
+                samples.push(started.elapsed());
+            }
+            "GET_LOCK+RELEASE_LOCK"
+        }
+        _ => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+            use std::str::FromStr as _;
+            let options = SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
+                sqlx::query("COMMIT").execute(&mut conn).await?;
+                samples.push(started.elapsed());
+            }
+            "BEGIN IMMEDIATE+COMMIT"
+        }
+    };
+    // The first 20 were warm-up.
+    Ok((name, percentiles(samples.split_off(20))))
+}
+
+/// The PostgreSQL advisory lock key of the benchmark.
+const ADVISORY_KEY: i64 = 0x0ba7_0b0b;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Error> {
+    let s = settings()?;
+    println!(
+        "baton SQL benchmark: {} iterations per measurement, {} clients for {:?} contended (build: {})",
+        s.iterations,
+        s.clients,
+        s.contended,
+        if cfg!(debug_assertions) { "debug — use --release for real numbers" } else { "release" }
+    );
+    for store in &s.stores {
+        let base = match base_url(store) {
+            Ok(b) => b,
+            Err(why) => {
+                println!("\n{store}: skipped ({why})");
+                continue;
+            }
+        };
+        let (lock_name, db) = db_lock(store, &base, s.iterations).await?;
+        println!(
+            "\n{store}: database lock ({lock_name}) p50 {} ms, p99 {} ms",
+            ms(db.0),
+            ms(db.1)
+        );
+        println!(
+            "{:<14} {:>3} | {:>10} {:>10} | {:>10} {:>10} | {:>6} | {:>10} {:>10} | {:>12}",
+            "strategy",
+            "rt",
+            "lock p50",
+            "lock p99",
+            "floor p50",
+            "floor p99",
+            "ratio",
+            "db p50",
+            "db p99",
+            "contended/s"
+        );
+        for &strategy in &s.strategies {
+            let row = bench_strategy(&base, strategy, &s).await?;
+            println!(
+                "{:<14} {:>3} | {:>10} {:>10} | {:>10} {:>10} | {:>6.2} | {:>10} {:>10} | {:>12.0}",
+                row.strategy.as_str(),
+                row.round_trips,
+                ms(row.lock.0),
+                ms(row.lock.1),
+                ms(row.floor.0),
+                ms(row.floor.1),
+                row.lock.0.as_secs_f64() / row.floor.0.as_secs_f64().max(1e-12),
+                ms(db.0),
+                ms(db.1),
+                row.contended_per_sec
+            );
+        }
+        if store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err() {
+            let path = base.trim_start_matches("sqlite://").to_owned();
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{path}{suffix}"));
+            }
+        }
+    }
+    println!(
+        "\ntimes in ms; rt = storage round trips of one lock+release; ratio = lock p50 / floor p50"
+    );
+    Ok(())
+}
