@@ -154,6 +154,20 @@ impl Acquire {
         self
     }
 
+    /// The command that removes this acquisition's cell, for a caller abandoning it midway
+    /// (a cancelled wait): `Some` while a cell of ours may exist, or a write of it may have been
+    /// applied; `None` when there is nothing to clean up (not started, finished, or no cell).
+    /// Executing it is always harmless: it removes only our own cell (unique insert: a
+    /// compare-and-set against our exact record). After a grant, release the lease instead.
+    pub fn cleanup(&self) -> Option<Command> {
+        let in_flight = self.writing_my_cell() && !self.io.is_idle();
+        let done = self.result.is_some();
+        if done || !(self.wrote || in_flight || matches!(self.phase, Phase::Fence(_))) {
+            return None;
+        }
+        Some(self.delete_command())
+    }
+
     /// How many attempts it has started so far.
     pub fn attempts(&self) -> u32 {
         self.attempts
@@ -279,9 +293,9 @@ impl Acquire {
         };
     }
 
-    /// Deletes our own cell, then does `then`.
-    fn abandon(&mut self, then: Then) {
-        let command = match self.opts.strategy {
+    /// The command that deletes our own cell.
+    fn delete_command(&self) -> Command {
+        match self.opts.strategy {
             Strategy::UniqueInsert => Command::CompareAndSet {
                 row: self.row(),
                 column: self.column.clone(),
@@ -296,7 +310,12 @@ impl Acquire {
                 column: self.column.clone(),
                 consistency: self.opts.consistency,
             },
-        };
+        }
+    }
+
+    /// Deletes our own cell, then does `then`.
+    fn abandon(&mut self, then: Then) {
+        let command = self.delete_command();
         self.phase = Phase::Abandon(then);
         self.io.send(command);
     }
