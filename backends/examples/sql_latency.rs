@@ -2,7 +2,7 @@
 //! postgres,mysql --example sql_latency -- URL [ITERATIONS]`, for example with
 //! `sqlite:///tmp/latency.db`, `$(scripts/postgres url)` or `$(scripts/mariadb url)`. Uses a
 //! fresh table, and prints the median and 99th percentile of each storage command and of an
-//! uncontended lock + release per strategy (keep-alive off).
+//! uncontended lock + release per strategy (keep-alive off), then drops the table.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,9 @@ use baton::{
     Command, Consistency, LockRequest, Locker, SerialConsistency, SqlStore, Store, Strategy,
 };
 use baton_kernel::{ColumnFilter, ReadConsistency};
+
+/// Builds the command of iteration `i`.
+type MakeCommand = Box<dyn Fn(usize) -> Command>;
 
 fn stats(mut samples: Vec<Duration>) -> String {
     samples.sort();
@@ -31,7 +34,7 @@ async fn main() -> baton::Result<()> {
     store.ensure_schema().await?;
     println!("{} ({n} iterations)", store.describe());
     let ttl = Some(Duration::from_secs(60));
-    let commands: Vec<(&str, Box<dyn Fn(usize) -> Command>)> = vec![
+    let commands: Vec<(&str, MakeCommand)> = vec![
         (
             "put",
             Box::new(move |i| Command::Put {
@@ -124,5 +127,23 @@ async fn main() -> baton::Result<()> {
         }
         println!("  lock + release, {strategy:<14} {}", stats(samples));
     }
+    drop_table(&store, &table).await;
     Ok(())
+}
+
+async fn drop_table(store: &SqlStore, table: &str) {
+    use baton::sqlx::{raw_sql, AssertSqlSafe};
+    let sql = AssertSqlSafe(format!("DROP TABLE {table}"));
+    let dropped = match store.pool() {
+        #[cfg(feature = "sqlite")]
+        baton::SqlPool::Sqlite(p) => raw_sql(sql).execute(p).await.map(|_| ()),
+        #[cfg(feature = "postgres")]
+        baton::SqlPool::Postgres(p) => raw_sql(sql).execute(p).await.map(|_| ()),
+        #[cfg(feature = "mysql")]
+        baton::SqlPool::MySql(p) => raw_sql(sql).execute(p).await.map(|_| ()),
+        _ => Ok(()),
+    };
+    if let Err(e) = dropped {
+        eprintln!("could not drop {table}: {e}");
+    }
 }

@@ -105,8 +105,27 @@ pub async fn exec_raw(store: &SqlStore, sql: &str) -> Result<(), sqlx::Error> {
     }
 }
 
+/// Drops the test's table (or deletes its SQLite file); best effort.
+pub async fn drop_table(url: &str) {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let path = path.split('?').next().unwrap_or_default();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{path}{suffix}"));
+        }
+        return;
+    }
+    let Ok(store) = SqlStore::open(url) else {
+        return;
+    };
+    let _ = exec_raw(
+        &store,
+        &format!("DROP TABLE IF EXISTS {}", store.options().table),
+    )
+    .await;
+}
+
 /// Three tests, one per database, running `$body` (an async closure over the URL with a fresh
-/// table) on each that is available.
+/// table) on each that is available, then dropping the table.
 #[macro_export]
 macro_rules! per_db {
     ($name:ident, $body:expr) => {
@@ -117,21 +136,24 @@ macro_rules! per_db {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Sqlite) {
-                    ($body)(url).await;
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
-                    ($body)(url).await;
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
                 }
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mysql() {
                 if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
-                    ($body)(url).await;
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
                 }
             }
         }

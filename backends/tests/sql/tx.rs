@@ -8,8 +8,9 @@ use baton::{EntryState, ErrorKind, LockRequest, Locker, SqlStore, Strategy};
 
 use crate::common::{table, url, Db};
 
-/// A locker on a fresh table of `db`, its store, and a data table of the caller's.
-async fn setup(db: Db) -> Option<(Locker, SqlStore, String)> {
+/// A locker on a fresh table of `db`, its store, and a data table of the caller's (both
+/// dropped when the test passes).
+async fn setup(db: Db) -> Option<(Locker, SqlStore, String, Cleanup)> {
     let url = url(db)?;
     let store = SqlStore::open(&url).expect("valid URL");
     store.ensure_schema().await.expect("lock table");
@@ -24,7 +25,28 @@ async fn setup(db: Db) -> Option<(Locker, SqlStore, String)> {
         .wait_timeout(Duration::from_secs(5))
         .build()
         .expect("valid");
-    Some((locker, store, data))
+    let cleanup = Cleanup {
+        url,
+        data: data.clone(),
+        store: store.clone(),
+    };
+    Some((locker, store, data, cleanup))
+}
+
+/// Drops a passing test's tables.
+struct Cleanup {
+    url: String,
+    data: String,
+    store: SqlStore,
+}
+
+impl Cleanup {
+    async fn run(self) {
+        let _ =
+            crate::common::exec_raw(&self.store, &format!("DROP TABLE IF EXISTS {}", self.data))
+                .await;
+        crate::common::drop_table(&self.url).await;
+    }
 }
 
 /// Whether `name` is held, by a plain read (it never waits for an open transaction).
@@ -59,7 +81,7 @@ macro_rules! tx_tests {
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn the_release_commits_with_the_data() {
-                let Some((locker, store, data)) = setup($db).await else {
+                let Some((locker, store, data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -88,11 +110,12 @@ macro_rules! tx_tests {
                     .expect("nothing to release after the commit");
                 let mut next = locker.try_lock("invoice").await.expect("free");
                 next.release().await.expect("release");
+                cleanup.run().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn after_a_rollback_the_guard_releases_the_lock() {
-                let Some((locker, store, data)) = setup($db).await else {
+                let Some((locker, store, data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -115,11 +138,12 @@ macro_rules! tx_tests {
                 // ... until the guard releases it in its own transaction.
                 guard.release().await.expect("release after the rollback");
                 assert!(!held(&locker, "invoice").await);
+                cleanup.run().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn after_a_rollback_dropping_the_guard_releases_the_lock() {
-                let Some((locker, store, _data)) = setup($db).await else {
+                let Some((locker, store, _data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -139,11 +163,12 @@ macro_rules! tx_tests {
                     .await
                     .expect("released by the drop");
                 assert_eq!(relocked.token(), 2);
+                cleanup.run().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_lock_taken_in_a_rolled_back_transaction_is_gone() {
-                let Some((locker, store, data)) = setup($db).await else {
+                let Some((locker, store, data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -165,11 +190,12 @@ macro_rules! tx_tests {
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 assert!(held(&locker, "invoice").await);
                 assert!(other.is_held());
+                cleanup.run().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_lock_taken_in_a_committed_transaction_holds() {
-                let Some((locker, store, data)) = setup($db).await else {
+                let Some((locker, store, data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -192,11 +218,12 @@ macro_rules! tx_tests {
                 tx.commit().await.expect("commit");
                 assert!(!held(&locker, "invoice").await);
                 assert_eq!(count(&store, &data).await, 1);
+                cleanup.run().await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn only_unique_insert_locks_in_a_transaction() {
-                let Some((locker, store, _data)) = setup($db).await else {
+                let Some((locker, store, _data, cleanup)) = setup($db).await else {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
@@ -215,6 +242,7 @@ macro_rules! tx_tests {
                     .await
                     .expect_err("memory store");
                 assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+                cleanup.run().await;
             }
         }
     };
