@@ -229,3 +229,25 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         Target::MySql(_) => Err(not_built("mysql")),
     }
 }
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use super::*;
+    use crate::sql::options::parse;
+
+    fn describe(url: &str) -> String {
+        let (target, options) = parse(url).expect("valid");
+        connect_lazy(&target, &options, url)
+            .expect("sqlite is built")
+            .describe()
+    }
+
+    #[test]
+    fn pools_describe_where_they_connect_without_a_runtime() {
+        assert_eq!(describe("sqlite::memory:"), "sqlite in memory");
+        assert_eq!(
+            describe("sqlite:///var/lib/app/locks.db"),
+            "sqlite at /var/lib/app/locks.db"
+        );
+    }
+}

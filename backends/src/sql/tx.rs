@@ -13,18 +13,26 @@
 //!   to do and reports `Ok`.
 //!
 //! ```no_run
-//! # async fn demo() -> baton::Result<()> {
-//! use baton::{Locker, SqlStore};
-//! let store = SqlStore::open("postgres://app:secret@db1/app")?;
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use baton::{LockRequest, Locker, SqlStore};
+//! let store = SqlStore::open("sqlite:///var/lib/app/app.db")?;
 //! let locker = Locker::new(store.clone());
-//! let pool = store.pool().postgres().expect("a PostgreSQL store").clone();
+//! let pool = store.pool().sqlite().expect("a SQLite store").clone();
 //!
+//! // Release together with the caller's writes.
 //! let mut guard = locker.lock("invoice 42").await?;
-//! let mut tx = pool.begin().await.map_err(|e| baton::Error::new(baton::ErrorKind::StoreError, e.to_string()))?;
-//! // ... the caller's writes on &mut *tx ...
+//! let mut tx = pool.begin().await?;
+//! baton::sqlx::query("UPDATE invoices SET sent = 1 WHERE id = 42").execute(&mut *tx).await?;
 //! guard.release_in(&mut *tx).await?;
-//! tx.commit().await.map_err(|e| baton::Error::new(baton::ErrorKind::StoreError, e.to_string()))?;
+//! tx.commit().await?;
 //! drop(guard); // after a rollback this would release the lock; after the commit, nothing to do
+//!
+//! // Lock only if the transaction commits.
+//! let mut tx = pool.begin().await?;
+//! let guard = locker.lock_in(&mut *tx, "invoice 43", LockRequest::new()).await?;
+//! // ... the caller's writes on &mut *tx ...
+//! tx.commit().await?;
+//! # drop(guard);
 //! # Ok(())
 //! # }
 //! ```
@@ -32,8 +40,10 @@
 //! The lock table must be in the database the transaction runs on, and transactions that take
 //! locks should run at READ COMMITTED (PostgreSQL's default; MariaDB's default REPEATABLE READ
 //! also works for unique insert, whose statements all read the latest committed row). A failed
-//! statement aborts a PostgreSQL transaction: a lock operation that fails inside one leaves the
-//! caller's transaction to roll back.
+//! statement aborts a PostgreSQL transaction: a lock operation that fails inside one (including
+//! a wait for another transaction's lock that outlasts the statement timeout) leaves the caller's
+//! transaction to roll back. `sqlite::memory:` has a single connection, so a transaction on it
+//! leaves none for the store: use a SQLite file.
 
 use baton_kernel::{Command, Error, ErrorKind, Reply, Result};
 use tokio::sync::Mutex;
@@ -105,8 +115,10 @@ impl Locker {
     /// check [`Guard::is_held`] before relying on the lock late in a long transaction. Waiting
     /// for a held lock works as with [`Locker::lock_with`], polling inside the transaction.
     ///
-    /// If the transaction rolls back, the lock was never taken: dropping the guard then finds
-    /// nothing to release (and logs that the lease was lost).
+    /// Until the transaction ends, others trying the same name wait for it (up to their
+    /// statement timeout, then they see [`ErrorKind::StoreUnavailable`] and retry). If the
+    /// transaction rolls back, the lock was never taken: dropping the guard then finds nothing to
+    /// release (and logs that the lease was lost).
     pub async fn lock_in<C: SqlConn + ?Sized>(
         &self,
         conn: &mut C,

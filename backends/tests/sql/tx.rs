@@ -222,6 +222,43 @@ macro_rules! tx_tests {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_statement_stuck_behind_a_transaction_is_cancelled_by_the_server() {
+                let Some((locker, store, _data, cleanup)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut tx = pool.begin().await.expect("begin");
+                let guard = locker
+                    .lock_in(&mut *tx, "invoice", LockRequest::new())
+                    .await
+                    .expect("lock in the transaction");
+                // Another store on the same table, with a 1 s statement timeout: its insert waits
+                // for the open transaction until the server gives up on it (row lock wait on
+                // PostgreSQL and MariaDB, SQLite's busy timeout), which is "not applied".
+                let url = format!("{}&timeout=1s", cleanup.url);
+                let other = Locker::open(&url).expect("valid URL");
+                let started = std::time::Instant::now();
+                let e = other
+                    .try_lock("invoice")
+                    .await
+                    .expect_err("blocked by the transaction");
+                assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}");
+                assert!(
+                    started.elapsed() < Duration::from_secs(15),
+                    "{:?}",
+                    started.elapsed()
+                );
+                tx.rollback().await.expect("rollback");
+                drop(guard);
+                let mut free = other
+                    .try_lock("invoice")
+                    .await
+                    .expect("free after the rollback");
+                free.release().await.expect("release");
+                cleanup.run().await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn only_unique_insert_locks_in_a_transaction() {
                 let Some((locker, store, _data, cleanup)) = setup($db).await else {
                     return;
