@@ -51,6 +51,7 @@
 //! - [`memory`]: [`MemoryStore`], the in-process store.
 //! - [`sql`]: [`SqlStore`], on SQLite (feature `sqlite`, on by default), PostgreSQL (`postgres`)
 //!   and MariaDB (`mysql`), with locks taken and released inside the caller's transactions.
+//! - [`cassandra`]: [`CassandraStore`], on Cassandra or ScyllaDB (feature `cassandra`).
 //! - [`driver`]: [`drive`], which runs one kernel operation against a store.
 //! - [`Locker`], [`LockerBuilder`], [`LockRequest`], [`Guard`]; [`BlockingLocker`] and
 //!   [`BlockingGuard`] for synchronous code; [`open_store`] to pick a store by URL.
@@ -64,6 +65,8 @@
 #![deny(unused_must_use)]
 
 mod blocking;
+#[cfg(feature = "cassandra")]
+pub mod cassandra;
 mod clock;
 pub mod driver;
 mod guard;
@@ -87,6 +90,11 @@ pub use request::LockRequest;
 pub use store::{Store, StoreFuture};
 pub use url::open_store;
 
+#[cfg(feature = "cassandra")]
+pub use cassandra::{CassandraOptions, CassandraStore};
+/// The scylla driver this crate is built with (for [`CassandraStore::session`]).
+#[cfg(feature = "cassandra")]
+pub use scylla;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub use sql::{SqlConn, SqlOptions, SqlPool, SqlStore};
 /// The sqlx this crate is built with, for beginning transactions that locks join.

@@ -15,10 +15,12 @@ use crate::store::Store;
 /// | `sqlite:///abs/path.db`, `sqlite://relative.db`, `sqlite::memory:` | a `SqlStore` on SQLite (feature `sqlite`, on by default) |
 /// | `postgres://user:pass@host:port/db` | a `SqlStore` on PostgreSQL (feature `postgres`) |
 /// | `mysql://user:pass@host:port/db` (or `mariadb://`) | a `SqlStore` on MariaDB 10.5+ (feature `mysql`) |
-/// | `cassandra://host1,host2/keyspace` | not built in yet |
+/// | `cassandra://host1,host2/keyspace` (or `scylla://`) | a `CassandraStore` (feature `cassandra`) |
 ///
 /// SQL URLs take the query parameters `table=NAME`, `create=true|false`, `timeout=5s` and
-/// `pool=N` (see `SqlOptions`). Opening never connects.
+/// `pool=N` (see `SqlOptions`); Cassandra URLs take `table`, `create`, `consistency`, `serial`,
+/// `replication`, `timeout` and `connect_timeout` (see `CassandraOptions`). Opening never
+/// connects.
 ///
 /// Errors are [`ErrorKind::InvalidOption`] and name the URL (with any password masked): a
 /// malformed URL, an unknown parameter or value, or a store not compiled into this build.
@@ -44,33 +46,45 @@ pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
         ));
     }
     let scheme = scheme.to_ascii_lowercase();
-    let store = match scheme.as_str() {
+    match scheme.as_str() {
         "memory" => {
             if !rest.is_empty() && rest != "//" {
                 return Err(malformed(&shown, "a memory store URL is just memory:"));
             }
-            return Ok(Arc::new(MemoryStore::new()));
+            Ok(Arc::new(MemoryStore::new()))
         }
-        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => return open_sql(url),
-        "cassandra" | "scylla" => "Cassandra",
-        other => {
-            return Err(Error::new(
-                ErrorKind::InvalidOption,
-                format!(
-                    "store URL {shown:?} has unknown scheme {other:?}; expected memory:, sqlite://, postgres://, mysql:// or cassandra://"
-                ),
-            ))
+        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" => open_sql(url),
+        "cassandra" | "scylla" => {
+            if !rest.starts_with("//") || rest.len() <= 2 {
+                return Err(malformed(
+                    &shown,
+                    &format!("a {scheme} URL looks like {scheme}://host1,host2/keyspace"),
+                ));
+            }
+            open_cassandra(url)
         }
-    };
-    if !rest.starts_with("//") || rest.len() <= 2 {
-        return Err(malformed(
-            &shown,
-            &format!("a {scheme} URL looks like {scheme}://… with a host or path"),
-        ));
+        other => Err(Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "store URL {shown:?} has unknown scheme {other:?}; expected memory:, sqlite://, postgres://, mysql:// or cassandra://"
+            ),
+        )),
     }
+}
+
+#[cfg(feature = "cassandra")]
+fn open_cassandra(url: &str) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(crate::cassandra::CassandraStore::open(url)?))
+}
+
+#[cfg(not(feature = "cassandra"))]
+fn open_cassandra(url: &str) -> Result<Arc<dyn Store>> {
     Err(Error::new(
         ErrorKind::InvalidOption,
-        format!("the {store} store is not built in yet (store URL {shown:?}); use memory: for now"),
+        format!(
+            "store URL {:?} needs the Cassandra store, which is not built into this build of baton (enable the cargo feature \"cassandra\")",
+            redact(url)
+        ),
     ))
 }
 

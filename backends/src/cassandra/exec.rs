@@ -1,0 +1,439 @@
+//! Executing one kernel command: binding the prepared statement, setting its consistency, and
+//! turning the result into a [`Reply`].
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_kernel::{
+    Cell, ColumnFilter, Command, Consistency, Failure, ReadConsistency, Reply, SerialConsistency,
+    Write,
+};
+use scylla::client::session::Session;
+use scylla::errors::ExecutionError;
+use scylla::response::query_result::QueryResult;
+use scylla::response::{PagingState, PagingStateResponse};
+use scylla::statement::batch::{Batch, BatchType};
+use scylla::statement::bound::BoundStatement;
+use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::{Consistency as Cl, SerialConsistency as Scl};
+use scylla::value::CqlValue;
+
+use super::errors::failure;
+use super::statements::{prefix_end, ttl_seconds, Statements};
+
+/// Levels that override the commands' own (the URL's `consistency=` and `serial=`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Overrides {
+    pub consistency: Option<Consistency>,
+    pub serial: Option<SerialConsistency>,
+}
+
+impl Overrides {
+    fn plain(&self, c: Consistency) -> Cl {
+        cl(self.consistency.unwrap_or(c))
+    }
+    fn serial(&self, s: SerialConsistency) -> Scl {
+        match self.serial.unwrap_or(s) {
+            SerialConsistency::Serial => Scl::Serial,
+            SerialConsistency::LocalSerial => Scl::LocalSerial,
+        }
+    }
+}
+
+fn cl(c: Consistency) -> Cl {
+    match c {
+        Consistency::One => Cl::One,
+        Consistency::Quorum => Cl::Quorum,
+        Consistency::LocalQuorum => Cl::LocalQuorum,
+        Consistency::EachQuorum => Cl::EachQuorum,
+        Consistency::All => Cl::All,
+    }
+}
+
+/// Rows per page of a scan.
+const SCAN_PAGE: i32 = 1000;
+
+/// What a command becomes on the wire: one bound statement, a batch, or nothing.
+pub(crate) enum Plan {
+    /// One statement.
+    One(BoundStatement),
+    /// A logged batch with its values.
+    Batch(Batch, Vec<Vec<CqlValue>>),
+    /// No statement (purge).
+    Nothing,
+    /// A scan (paged, so executed separately).
+    Scan,
+}
+
+fn text(s: &str) -> CqlValue {
+    CqlValue::Text(s.to_owned())
+}
+
+fn bind(p: &PreparedStatement, values: Vec<CqlValue>) -> Result<BoundStatement, Failure> {
+    p.clone()
+        .bind(&values)
+        .map_err(|e| Failure::Rejected(format!("cannot bind the statement's values: {e}")))
+}
+
+/// The statement(s) of `command`, with consistency set.
+pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<Plan, Failure> {
+    let plan = match command {
+        Command::Read {
+            row,
+            filter,
+            consistency,
+        } => {
+            let mut bound = match filter {
+                ColumnFilter::All => bind(&st.read_all, vec![text(row)])?,
+                ColumnFilter::Exact(c) => bind(&st.read_exact, vec![text(row), text(c)])?,
+                ColumnFilter::Prefix(p) => match prefix_end(p) {
+                    Some(end) => bind(&st.read_range, vec![text(row), text(p), text(&end)])?,
+                    None => bind(&st.read_from, vec![text(row), text(p)])?,
+                },
+            };
+            bound.set_consistency(match consistency {
+                ReadConsistency::Plain(c) => o.plain(*c),
+                ReadConsistency::Serial(s) => match o.serial(*s) {
+                    Scl::LocalSerial => Cl::LocalSerial,
+                    _ => Cl::Serial,
+                },
+            });
+            Plan::One(bound)
+        }
+        Command::Put {
+            row,
+            column,
+            value,
+            ttl,
+            consistency,
+        } => {
+            let mut bound = bind(&st.put, put_values(row, column, value, *ttl))?;
+            bound.set_consistency(o.plain(*consistency));
+            Plan::One(bound)
+        }
+        Command::Delete {
+            row,
+            column,
+            consistency,
+        } => {
+            let mut bound = bind(&st.delete, vec![text(row), text(column)])?;
+            bound.set_consistency(o.plain(*consistency));
+            Plan::One(bound)
+        }
+        Command::InsertIfAbsent {
+            row,
+            column,
+            value,
+            ttl,
+            serial,
+            consistency,
+        } => {
+            let mut bound = bind(&st.insert_if_absent, put_values(row, column, value, *ttl))?;
+            bound.set_consistency(o.plain(*consistency));
+            bound.set_serial_consistency(Some(o.serial(*serial)));
+            Plan::One(bound)
+        }
+        Command::CompareAndSet {
+            row,
+            column,
+            expected,
+            new,
+            ttl,
+            serial,
+            consistency,
+        } => {
+            let mut bound = match new {
+                Some(value) => {
+                    let mut values = put_values(row, column, value, *ttl);
+                    values.push(text(expected));
+                    bind(&st.compare_and_set, values)?
+                }
+                None => bind(
+                    &st.compare_and_delete,
+                    vec![text(row), text(column), text(expected)],
+                )?,
+            };
+            bound.set_consistency(o.plain(*consistency));
+            bound.set_serial_consistency(Some(o.serial(*serial)));
+            Plan::One(bound)
+        }
+        Command::Batch {
+            row,
+            writes,
+            consistency,
+        } => {
+            let mut batch = Batch::new(BatchType::Logged);
+            let mut values = Vec::new();
+            for write in last_write_per_column(writes) {
+                match write {
+                    Write::Put { column, value, ttl } => {
+                        batch.append_statement(st.put.clone());
+                        values.push(put_values(row, column, value, *ttl));
+                    }
+                    Write::Delete { column } => {
+                        batch.append_statement(st.delete.clone());
+                        values.push(vec![text(row), text(column)]);
+                    }
+                }
+            }
+            if values.is_empty() {
+                return Ok(Plan::Nothing);
+            }
+            batch.set_consistency(o.plain(*consistency));
+            batch.set_is_idempotent(true);
+            Plan::Batch(batch, values)
+        }
+        Command::Purge { .. } => Plan::Nothing,
+        Command::Scan { .. } => Plan::Scan,
+        other => {
+            return Err(Failure::Rejected(format!(
+                "the Cassandra store does not know the command {other:?}"
+            )))
+        }
+    };
+    Ok(plan)
+}
+
+fn put_values(row: &str, column: &str, value: &str, ttl: Option<Duration>) -> Vec<CqlValue> {
+    vec![
+        CqlValue::Int(ttl_seconds(ttl)),
+        text(value),
+        text(row),
+        text(column),
+    ]
+}
+
+/// The writes of a batch that matter: the last one per column, in order. The kernel's batches
+/// apply in order, while every statement of a Cassandra batch gets the same timestamp (and a
+/// delete wins a tie), so two writes of one column would not apply in order. Keeping only the
+/// last write per column gives the in-order result.
+fn last_write_per_column(writes: &[Write]) -> Vec<&Write> {
+    let column = |w: &Write| match w {
+        Write::Put { column, .. } | Write::Delete { column } => column.clone(),
+    };
+    let mut last: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, w) in writes.iter().enumerate() {
+        last.insert(column(w), i);
+    }
+    writes
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| last.get(&column(w)) == Some(i))
+        .map(|(_, w)| w)
+        .collect()
+}
+
+/// Executes `command` on `session`, with tracing if asked. Returns the reply.
+pub(crate) async fn execute(
+    session: &Session,
+    st: &Statements,
+    overrides: &Overrides,
+    command: &Command,
+) -> Reply {
+    match run(session, st, overrides, command, false).await {
+        Ok((reply, _)) => reply,
+        Err(f) => Reply::Failed(f),
+    }
+}
+
+/// Executes `command`, optionally traced; also returns the driver's result (for tracing ids).
+pub(crate) async fn run(
+    session: &Session,
+    st: &Statements,
+    overrides: &Overrides,
+    command: &Command,
+    trace: bool,
+) -> Result<(Reply, Option<QueryResult>), Failure> {
+    match plan(st, overrides, command)? {
+        Plan::Nothing => Ok((nothing_reply(command), None)),
+        Plan::Scan => {
+            let Command::Scan {
+                after,
+                limit,
+                consistency,
+            } = command
+            else {
+                return Err(Failure::Rejected("internal error: scan plan".into()));
+            };
+            let rows = scan(
+                session,
+                st,
+                after.as_deref(),
+                *limit,
+                overrides.plain(*consistency),
+            )
+            .await?;
+            Ok((Reply::Rows(rows), None))
+        }
+        Plan::Batch(batch, values) => {
+            let result = session
+                .batch(&batch, values)
+                .await
+                .map_err(|e| failure(&e))?;
+            Ok((Reply::Written, Some(result)))
+        }
+        Plan::One(mut bound) => {
+            bound.set_tracing(trace);
+            let result = session
+                .execute_bound_unpaged(&bound)
+                .await
+                .map_err(|e| failure(&e))?;
+            let reply = decode(command, result.clone())?;
+            Ok((reply, Some(result)))
+        }
+    }
+}
+
+/// Executes the statement of `command` and returns the driver's raw result, undecoded: the
+/// floor the benchmark compares the full path against.
+pub(crate) async fn execute_raw(
+    session: &Session,
+    st: &Statements,
+    overrides: &Overrides,
+    command: &Command,
+) -> Result<Option<QueryResult>, ExecutionError> {
+    match plan(st, overrides, command) {
+        Ok(Plan::One(bound)) => session.execute_bound_unpaged(&bound).await.map(Some),
+        Ok(Plan::Batch(batch, values)) => session.batch(&batch, values).await.map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn nothing_reply(command: &Command) -> Reply {
+    match command {
+        // Expired cells vanish by themselves in Cassandra (TTL): there is nothing to purge.
+        Command::Purge { .. } => Reply::Purged(Vec::new()),
+        _ => Reply::Written,
+    }
+}
+
+fn bad_result(e: impl std::fmt::Display) -> Failure {
+    Failure::Rejected(format!("unexpected result from Cassandra: {e}"))
+}
+
+fn decode(command: &Command, result: QueryResult) -> Result<Reply, Failure> {
+    match command {
+        Command::Read { .. } => {
+            let rows = result.into_rows_result().map_err(bad_result)?;
+            let mut cells = Vec::new();
+            for row in rows
+                .rows::<(String, Option<String>, Option<i32>)>()
+                .map_err(bad_result)?
+            {
+                let (column, value, ttl) = row.map_err(bad_result)?;
+                if let Some(value) = value {
+                    cells.push(cell(column, value, ttl));
+                }
+            }
+            Ok(Reply::Cells(cells))
+        }
+        Command::InsertIfAbsent { .. } | Command::CompareAndSet { .. } => {
+            let rows = result.into_rows_result().map_err(bad_result)?;
+            let specs = rows.column_specs();
+            let applied_at = specs
+                .get_by_name("[applied]")
+                .map(|(i, _)| i)
+                .ok_or_else(|| bad_result("a conditional statement without [applied]"))?;
+            let value_at = specs.get_by_name("value").map(|(i, _)| i);
+            let row = rows
+                .rows::<scylla::value::Row>()
+                .map_err(bad_result)?
+                .next()
+                .ok_or_else(|| bad_result("a conditional statement without a result row"))?
+                .map_err(bad_result)?;
+            let column = |i: usize| row.columns.get(i).cloned().flatten();
+            let applied = matches!(column(applied_at), Some(CqlValue::Boolean(true)));
+            let current = if applied {
+                None
+            } else {
+                match value_at.and_then(column) {
+                    Some(CqlValue::Text(s)) | Some(CqlValue::Ascii(s)) => Some(s),
+                    _ => None,
+                }
+            };
+            Ok(Reply::Conditional { applied, current })
+        }
+        _ => Ok(Reply::Written),
+    }
+}
+
+fn cell(column: String, value: String, ttl: Option<i32>) -> Cell {
+    Cell {
+        column,
+        value,
+        ttl_remaining: ttl
+            .and_then(|s| u64::try_from(s).ok())
+            .map(Duration::from_secs),
+    }
+}
+
+/// Lists up to `limit` partitions after `after` in token order, each with its live cells.
+async fn scan(
+    session: &Session,
+    st: &Statements,
+    after: Option<&str>,
+    limit: u32,
+    consistency: Cl,
+) -> Result<Vec<(String, Vec<Cell>)>, Failure> {
+    let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
+    let mut statement = match after {
+        Some(_) => st.scan_after.clone(),
+        None => st.scan_first.clone(),
+    };
+    statement.set_consistency(consistency);
+    statement.set_page_size(SCAN_PAGE);
+    let values: Vec<CqlValue> = after.map(text).into_iter().collect();
+    let mut out: Vec<(String, Vec<Cell>)> = Vec::new();
+    let mut paging = PagingState::start();
+    loop {
+        let (result, next) = session
+            .execute_single_page(&statement, &values, paging)
+            .await
+            .map_err(|e| failure(&e))?;
+        let rows = result.into_rows_result().map_err(bad_result)?;
+        for row in rows
+            .rows::<(String, String, Option<String>, Option<i32>)>()
+            .map_err(bad_result)?
+        {
+            let (name, column, value, ttl) = row.map_err(bad_result)?;
+            let Some(value) = value else { continue };
+            match out.last_mut() {
+                Some((last, cells)) if *last == name => cells.push(cell(column, value, ttl)),
+                _ => {
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                    out.push((name, vec![cell(column, value, ttl)]));
+                }
+            }
+        }
+        match next {
+            PagingStateResponse::HasMorePages { state } => paging = state,
+            PagingStateResponse::NoMorePages => return Ok(out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_keep_the_last_write_per_column() {
+        let put = |c: &str, v: &str| Write::Put {
+            column: c.into(),
+            value: v.into(),
+            ttl: None,
+        };
+        let del = |c: &str| Write::Delete { column: c.into() };
+        let writes = vec![
+            put("a", "1"),
+            del("b"),
+            del("a"),
+            put("b", "2"),
+            put("c", "3"),
+        ];
+        let kept: Vec<&Write> = last_write_per_column(&writes);
+        assert_eq!(kept, vec![&writes[2], &writes[3], &writes[4]]);
+    }
+}

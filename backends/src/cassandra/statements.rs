@@ -1,0 +1,186 @@
+//! The CQL of every kernel command, prepared once per store.
+//!
+//! | command | CQL | idempotent |
+//! | --- | --- | --- |
+//! | read, every cell | `SELECT cell, value, TTL(value) FROM t WHERE lock_name = ?` | yes |
+//! | read, prefix `p` | `… AND cell >= ? AND cell < ?` (bound to `p` and [`prefix_end`]`(p)`; `cell >= ?` alone if `p` has no successor) | yes |
+//! | read, exact | `… AND cell = ?` | yes |
+//! | put | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ?` (TTL 0: none) | yes |
+//! | delete | `DELETE FROM t WHERE lock_name = ? AND cell = ?` | yes |
+//! | batch | a logged batch of the put and delete statements, on one partition | yes |
+//! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
+//! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
+//! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
+//! | scan | `SELECT lock_name, cell, value, TTL(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |
+//! | purge | none: Cassandra drops expired cells by itself | — |
+//!
+//! Consistency, serial consistency and tracing are set on each bound statement, from the
+//! command. Conditional statements are not idempotent and use no driver retry policy: the
+//! kernel decides what a failed conditional command means. Plain statements are idempotent
+//! (client-side timestamps make a resent write land at its original place in the owner's
+//! sequence of writes), and the driver may retry them on another node.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use scylla::client::session::Session;
+use scylla::errors::PrepareError;
+use scylla::policies::retry::FallthroughRetryPolicy;
+use scylla::statement::prepared::PreparedStatement;
+
+/// The prepared statements of one lock table.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    pub read_all: PreparedStatement,
+    pub read_range: PreparedStatement,
+    pub read_from: PreparedStatement,
+    pub read_exact: PreparedStatement,
+    pub put: PreparedStatement,
+    pub delete: PreparedStatement,
+    pub insert_if_absent: PreparedStatement,
+    pub compare_and_set: PreparedStatement,
+    pub compare_and_delete: PreparedStatement,
+    pub scan_first: PreparedStatement,
+    pub scan_after: PreparedStatement,
+}
+
+/// The CQL text of each statement for table `t` (already `"keyspace"."table"`).
+pub(crate) fn cql(t: &str) -> [(&'static str, String); 11] {
+    let select = format!("SELECT cell, value, TTL(value) FROM {t} WHERE lock_name = ?");
+    let scan = format!("SELECT lock_name, cell, value, TTL(value) FROM {t}");
+    [
+        ("read_all", select.clone()),
+        ("read_range", format!("{select} AND cell >= ? AND cell < ?")),
+        ("read_from", format!("{select} AND cell >= ?")),
+        ("read_exact", format!("{select} AND cell = ?")),
+        (
+            "put",
+            format!("UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ?"),
+        ),
+        (
+            "delete",
+            format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ?"),
+        ),
+        (
+            "insert_if_absent",
+            format!(
+                "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null"
+            ),
+        ),
+        (
+            "compare_and_set",
+            format!(
+                "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = ?"
+            ),
+        ),
+        (
+            "compare_and_delete",
+            format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? IF value = ?"),
+        ),
+        ("scan_first", scan.clone()),
+        (
+            "scan_after",
+            format!("{scan} WHERE token(lock_name) > token(?)"),
+        ),
+    ]
+}
+
+impl Statements {
+    /// Prepares every statement on `session`, with `timeout` as each one's client-side timeout.
+    pub async fn prepare(
+        session: &Session,
+        table: &str,
+        timeout: Duration,
+    ) -> Result<Statements, PrepareError> {
+        let texts = cql(table);
+        let mut prepared = Vec::with_capacity(texts.len());
+        for (name, text) in texts {
+            let mut p = session.prepare(text).await?;
+            p.set_request_timeout(Some(timeout));
+            let conditional = matches!(
+                name,
+                "insert_if_absent" | "compare_and_set" | "compare_and_delete"
+            );
+            p.set_is_idempotent(!conditional);
+            if conditional {
+                p.set_retry_policy(Some(Arc::new(FallthroughRetryPolicy::new())));
+            }
+            prepared.push(p);
+        }
+        let mut it = prepared.into_iter();
+        let mut next = || it.next().ok_or(PrepareError::PreparedStatementIdsMismatch);
+        Ok(Statements {
+            read_all: next()?,
+            read_range: next()?,
+            read_from: next()?,
+            read_exact: next()?,
+            put: next()?,
+            delete: next()?,
+            insert_if_absent: next()?,
+            compare_and_set: next()?,
+            compare_and_delete: next()?,
+            scan_first: next()?,
+            scan_after: next()?,
+        })
+    }
+}
+
+/// The smallest string greater than every string that starts with `prefix`, or `None` if there
+/// is none (the prefix is all `U+10FFFF`). Cassandra compares `text` by its UTF-8 bytes, which
+/// is code-point order, the order of Rust's `str`; so the strings starting with `prefix` are
+/// exactly those in `[prefix, prefix_end(prefix))`.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let mut next = u32::from(last) + 1;
+        if (0xD800..=0xDFFF).contains(&next) {
+            next = 0xE000;
+        }
+        if let Some(c) = char::from_u32(next) {
+            chars.push(c);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// A TTL as CQL's whole seconds, rounded so the cell lives *at least* `ttl`: Cassandra stamps a
+/// cell's expiry as (the second it was written, floored) + TTL and drops it once the clock's
+/// whole seconds reach that, so a cell written `f` seconds into a second lives `TTL − f`. Hence
+/// `ceil(ttl) + 1`. `None` (no TTL) is CQL's TTL 0.
+pub fn ttl_seconds(ttl: Option<Duration>) -> i32 {
+    match ttl {
+        None => 0,
+        Some(t) => {
+            let whole = t.as_secs() + u64::from(t.subsec_nanos() > 0);
+            i32::try_from(whole.saturating_add(1)).unwrap_or(i32::MAX)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end("_LOCK_").as_deref(), Some("_LOCK`"));
+        assert_eq!(prefix_end("ticket/").as_deref(), Some("ticket0"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        for s in ["_LOCK_", "_LOCK_x", "_LOCK_\u{10FFFF}\u{10FFFF}"] {
+            assert!(s >= "_LOCK_" && s < prefix_end("_LOCK_").expect("end").as_str());
+        }
+        assert!("_LOCK`" >= prefix_end("_LOCK_").expect("end").as_str());
+    }
+
+    #[test]
+    fn ttls_round_up_with_a_spare_second() {
+        assert_eq!(ttl_seconds(None), 0);
+        assert_eq!(ttl_seconds(Some(Duration::from_millis(10))), 2);
+        assert_eq!(ttl_seconds(Some(Duration::from_secs(1))), 2);
+        assert_eq!(ttl_seconds(Some(Duration::from_millis(1500))), 3);
+        assert_eq!(ttl_seconds(Some(Duration::from_secs(60))), 61);
+    }
+}
