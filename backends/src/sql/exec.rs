@@ -1,16 +1,6 @@
 //! Executing one kernel [`Command`] on a connection, with the meaning the kernel's
-//! [`MemoryTable`](baton_kernel::MemoryTable) gives it.
-//!
-//! | command | statements (one round trip each) |
-//! | --- | --- |
-//! | read | `SELECT cell, value, <ms left> … WHERE lock_name = ? [AND cell >= ? AND cell < ?] AND <live> ORDER BY cell` |
-//! | put | upsert |
-//! | delete | `DELETE … WHERE lock_name = ? AND cell = ?` |
-//! | insert-if-absent | one upsert that replaces only an expired row; + a `SELECT` of the live value when not applied |
-//! | compare-and-set | one `UPDATE`/`DELETE … WHERE value = ? AND <live>`; + a `SELECT` when not applied |
-//! | batch | its puts and deletes in one transaction |
-//! | purge | `DELETE … WHERE expires_at <= <now> RETURNING lock_name, cell` |
-//! | scan | a page of live row names, then their live cells |
+//! [`MemoryTable`](baton_kernel::MemoryTable) gives it. The statements per command are listed
+//! in the `sql` module docs; their text is in `dialect.rs`.
 //!
 //! The `SELECT` after an unapplied conditional only tells the kernel who is in the way; it is
 //! informational and may be a moment newer than the conditional itself.

@@ -10,20 +10,34 @@
 //! | `expires_at` | when the cell expires by the database server's clock; NULL: never |
 //!
 //! with the primary key `(lock_name, cell)` and an index on `expires_at`. Expired rows stay until
-//! they are taken over, overwritten or purged, invisible to every read. Which statement runs for
-//! each kernel command is listed in [`exec`]; the SQL text of each is in [`dialect`].
+//! they are taken over, overwritten or purged, invisible to every read. "Live" below means
+//! `expires_at IS NULL OR expires_at > <server now>`, with the server's clock read once per
+//! statement (PostgreSQL `statement_timestamp()`, MariaDB `UTC_TIMESTAMP(6)`, SQLite
+//! `unixepoch('subsec')`); TTLs travel as integer milliseconds and are added by the server.
+//!
+//! | kernel command | statements (prepared; one round trip each) |
+//! | --- | --- |
+//! | read | `SELECT cell, value, <ms left> … WHERE lock_name = ? [AND cell >= ? AND cell < ?] AND <live> ORDER BY cell` (a prefix is a byte range, never a `LIKE` pattern) |
+//! | put | upsert: `INSERT … ON CONFLICT (lock_name, cell) DO UPDATE` (MariaDB `ON DUPLICATE KEY UPDATE`) |
+//! | delete | `DELETE … WHERE lock_name = ? AND cell = ?` |
+//! | insert-if-absent | one upsert that replaces the row only if it has expired (`… DO UPDATE … WHERE <old row expired>`; MariaDB `IF(<expired>, new, old)` per column); when not applied, a `SELECT` of the live value in the way |
+//! | compare-and-set | `UPDATE … SET … WHERE … AND value = ? AND <live>` or `DELETE … WHERE … AND value = ? AND <live>`; when not applied, the same `SELECT` |
+//! | batch | its puts and deletes in one transaction (a savepoint inside a caller's transaction) |
+//! | purge | `DELETE … WHERE expires_at <= <now> RETURNING lock_name, cell` |
+//! | scan | `SELECT DISTINCT lock_name … ORDER BY lock_name LIMIT ?`, then the live cells of that page |
 //!
 //! Stores are opened by URL ([`SqlStore::open`], [`crate::open_store`], [`crate::Locker::open`]):
 //! `sqlite:///abs/path.db`, `sqlite://relative.db`, `sqlite::memory:`,
 //! `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db` (MariaDB 10.5+), each
 //! with the optional parameters `table`, `create`, `timeout` and `pool` of [`SqlOptions`].
 //! Opening never connects: the first operation does, and an unreachable server makes it fail
-//! with [`ErrorKind::StoreUnavailable`](baton_kernel::ErrorKind::StoreUnavailable) after the
+//! with [`ErrorKind::StoreUnavailable`] after the
 //! connection timeout.
 //!
 //! Transactions: [`Locker::lock_in`](crate::Locker::lock_in) and
 //! [`Guard::release_in`](crate::Guard::release_in) run a lock operation on the caller's
-//! connection, inside the caller's transaction (see [`tx`]).
+//! connection, inside the caller's transaction, so the lock row commits or rolls back with the
+//! caller's own writes. The lock table must be in the database of that transaction.
 
 mod conn;
 pub(crate) mod dialect;
