@@ -226,8 +226,13 @@ impl SqlStore {
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(reply) => self.reply(reply),
             Err(_) => {
-                // The statement may still be running: do not hand the connection to anyone else.
-                conn.close_on_drop();
+                // The statement may still be running on the server: do not hand the connection
+                // to anyone else. (SQLite's connection runs its statements one after another
+                // on its own thread and stays usable; closing `sqlite::memory:`'s only
+                // connection would lose the database.)
+                if self.dialect() != Dialect::Sqlite {
+                    conn.close_on_drop();
+                }
                 Reply::Failed(self.client_timed_out())
             }
         }
