@@ -16,18 +16,23 @@ fn locker(url: &str, strategy: Strategy) -> Locker {
 }
 
 per_db!(lock_try_and_hand_off, |url: String| async move {
+    // Straight from the URL, with the locker defaults; the strategy per request.
+    let a = Locker::open(&url).expect("valid URL");
+    let b = Locker::open(&url).expect("valid URL");
     for strategy in Strategy::ALL {
         let name = format!("job {strategy}");
-        let a = locker(&url, strategy);
-        let b = locker(&url, strategy);
-        let mut first = a.lock(&name).await.expect("uncontended");
+        let request = move || LockRequest::new().strategy(strategy);
+        let mut first = a.lock_with(&name, request()).await.expect("uncontended");
         assert!(first.is_held());
-        let e = b.try_lock(&name).await.expect_err("held");
+        let e = b
+            .lock_with(&name, request().try_once())
+            .await
+            .expect_err("held");
         assert_eq!(e.kind(), ErrorKind::Busy, "{strategy}: {e}");
         let waiter = {
             let b = b.clone();
             let name = name.clone();
-            tokio::spawn(async move { b.lock(&name).await })
+            tokio::spawn(async move { b.lock_with(&name, request()).await })
         };
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!waiter.is_finished(), "{strategy}: the waiter must wait");
@@ -40,7 +45,7 @@ per_db!(lock_try_and_hand_off, |url: String| async move {
         );
         second.release().await.expect("release");
         assert_eq!(
-            a.inspect(&name).await.expect("inspect"),
+            a.inspect_with(&name, strategy).await.expect("inspect"),
             vec![],
             "{strategy}"
         );
