@@ -129,7 +129,9 @@ impl SqlStore {
     }
 
     /// The connection pool, to begin transactions on the lock table's database (see
-    /// [`Locker::lock_in`](crate::Locker::lock_in)).
+    /// [`Locker::lock_in`](crate::Locker::lock_in)). Its connections carry the store's settings
+    /// (PostgreSQL `statement_timeout`, MariaDB `max_statement_time`, SQLite WAL and busy
+    /// timeout).
     pub fn pool(&self) -> &SqlPool {
         &self.inner.pool
     }

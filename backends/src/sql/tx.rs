@@ -125,27 +125,31 @@ impl Locker {
         name: &str,
         request: LockRequest,
     ) -> Result<Guard> {
-        let sql = self.sql_store("lock_in")?;
+        let sql = self.require_sql("lock_in")?;
         let store = ConnStore::new(conn, sql).await?;
         self.acquire_on(name, request.keep_alive(false), &store, true)
             .await
     }
 
-    /// The locker's store as a [`SqlStore`], or [`ErrorKind::InvalidOption`] naming `method`.
-    pub(crate) fn sql_store(&self, method: &str) -> Result<SqlStore> {
+    /// The locker's store, if it is a [`SqlStore`]: for its [`SqlStore::pool`], to begin the
+    /// transactions that [`Locker::lock_in`] and [`Guard::release_in`] join.
+    pub fn sql_store(&self) -> Option<&SqlStore> {
         self.store()
             .as_any()
             .and_then(|s| s.downcast_ref::<SqlStore>())
-            .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::InvalidOption,
-                    format!(
-                        "{method} needs a locker on a SQL store, not on the {}",
-                        self.store().describe()
-                    ),
-                )
-            })
+    }
+
+    /// The locker's store as a [`SqlStore`], or [`ErrorKind::InvalidOption`] naming `method`.
+    pub(crate) fn require_sql(&self, method: &str) -> Result<SqlStore> {
+        self.sql_store().cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "{method} needs a locker on a SQL store, not on the {}",
+                    self.store().describe()
+                ),
+            )
+        })
     }
 }
 
@@ -161,7 +165,7 @@ impl Guard {
     /// Errors as for [`Guard::release`]: [`ErrorKind::Lost`] if the lease had been lost, store
     /// kinds if the statement failed (on PostgreSQL the transaction is then aborted).
     pub async fn release_in<C: SqlConn + ?Sized>(&mut self, conn: &mut C) -> Result<()> {
-        let sql = self.shared.locker.sql_store("release_in")?;
+        let sql = self.shared.locker.require_sql("release_in")?;
         let store = ConnStore::new(conn, sql).await?;
         self.shared.release_in_transaction(&store).await
     }
