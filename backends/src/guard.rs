@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::keep_alive;
 use crate::locker::Locker;
+use crate::slots::Slot;
 use crate::store::Store;
 
 /// Where a guard's lease stands.
@@ -37,6 +38,8 @@ pub(crate) struct Shared {
     /// Tells the background task that the lease or the status changed.
     pub(crate) kick: Notify,
     pub(crate) keep_alive: bool,
+    /// The owner-id slot, held until the guard and its background work are gone.
+    _slot: Slot,
 }
 
 impl Shared {
@@ -244,6 +247,7 @@ impl Guard {
         keep_alive: bool,
         runtime: Handle,
         pid: u32,
+        slot: Slot,
     ) -> Guard {
         let Grant { lease, row } = grant;
         let name = lease.name().as_str().to_owned();
@@ -255,6 +259,7 @@ impl Guard {
             ops: tokio::sync::Mutex::new(()),
             kick: Notify::new(),
             keep_alive,
+            _slot: slot,
         });
         // Without keep-alive there is nothing to do in the background: the deadline is checked
         // by whoever asks (is_held, loss, lost).

@@ -75,6 +75,7 @@ mod locker;
 pub mod memory;
 mod owner;
 mod request;
+mod slots;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub mod sql;
 pub mod store;

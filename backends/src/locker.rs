@@ -18,14 +18,16 @@ use crate::guard::Guard;
 use crate::memory::MemoryStore;
 use crate::owner;
 use crate::request::LockRequest;
+use crate::slots::Slots;
 use crate::store::Store;
 use crate::url::open_store;
 
 /// Hands out locks on one store, with default options.
 ///
-/// Cheap to clone (clones share the store, the defaults and the clock). Every acquisition gets
-/// a fresh owner id (host, process id, random nonce), so two guards in one process, even on one
-/// thread, are distinct owners.
+/// Cheap to clone (clones share the store, the defaults and the clock). Two live guards, even in
+/// one process on one thread, are always distinct owners; sequential acquisitions of a name
+/// reuse an owner id (see the `slots` module: it keeps lock rows free of piled-up deleted
+/// columns) and every acquisition writes a fresh acquisition id.
 ///
 /// The async methods must run inside a tokio runtime with time enabled (otherwise they return
 /// [`ErrorKind::InvalidOption`]); keep-alive tasks run on the runtime that acquired the lock.
@@ -43,6 +45,8 @@ struct Inner {
     clock: Clock,
     /// The fencing counter as our last unique-insert lease of each name left it.
     hints: Mutex<HashMap<String, FenceHint>>,
+    /// Owner-id slots in use per name.
+    slots: Arc<Slots>,
 }
 
 /// The most names whose fence hints are remembered (the cache is cleared when it is full).
@@ -157,15 +161,24 @@ impl Locker {
         let runtime = current_runtime()?;
         let pid = std::process::id();
         opts.seed = owner::random_u64();
+        opts.acquisition = owner::random_u64() | 1;
         opts.created_unix_ms = owner::unix_ms();
-        let owner = owner::fresh_owner(self.inner.host_id)?;
+        let slot = self.inner.slots.take(name.as_str());
+        let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
         let hint = self.hint(&name, opts.strategy);
         let mut op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
         let grant = self.run_on(&mut op, store).await?;
         if !in_transaction {
             self.remember(&grant.lease);
         }
-        Ok(Guard::start(self.clone(), grant, keep_alive, runtime, pid))
+        Ok(Guard::start(
+            self.clone(),
+            grant,
+            keep_alive,
+            runtime,
+            pid,
+            slot,
+        ))
     }
 
     /// Lists the live entries of `name` (holder, waiters, stale columns), read with the default
@@ -420,6 +433,7 @@ impl LockerBuilder {
                 keep_alive: self.keep_alive,
                 clock: Clock::new(),
                 hints: Mutex::new(HashMap::new()),
+                slots: Slots::new(owner::random_u64()),
             }),
         }
     }

@@ -42,9 +42,9 @@ pub(crate) fn random_u64() -> u64 {
     SplitMix64::new(hasher.finish()).next_u64()
 }
 
-/// A fresh owner id for one acquisition: this host, this process, a new nonce.
-pub(crate) fn fresh_owner(host_id: Option<u32>) -> Result<OwnerId> {
-    let owner = OwnerId::new(host(), std::process::id(), random_u64())?;
+/// The owner id of this host, this process and `nonce` (a slot's, see the `slots` module).
+pub(crate) fn owner_with_nonce(host_id: Option<u32>, nonce: u64) -> Result<OwnerId> {
+    let owner = OwnerId::new(host(), std::process::id(), nonce)?;
     Ok(match host_id {
         Some(id) => owner.with_host_id(id),
         None => owner,
@@ -64,9 +64,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn owners_are_unique_and_valid() {
-        let a = fresh_owner(None).expect("valid host");
-        let b = fresh_owner(Some(7)).expect("valid host");
+    fn owners_are_valid_and_nonces_random() {
+        let a = owner_with_nonce(None, random_u64()).expect("valid host");
+        let b = owner_with_nonce(Some(7), random_u64()).expect("valid host");
         assert_ne!(a.nonce(), b.nonce());
         assert_eq!(a.pid(), std::process::id());
         assert_eq!(b.host_id(), Some(7));
