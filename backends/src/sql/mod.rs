@@ -163,32 +163,43 @@ impl SqlStore {
 
     /// The schema check, once per store; failures are not cached (the next call tries again).
     pub(crate) async fn ready(&self) -> std::result::Result<(), Failure> {
-        let inner = &self.inner;
-        inner
+        self.inner
             .ready
             .get_or_try_init(|| async {
-                let st = &inner.statements;
-                let (create, table) = (inner.options.create, &inner.options.table);
-                match &inner.pool {
-                    #[cfg(feature = "sqlite")]
-                    SqlPool::Sqlite(p) => {
-                        let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table).await
-                    }
-                    #[cfg(feature = "postgres")]
-                    SqlPool::Postgres(p) => {
-                        let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table).await
-                    }
-                    #[cfg(feature = "mysql")]
-                    SqlPool::MySql(p) => {
-                        let mut conn = self.acquire(p).await?;
-                        schema::ensure(&mut *conn, st, create, table).await
-                    }
+                // A few statements, each bounded by the server; this bounds them together.
+                let limit = self.client_timeout() * 3;
+                match tokio::time::timeout(limit, self.ensure_schema_once()).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(Failure::Unavailable(format!(
+                        "checking the lock table took longer than {limit:?}"
+                    ))),
                 }
             })
             .await
             .map(|_| ())
+    }
+
+    async fn ensure_schema_once(&self) -> std::result::Result<(), Failure> {
+        let inner = &self.inner;
+        let st = &inner.statements;
+        let (create, table) = (inner.options.create, &inner.options.table);
+        match &inner.pool {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => {
+                let mut conn = self.acquire(p).await?;
+                schema::ensure(&mut *conn, st, create, table).await
+            }
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => {
+                let mut conn = self.acquire(p).await?;
+                schema::ensure(&mut *conn, st, create, table).await
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => {
+                let mut conn = self.acquire(p).await?;
+                schema::ensure(&mut *conn, st, create, table).await
+            }
+        }
     }
 
     async fn acquire<DB: sqlx::Database>(
