@@ -38,8 +38,9 @@ pub(crate) struct Shared {
     /// Tells the background task that the lease or the status changed.
     pub(crate) kick: Notify,
     pub(crate) keep_alive: bool,
-    /// The owner-id slot, held until the guard and its background work are gone.
-    _slot: Slot,
+    /// The owner-id slot: freed once the lease is released, or when the guard and its background
+    /// work are gone.
+    slot: Mutex<Option<Slot>>,
 }
 
 impl Shared {
@@ -148,7 +149,9 @@ impl Shared {
                 // The release already ran in the caller's transaction. If that rolled back, this
                 // one releases the lock; if it committed, there is nothing left, which is fine.
                 self.status.send_replace(Status::Released);
-                return match self.locker.run(&mut Release::new(&lease)).await {
+                let result = self.locker.run(&mut Release::new(&lease)).await;
+                self.free_slot();
+                return match result {
                     Err(e) if e.kind() == ErrorKind::Lost => Ok(()),
                     other => other,
                 };
@@ -163,6 +166,7 @@ impl Shared {
         self.status.send_replace(Status::Released);
         self.kick.notify_one();
         let result = self.locker.run(&mut op).await;
+        self.free_slot();
         match (lost, result) {
             // The cell is cleaned up either way, but the holder must hear that it had lost.
             (Some(e), _) => Err(e),
@@ -172,6 +176,15 @@ impl Shared {
 }
 
 impl Shared {
+    /// Frees the owner-id slot for the next acquisition of this name (reuse is safe once our
+    /// release has run, whatever its outcome: values carry a fresh acquisition id).
+    fn free_slot(&self) {
+        self.slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
     /// Releases the lease through `store`, a caller's transaction: the guard then stops its
     /// keep-alive and owes one more release through the locker's own store (see
     /// [`Status::InTransaction`]). Allowed again after a rollback.
@@ -259,7 +272,7 @@ impl Guard {
             ops: tokio::sync::Mutex::new(()),
             kick: Notify::new(),
             keep_alive,
-            _slot: slot,
+            slot: Mutex::new(Some(slot)),
         });
         // Without keep-alive there is nothing to do in the background: the deadline is checked
         // by whoever asks (is_held, loss, lost).
