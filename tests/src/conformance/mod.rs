@@ -32,6 +32,7 @@
 pub mod admin;
 pub mod basics;
 pub mod expiry;
+mod janitor;
 pub mod target;
 pub mod util;
 
@@ -40,6 +41,7 @@ use std::time::Duration;
 
 use baton::Strategy;
 
+pub use janitor::drop_table;
 pub use target::{Backend, Table, Target};
 
 /// The most one behaviour may take for all strategies together before it counts as hung.

@@ -180,6 +180,7 @@ impl Target {
                 backend: self.backend,
                 name,
                 url: None,
+                base: None,
                 memory: Some(MemoryStore::new()),
                 _file: None,
             },
@@ -189,6 +190,7 @@ impl Target {
                     backend: self.backend,
                     name,
                     url: Some(url),
+                    base: self.base.clone(),
                     memory: None,
                     _file: file,
                 }
@@ -230,8 +232,23 @@ pub struct Table {
     backend: Backend,
     name: String,
     url: Option<String>,
+    /// The database URL without `table=`, when the table lives in a database the environment
+    /// named (dropped again by the janitor).
+    base: Option<String>,
     memory: Option<MemoryStore>,
     _file: Option<TempFile>,
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        let sql = matches!(
+            self.backend,
+            Backend::Sqlite | Backend::Postgres | Backend::Mysql
+        );
+        if let (true, Some(base)) = (sql, &self.base) {
+            super::janitor::drop_table(self.backend, base, &self.name);
+        }
+    }
 }
 
 impl Table {
