@@ -78,10 +78,13 @@ async fn cycle(
     (started.elapsed(), grant.lease.fence_hint())
 }
 
+/// What one traced command read: its kind, tombstones, live rows, and the server's warnings.
+type Seen = (String, u64, u64, Vec<String>);
+
 /// A store that runs every command with tracing and remembers what each read.
 struct Traced {
     inner: CassandraStore,
-    seen: Mutex<Vec<(String, u64, u64, Vec<String>)>>,
+    seen: Mutex<Vec<Seen>>,
 }
 
 impl Store for Traced {

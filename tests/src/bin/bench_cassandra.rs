@@ -1,0 +1,396 @@
+//! Benchmark of the Cassandra store, per strategy.
+//!
+//! ```text
+//! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10] [--clients 8]
+//! ```
+//!
+//! `--url` defaults to `BATON_CASSANDRA_URL`. For each strategy, on a fresh table:
+//! - **uncontended**: p50 and p99 of `Locker::lock` + `Guard::release` on a free lock, and the
+//!   number of storage round trips one such cycle makes (counted by a recording store);
+//! - **floor**: the same CQL statements issued raw on the same session
+//!   ([`CassandraStore::execute_raw`]), cycle after cycle, on a row of their own (fencing-counter
+//!   updates re-chained so that every one applies, as in the real cycle): what the cycle costs
+//!   without the kernel, the driver loop and the guard;
+//! - **contended**: `--clients` lockers (each its own session, as separate processes would have)
+//!   locking and releasing one name for `--contended-secs`: acquisitions per second, and
+//!   fairness (Jain's index over the clients' counts, 1.0 = perfectly even, and min/max).
+//!
+//! Output: one line per strategy, then a Markdown table.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton::cassandra::CassandraStore;
+use baton::{Command, LockRequest, Locker, RetryPolicy, Store, StoreFuture, Strategy};
+use baton_tests::conformance::target::unique_table;
+
+struct Args {
+    url: String,
+    label: String,
+    iterations: usize,
+    contended: Duration,
+    clients: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        url: std::env::var("BATON_CASSANDRA_URL").unwrap_or_default(),
+        label: String::from("cassandra"),
+        iterations: 300,
+        contended: Duration::from_secs(10),
+        clients: 8,
+    };
+    let mut argv = std::env::args().skip(1);
+    while let Some(flag) = argv.next() {
+        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("{flag} {value:?} is not a number"))
+        };
+        match flag.as_str() {
+            "--url" => args.url = value.clone(),
+            "--label" => args.label = value.clone(),
+            "--iterations" => args.iterations = number()?.max(10) as usize,
+            "--contended-secs" => args.contended = Duration::from_secs(number()?.max(1)),
+            "--clients" => args.clients = number()?.max(1) as usize,
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    if args.url.is_empty() {
+        return Err(String::from(
+            "no cluster: pass --url or set BATON_CASSANDRA_URL (scripts/cassandra url1)",
+        ));
+    }
+    Ok(args)
+}
+
+/// A store that forwards to the Cassandra store and, while on, records the commands.
+struct Recorder {
+    inner: CassandraStore,
+    on: AtomicBool,
+    log: Mutex<Vec<Command>>,
+}
+
+impl Store for Recorder {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        if self.on.load(Ordering::SeqCst) {
+            self.log
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(command.clone());
+        }
+        self.inner.execute(command)
+    }
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+fn quick_retry() -> RetryPolicy {
+    RetryPolicy {
+        initial: Duration::from_millis(2),
+        max: Duration::from_millis(50),
+        max_attempts: None,
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+struct Result1 {
+    strategy: Strategy,
+    p50: Duration,
+    p99: Duration,
+    round_trips: usize,
+    floor_p50: Duration,
+    floor_p99: Duration,
+    throughput: f64,
+    jain: f64,
+    min: u64,
+    max: u64,
+}
+
+fn table_url(base: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}table={}", unique_table())
+}
+
+/// The fencing counter's column for `strategy`.
+fn fence_column(strategy: Strategy) -> &'static str {
+    match strategy {
+        Strategy::ColumnPrefix => "_LOCK_",
+        _ => "fence",
+    }
+}
+
+/// `commands` moved to row `row`, with fencing-counter updates re-chained from `fence` so each
+/// one applies (as it does in a real cycle); updates `fence` to the last value written.
+fn rewrite(
+    commands: &[Command],
+    row: &str,
+    strategy: Strategy,
+    fence: &mut Option<String>,
+    n: u64,
+) -> Vec<Command> {
+    let fence_col = fence_column(strategy);
+    commands
+        .iter()
+        .map(|c| {
+            let fence_update = match c {
+                Command::InsertIfAbsent {
+                    column,
+                    ttl,
+                    serial,
+                    consistency,
+                    ..
+                }
+                | Command::CompareAndSet {
+                    column,
+                    ttl,
+                    serial,
+                    consistency,
+                    ..
+                } if column == fence_col => Some((column.clone(), *ttl, *serial, *consistency)),
+                _ => None,
+            };
+            if let Some((column, ttl, serial, consistency)) = fence_update {
+                let next = format!("token={n} owner=floor:1:0000000000000001");
+                let command = match fence.replace(next.clone()) {
+                    None => Command::InsertIfAbsent {
+                        row: row.to_owned(),
+                        column,
+                        value: next,
+                        ttl,
+                        serial,
+                        consistency,
+                    },
+                    Some(expected) => Command::CompareAndSet {
+                        row: row.to_owned(),
+                        column,
+                        expected,
+                        new: Some(next),
+                        ttl,
+                        serial,
+                        consistency,
+                    },
+                };
+                return command;
+            }
+            let mut c = c.clone();
+            match &mut c {
+                Command::Read { row: r, .. }
+                | Command::Put { row: r, .. }
+                | Command::Delete { row: r, .. }
+                | Command::Batch { row: r, .. }
+                | Command::InsertIfAbsent { row: r, .. }
+                | Command::CompareAndSet { row: r, .. } => *r = row.to_owned(),
+                _ => {}
+            }
+            c
+        })
+        .collect()
+}
+
+async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
+    let url = table_url(&args.url);
+    let store = CassandraStore::open(&url).map_err(|e| e.to_string())?;
+    store.ensure_schema().await.map_err(|e| e.to_string())?;
+    let recorder = Arc::new(Recorder {
+        inner: store.clone(),
+        on: AtomicBool::new(false),
+        log: Mutex::new(Vec::new()),
+    });
+    let locker = baton::LockerBuilder::new(recorder.clone())
+        .strategy(strategy)
+        .ttl(Duration::from_secs(10))
+        .retry(quick_retry())
+        .build()
+        .map_err(|e| e.to_string())?;
+
+    // Uncontended lock + release.
+    let warm = 20;
+    let mut times = Vec::with_capacity(args.iterations);
+    for i in 0..warm + args.iterations {
+        let last = i + 1 == warm + args.iterations;
+        if last {
+            recorder.on.store(true, Ordering::SeqCst);
+        }
+        let started = Instant::now();
+        let mut guard = locker
+            .lock_with("uncontended", LockRequest::new())
+            .await
+            .map_err(|e| format!("lock: {e}"))?;
+        guard.release().await.map_err(|e| format!("release: {e}"))?;
+        if i >= warm {
+            times.push(started.elapsed());
+        }
+    }
+    recorder.on.store(false, Ordering::SeqCst);
+    times.sort();
+    let cycle = recorder
+        .log
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+
+    // Floor: the same statements, raw, on the same session.
+    let floor_row = format!("floor-{strategy}");
+    let mut fence = None;
+    let mut floor = Vec::with_capacity(args.iterations);
+    for i in 0..warm + args.iterations {
+        let commands = rewrite(&cycle, &floor_row, strategy, &mut fence, i as u64 + 1);
+        let started = Instant::now();
+        for c in &commands {
+            store
+                .execute_raw(c)
+                .await
+                .map_err(|e| format!("raw {c:?}: {e}"))?;
+        }
+        if i >= warm {
+            floor.push(started.elapsed());
+        }
+    }
+    floor.sort();
+
+    // Contended: clients on one name, each with its own session.
+    let counts: Vec<Arc<AtomicU64>> = (0..args.clients)
+        .map(|_| Arc::new(AtomicU64::new(0)))
+        .collect();
+    let mut lockers = Vec::new();
+    for _ in 0..args.clients {
+        let store = CassandraStore::open(&url).map_err(|e| e.to_string())?;
+        store.ensure_schema().await.map_err(|e| e.to_string())?;
+        lockers.push(
+            Locker::builder(store)
+                .strategy(strategy)
+                .ttl(Duration::from_secs(10))
+                .retry(quick_retry())
+                .wait_timeout(Duration::from_secs(60))
+                .build()
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let stop = Instant::now() + args.contended;
+    let started = Instant::now();
+    let tasks: Vec<_> = lockers
+        .into_iter()
+        .zip(counts.iter().cloned())
+        .map(|(locker, count)| {
+            tokio::spawn(async move {
+                while Instant::now() < stop {
+                    match locker.lock("contended").await {
+                        Ok(mut guard) => {
+                            count.fetch_add(1, Ordering::Relaxed);
+                            let _ = guard.release().await;
+                        }
+                        Err(e) => eprintln!("contended lock failed: {e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let xs: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    let total: u64 = xs.iter().sum();
+    let sum_sq: f64 = xs.iter().map(|x| (*x as f64).powi(2)).sum();
+    let jain = if sum_sq > 0.0 {
+        (total as f64).powi(2) / (xs.len() as f64 * sum_sq)
+    } else {
+        0.0
+    };
+    Ok(Result1 {
+        strategy,
+        p50: percentile(&times, 0.5),
+        p99: percentile(&times, 0.99),
+        round_trips: cycle.len(),
+        floor_p50: percentile(&floor, 0.5),
+        floor_p99: percentile(&floor, 0.99),
+        throughput: total as f64 / elapsed,
+        jain,
+        min: xs.iter().copied().min().unwrap_or(0),
+        max: xs.iter().copied().max().unwrap_or(0),
+    })
+}
+
+fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bench_cassandra: {e}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bench_cassandra: no runtime: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut results = Vec::new();
+    for strategy in Strategy::ALL {
+        match runtime.block_on(bench(&args, strategy)) {
+            Ok(r) => {
+                println!(
+                    "{} {}: lock+release p50 {} ms p99 {} ms, {} round trips; floor p50 {} ms p99 {} ms (x{:.2}); contended {:.1}/s with {} clients, fairness {:.3} (min {} max {})",
+                    args.label,
+                    r.strategy,
+                    ms(r.p50),
+                    ms(r.p99),
+                    r.round_trips,
+                    ms(r.floor_p50),
+                    ms(r.floor_p99),
+                    r.p50.as_secs_f64() / r.floor_p50.as_secs_f64(),
+                    r.throughput,
+                    args.clients,
+                    r.jain,
+                    r.min,
+                    r.max
+                );
+                results.push(r);
+            }
+            Err(e) => {
+                eprintln!("bench_cassandra: {strategy}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    println!();
+    println!("| cluster | strategy | p50 ms | p99 ms | round trips | floor p50 ms | floor p99 ms | p50 / floor | contended acq/s ({} clients) | fairness (Jain) | min–max per client |", args.clients);
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for r in &results {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
+            args.label,
+            r.strategy,
+            ms(r.p50),
+            ms(r.p99),
+            r.round_trips,
+            ms(r.floor_p50),
+            ms(r.floor_p99),
+            r.p50.as_secs_f64() / r.floor_p50.as_secs_f64(),
+            r.throughput,
+            r.jain,
+            r.min,
+            r.max
+        );
+    }
+}
