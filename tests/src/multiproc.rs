@@ -168,6 +168,9 @@ pub struct Outcome {
     pub counter: u64,
     /// How long the run took.
     pub elapsed: Duration,
+    /// The failed calls the workers reported on stderr (`<wall ns> lock|release failed after
+    /// <duration>: <error>`).
+    pub error_lines: Vec<String>,
 }
 
 impl Outcome {
@@ -306,12 +309,19 @@ impl Run {
         let elapsed = self.started.elapsed();
         let mut summaries = Vec::new();
         let mut sections = Vec::new();
+        let mut error_lines = Vec::new();
         for (i, status) in statuses.into_iter().enumerate() {
             let read = |ext: &str| {
                 std::fs::read_to_string(self.dir.join(format!("worker-{i}.{ext}")))
                     .unwrap_or_default()
             };
             let (stdout, stderr) = (read("out"), read("err"));
+            error_lines.extend(
+                stderr
+                    .lines()
+                    .filter(|l| l.contains(" failed after "))
+                    .map(|l| format!("worker {i}: {l}")),
+            );
             let status = status.expect("every worker has exited");
             let describe = |why: &str| {
                 format!(
@@ -343,6 +353,7 @@ impl Run {
             summaries,
             counter,
             elapsed,
+            error_lines,
         })
     }
 }
