@@ -194,6 +194,26 @@ fn one_node_killed_mid_run(base: &str) {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Waits until node 1 reports `count` nodes down (`DN` in `nodetool status`).
+fn wait_until_down(count: usize, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let out = Command::new(script())
+            .args(["nodetool", "1", "status"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        if out.lines().filter(|l| l.starts_with("DN")).count() >= count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 1 did not see {count} nodes down within {limit:?}: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 fn two_nodes_down(base: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -237,6 +257,11 @@ fn two_nodes_down(base: &str) {
         cassandra(&["kill-node", "2"]).expect("kill node 2");
         cassandra(&["kill-node", "3"]).expect("kill node 3");
         let killed = Instant::now();
+        // Until the survivor's failure detector marks them down, its requests wait for the
+        // dead replicas and time out (maybe applied, rightly); after that it refuses at once
+        // with "not enough replicas", which is what callers should see.
+        wait_until_down(2, Duration::from_secs(60));
+        println!("nodes 2 and 3 marked down after {:.1?}", killed.elapsed());
 
         let mut failures = Vec::new();
         for (strategy, contender) in &contenders {

@@ -218,37 +218,38 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         .build()
         .map_err(|e| e.to_string())?;
 
-    // Uncontended lock + release.
+    // Record one uncontended cycle (after a warm-up) to learn its statements.
     let warm = 20;
-    let mut times = Vec::with_capacity(args.iterations);
-    for i in 0..warm + args.iterations {
-        let last = i + 1 == warm + args.iterations;
-        if last {
-            recorder.on.store(true, Ordering::SeqCst);
-        }
-        let started = Instant::now();
+    for i in 0..warm {
+        recorder.on.store(i + 1 == warm, Ordering::SeqCst);
         let mut guard = locker
             .lock_with("uncontended", LockRequest::new())
             .await
             .map_err(|e| format!("lock: {e}"))?;
         guard.release().await.map_err(|e| format!("release: {e}"))?;
-        if i >= warm {
-            times.push(started.elapsed());
-        }
     }
     recorder.on.store(false, Ordering::SeqCst);
-    times.sort();
     let cycle = recorder
         .log
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
 
-    // Floor: the same statements, raw, on the same session.
+    // Uncontended lock + release, alternating with the floor (the same statements, raw, on the
+    // same session, on a row of their own), so both see the same cluster state and noise.
     let floor_row = format!("floor-{strategy}");
     let mut fence = None;
+    let mut times = Vec::with_capacity(args.iterations);
     let mut floor = Vec::with_capacity(args.iterations);
-    for i in 0..warm + args.iterations {
+    for i in 0..args.iterations {
+        let started = Instant::now();
+        let mut guard = locker
+            .lock_with("uncontended", LockRequest::new())
+            .await
+            .map_err(|e| format!("lock: {e}"))?;
+        guard.release().await.map_err(|e| format!("release: {e}"))?;
+        times.push(started.elapsed());
+
         let commands = rewrite(&cycle, &floor_row, strategy, &mut fence, i as u64 + 1);
         let started = Instant::now();
         for c in &commands {
@@ -257,10 +258,9 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
                 .await
                 .map_err(|e| format!("raw {c:?}: {e}"))?;
         }
-        if i >= warm {
-            floor.push(started.elapsed());
-        }
+        floor.push(started.elapsed());
     }
+    times.sort();
     floor.sort();
 
     // Contended: clients on one name, each with its own session.
