@@ -350,9 +350,9 @@ fn node_count(base: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_command_runs_at_its_consistency_level() {
     let Some(base) = base_url() else { return };
-    // A keyspace replicated to one more node than the cluster has: QUORUM and ALL can never be
-    // met, ONE can. That tells which level a command really ran at.
-    let rf = u32::try_from(node_count(&base)).unwrap_or(1) + 1;
+    // A keyspace replicated twice as often as the cluster has nodes: QUORUM (more than half the
+    // replicas) and ALL can never be met, ONE can. That tells which level a command ran at.
+    let rf = 2 * u32::try_from(node_count(&base)).unwrap_or(1);
     let keyspace = format!("baton_rf{rf}_test");
     let store = store(&url_in_keyspace(&base, &keyspace, rf, ""));
     store.ensure_schema().await.expect("schema");
