@@ -15,8 +15,10 @@
 //! replicas again before its *commit* round, and a replica marked down between a lightweight
 //! transaction's accept and commit rounds (milliseconds apart) yields `Unavailable` for a
 //! proposal a quorum already accepted, which the next Paxos round on the partition completes.
-//! The server reports both checks alike (at the consensus level, QUORUM or LOCAL_QUORUM, as
-//! observed on 5.0), so the store cannot tell them apart. Mapping every `Unavailable` to
+//! The server does not reliably tell the two checks apart (Cassandra 5.0 was seen reporting a
+//! failed Paxos prepare at SERIAL with two of three nodes down, and at QUORUM on a keyspace with
+//! more replicas than nodes; a commit-round failure reports the commit level, QUORUM by default),
+//! so the store does not try. Mapping every `Unavailable` to
 //! `Timeout` would turn a cluster without quorum into `Ambiguous` errors instead of "store
 //! unavailable"; instead the rare case is left to the kernel, where it is safe: the resent
 //! command meets its own applied value and is answered "not applied, current = ours" (an

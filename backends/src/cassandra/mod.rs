@@ -11,7 +11,7 @@
 //! (scheme `scylla://` too; every parameter is optional, see [`CassandraOptions`]). Opening never
 //! connects: the first command connects, creates or checks the keyspace and table, and prepares
 //! the statements; an unreachable cluster fails it with
-//! [`ErrorKind::StoreUnavailable`](baton_kernel::ErrorKind::StoreUnavailable) (after the kernel's
+//! [`ErrorKind::StoreUnavailable`] (after the kernel's
 //! retries).
 //!
 //! # Consistency
@@ -37,7 +37,8 @@
 //!
 //! - A plain lock cell is written only by its owner, one command at a time (the kernel never has
 //!   two commands of one operation outstanding, and an owner id is in use by one operation at a
-//!   time). Owner ids are per process, so all writes of one cell by its owner come from one
+//!   time: a locker frees an owner-id slot only after that acquisition's release has run). Owner
+//!   ids carry the process id, so all writes of one cell by its owner come from one
 //!   generator and carry strictly increasing timestamps, in the order the owner issued them. So
 //!   the owner's delete always supersedes its earlier puts, even when a put that timed out is
 //!   applied by a replica (or replayed from a hint) after the delete: no ghost cell can block
@@ -60,9 +61,11 @@
 //! unique insert's lightweight transaction reads its cell), so deleted cells must not pile up
 //! there. What keeps the tombstones read per acquire bounded, however long the lock's history:
 //!
-//! - **Cells are reused.** A lock entry's column is `<prefix><owner id>`; an owner that reuses
-//!   its owner id (one per process and concurrent use, with a fresh acquisition id written into
-//!   each value) writes and deletes the *same* clustering row every time. Later writes supersede
+//! - **Cells are reused.** A lock entry's column is `<prefix><owner id>`, and a
+//!   [`Locker`](crate::Locker) gives each acquisition the owner id of a *slot*: the smallest slot
+//!   of that name not held by another of its live acquisitions, with a fresh acquisition id
+//!   written into each value. So a process taking a lock over and over writes and deletes the
+//!   *same* clustering row every time. Later writes supersede
 //!   the earlier tombstone, and a merged read sees at most one tombstone per column, and none
 //!   while the column is live. So a read finds at most one tombstone per owner that released
 //!   the lock in the last `gc_grace_seconds`, whatever the number of cycles.
@@ -76,11 +79,11 @@
 //!
 //! # Failures
 //! See [`errors`]: not enough replicas, no node, refused connections are
-//! [`Failure::Unavailable`](baton_kernel::Failure::Unavailable) (not applied); write and read
+//! [`Failure::Unavailable`] (not applied); write and read
 //! timeouts, including lightweight-transaction timeouts, are
-//! [`Failure::Timeout`](baton_kernel::Failure::Timeout) (maybe applied), which the kernel settles
+//! [`Failure::Timeout`] (maybe applied), which the kernel settles
 //! with a SERIAL read of the cell; everything else is
-//! [`Failure::Rejected`](baton_kernel::Failure::Rejected) with the server's message.
+//! [`Failure::Rejected`] with the server's message.
 //!
 //! # Purge and scan
 //! `Purge` answers an empty list: Cassandra drops expired cells by itself (TTL), and there is
@@ -88,7 +91,7 @@
 //! (`token(lock_name) > token(after)`), so a listing's order is the partitioner's, stable
 //! between pages.
 
-pub(crate) mod errors;
+pub mod errors;
 pub(crate) mod exec;
 mod options;
 pub mod schema;
