@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10] [--clients 8]
+//!                 [--strategies bakery,unique-insert,column-prefix] [--max-backoff-ms 1000]
 //! ```
 //!
 //! `--url` defaults to `BATON_CASSANDRA_URL`. For each strategy, on a fresh table:
@@ -31,6 +32,8 @@ struct Args {
     iterations: usize,
     contended: Duration,
     clients: usize,
+    strategies: Vec<Strategy>,
+    max_backoff: Duration,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +43,8 @@ fn parse_args() -> Result<Args, String> {
         iterations: 300,
         contended: Duration::from_secs(10),
         clients: 8,
+        strategies: Strategy::ALL.to_vec(),
+        max_backoff: RetryPolicy::default().max,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -55,6 +60,13 @@ fn parse_args() -> Result<Args, String> {
             "--iterations" => args.iterations = number()?.max(10) as usize,
             "--contended-secs" => args.contended = Duration::from_secs(number()?.max(1)),
             "--clients" => args.clients = number()?.max(1) as usize,
+            "--strategies" => {
+                args.strategies = value
+                    .split(',')
+                    .map(|s| s.parse().map_err(|e: baton::Error| e.to_string()))
+                    .collect::<Result<_, _>>()?
+            }
+            "--max-backoff-ms" => args.max_backoff = Duration::from_millis(number()?.max(2)),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -91,11 +103,13 @@ impl Store for Recorder {
     }
 }
 
-fn quick_retry() -> RetryPolicy {
+/// The locker's default backoff (10 ms doubling to 1 s, with jitter), with `max` as its cap.
+/// Under contention on one name a long cap matters on Cassandra: every retry of a contender is
+/// a Paxos round that competes with the holder's release.
+fn quick_retry(max: Duration) -> RetryPolicy {
     RetryPolicy {
-        initial: Duration::from_millis(2),
-        max: Duration::from_millis(50),
-        max_attempts: None,
+        max,
+        ..RetryPolicy::default()
     }
 }
 
@@ -214,7 +228,7 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
     let locker = baton::LockerBuilder::new(recorder.clone())
         .strategy(strategy)
         .ttl(Duration::from_secs(10))
-        .retry(quick_retry())
+        .retry(quick_retry(args.max_backoff))
         .build()
         .map_err(|e| e.to_string())?;
 
@@ -275,7 +289,7 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
             Locker::builder(store)
                 .strategy(strategy)
                 .ttl(Duration::from_secs(10))
-                .retry(quick_retry())
+                .retry(quick_retry(args.max_backoff))
                 .wait_timeout(Duration::from_secs(60))
                 .build()
                 .map_err(|e| e.to_string())?,
@@ -346,7 +360,7 @@ fn main() {
         }
     };
     let mut results = Vec::new();
-    for strategy in Strategy::ALL {
+    for strategy in args.strategies.clone() {
         match runtime.block_on(bench(&args, strategy)) {
             Ok(r) => {
                 println!(
