@@ -131,6 +131,18 @@ fn killed_holder(backend: Backend) {
 
 fn killed_holder_with(table: &baton_tests::conformance::Table, strategy: Strategy) {
     let ttl = Duration::from_secs(2);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // Connected before the holder starts, so the kill follows its renewal at once and the
+    // takeover below is not slowed by connecting.
+    let locker = runtime.block_on(ready(
+        LockerBuilder::new(table.client())
+            .strategy(strategy)
+            .retry(quick_retry()),
+    ));
+
     let url = table.url().expect("a database table has a URL");
     let mut child = Command::new(env!("CARGO_BIN_EXE_lock_worker"))
         .arg("hold")
@@ -173,17 +185,6 @@ fn killed_holder_with(table: &baton_tests::conformance::Table, strategy: Strateg
         .strip_prefix("renewed ")
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(|| panic!("unexpected holder line {renewed:?}"));
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    // Connected before the kill, so the takeover below is not slowed by connecting.
-    let locker = runtime.block_on(ready(
-        LockerBuilder::new(table.client())
-            .strategy(strategy)
-            .retry(quick_retry()),
-    ));
 
     let killed_at = Instant::now();
     child.kill().expect("SIGKILL the holder");
