@@ -25,8 +25,9 @@ use crate::store::Store;
 /// those are absorbed so that a waiter does not wake itself, unless someone else's change landed
 /// in the same window.
 ///
-/// Cancel safety: dropping the future abandons the operation between commands. An abandoned
-/// acquisition may leave its cell behind until the cell's TTL runs out.
+/// Cancel safety: dropping the future abandons the operation between commands (or with one in
+/// flight). An abandoned acquisition may leave its cell behind; `Locker` removes it with
+/// `Acquire::cleanup` (the `acquiring` module), other callers must do the same or let it expire.
 pub async fn drive<O: Operation>(
     op: &mut O,
     store: &dyn Store,

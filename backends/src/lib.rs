@@ -64,6 +64,7 @@
 #![forbid(unsafe_code)]
 #![deny(unused_must_use)]
 
+mod acquiring;
 mod blocking;
 #[cfg(feature = "cassandra")]
 pub mod cassandra;

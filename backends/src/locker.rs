@@ -11,6 +11,7 @@ use baton_kernel::{
     Strategy, Wait,
 };
 
+use crate::acquiring::Acquiring;
 use crate::blocking::BlockingLocker;
 use crate::clock::Clock;
 use crate::driver::drive;
@@ -129,8 +130,12 @@ impl Locker {
 
     /// Acquires `name` with per-call options.
     ///
-    /// Cancel safety: if the returned future is dropped before it finishes, a cell it wrote may
-    /// stay in the store until its TTL runs out, delaying other contenders by up to one TTL.
+    /// Cancel safety: if the returned future is dropped before it finishes (a timeout around
+    /// it, a `select!`, an aborted task), a background task on the same runtime removes the
+    /// cell it wrote (one store command), so others do not wait for its TTL. Only if that task
+    /// cannot run (the runtime shut down) or fails does the cell stay until its TTL runs out.
+    /// An acquisition dropped after winning but before the future returned (its fencing write
+    /// in flight) is undone the same way: no lock is ever held by a guard nobody has.
     pub async fn lock_with(&self, name: &str, request: LockRequest) -> Result<Guard> {
         self.acquire_on(name, request, &*self.inner.store, false)
             .await
@@ -166,8 +171,14 @@ impl Locker {
         let slot = self.inner.slots.take(name.as_str());
         let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
         let hint = self.hint(&name, opts.strategy);
-        let mut op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
-        let grant = self.run_on(&mut op, store).await?;
+        let label = name.to_string();
+        let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
+        // Dropped before it finishes (a cancelled future), this removes our cell in the background.
+        let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
+        let mut acquiring = Acquiring::new(label, op, slot, cleanup_store, runtime.clone());
+        let outcome = self.run_on(acquiring.op(), store).await;
+        let slot = acquiring.finish();
+        let grant = outcome?;
         if !in_transaction {
             self.remember(&grant.lease);
         }

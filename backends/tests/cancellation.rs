@@ -1,0 +1,168 @@
+//! A `lock()` future dropped midway (a timeout around it, a `select!`, an aborted task) removes
+//! the cell it wrote, in the background, instead of leaving it to block others for its TTL.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::{Command, Locker, MemoryStore, Store, StoreFuture, Strategy};
+use tokio::sync::watch;
+
+use common::within;
+
+/// Long enough that no entry in these tests can expire on its own.
+const TTL: Duration = Duration::from_secs(3600);
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A memory store whose command number `stall_at` (counting from 0) never answers, once.
+#[derive(Clone)]
+struct StallStore {
+    inner: MemoryStore,
+    stall_at: u64,
+    executed: Arc<AtomicU64>,
+    stalled: Arc<AtomicBool>,
+}
+
+impl StallStore {
+    fn new(inner: MemoryStore, stall_at: u64) -> Self {
+        StallStore {
+            inner,
+            stall_at,
+            executed: Arc::default(),
+            stalled: Arc::default(),
+        }
+    }
+}
+
+impl Store for StallStore {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        if self.executed.fetch_add(1, Ordering::SeqCst) == self.stall_at {
+            self.stalled.store(true, Ordering::SeqCst);
+            return Box::pin(std::future::pending());
+        }
+        self.inner.execute(command)
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+
+    fn describe(&self) -> String {
+        String::from("stalling test store")
+    }
+}
+
+fn locker_on(store: impl Store + 'static, strategy: Strategy) -> Locker {
+    Locker::builder(store)
+        .strategy(strategy)
+        .ttl(TTL)
+        .build()
+        .expect("valid options")
+}
+
+/// Waits until `name` has exactly `entries` live entries, as `observer` reads them.
+async fn wait_for_entries(observer: &Locker, name: &str, strategy: Strategy, entries: usize) {
+    within(
+        PATIENCE,
+        &format!("{name} to have {entries} entries"),
+        async {
+            loop {
+                let seen = observer
+                    .inspect_with(name, strategy)
+                    .await
+                    .expect("inspect");
+                if seen.len() == entries {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        },
+    )
+    .await;
+}
+
+/// The acquisition stalls on its second command, after its cell is written (unique insert: the
+/// row is inserted, the fencing read hangs; bakery: `entering` is written; column prefix: the
+/// column is written). Aborting it must leave the name free at once, not after an hour.
+#[tokio::test]
+async fn an_abandoned_acquisition_removes_its_cell() {
+    for strategy in [
+        Strategy::UniqueInsert,
+        Strategy::Bakery,
+        Strategy::ColumnPrefix,
+    ] {
+        let table = MemoryStore::new();
+        let stalling = StallStore::new(table.clone(), 1);
+        let stalled = Arc::clone(&stalling.stalled);
+        let abandoning = locker_on(stalling, strategy);
+        let other = locker_on(table, strategy);
+
+        let task = tokio::spawn(async move { abandoning.lock("cancelled").await });
+        within(PATIENCE, "the acquisition to stall", async {
+            while !stalled.load(Ordering::SeqCst) {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        wait_for_entries(&other, "cancelled", strategy, 1).await;
+        task.abort();
+        assert!(
+            task.await.expect_err("aborted").is_cancelled(),
+            "{strategy}: the task was cancelled"
+        );
+
+        wait_for_entries(&other, "cancelled", strategy, 0).await;
+        let mut guard = other
+            .try_lock("cancelled")
+            .await
+            .unwrap_or_else(|e| panic!("{strategy}: the name is free again: {e}"));
+        guard.release().await.expect("release");
+    }
+}
+
+/// A bakery waiter queued behind a holder, cancelled: its ticket goes, the holder's stays.
+#[tokio::test]
+async fn a_cancelled_bakery_waiter_takes_its_ticket_back() {
+    let table = MemoryStore::new();
+    let holder = locker_on(table.clone(), Strategy::Bakery);
+    let waiter = locker_on(table, Strategy::Bakery);
+    let mut held = holder.lock("queue").await.expect("holder");
+
+    let queued = waiter.clone();
+    let task = tokio::spawn(async move { queued.lock("queue").await });
+    wait_for_entries(&holder, "queue", Strategy::Bakery, 2).await;
+    task.abort();
+    assert!(task.await.expect_err("aborted").is_cancelled());
+
+    wait_for_entries(&holder, "queue", Strategy::Bakery, 1).await;
+    assert!(held.is_held(), "the holder keeps its lock");
+    held.release().await.expect("release");
+    let mut next = within(
+        PATIENCE,
+        "the waiter's locker to lock again",
+        waiter.lock("queue"),
+    )
+    .await
+    .expect("free after the holder's release");
+    next.release().await.expect("release");
+}
+
+/// `tokio::time::timeout` around `lock()`: the usual way a future gets dropped.
+#[tokio::test]
+async fn a_timeout_around_lock_leaves_nothing_behind() {
+    let table = MemoryStore::new();
+    let holder = locker_on(table.clone(), Strategy::Bakery);
+    let waiter = locker_on(table, Strategy::Bakery);
+    let mut held = holder.lock("timeout").await.expect("holder");
+
+    let attempt = tokio::time::timeout(Duration::from_millis(50), waiter.lock("timeout")).await;
+    assert!(
+        attempt.is_err(),
+        "the holder still holds, so the wait timed out"
+    );
+
+    wait_for_entries(&holder, "timeout", Strategy::Bakery, 1).await;
+    held.release().await.expect("release");
+}
