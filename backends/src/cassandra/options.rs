@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_kernel::{Consistency, Error, ErrorKind, Result, SerialConsistency};
 
 use super::schema::{validate_identifier, DEFAULT_KEYSPACE, DEFAULT_TABLE};
-use crate::url::redact;
+use crate::url::{params, redact};
 
 /// The CQL native-protocol port used when a host names none.
 pub const DEFAULT_PORT: u16 = 9042;
@@ -339,17 +339,10 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
         options.keyspace = path.to_owned();
     }
     let mut create_given = None;
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    for (key, value) in params::pairs(query) {
         match key {
             "table" => options.table = value.to_owned(),
-            "create" => {
-                create_given = Some(match value {
-                    "true" | "1" | "yes" => true,
-                    "false" | "0" | "no" => false,
-                    _ => return Err(bad(&format!("create={value:?} is not true or false"))),
-                })
-            }
+            "create" => create_given = Some(params::flag(key, value).map_err(|why| bad(&why))?),
             "consistency" => {
                 options.consistency = Some(parse_consistency(value).ok_or_else(|| {
                     bad(&format!(
@@ -367,19 +360,9 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
                     "replication={value:?} is not a factor (3) or data centres with factors (dc1:3,dc2:3)"
                 ))
             })?,
-            "timeout" => {
-                options.timeout = parse_duration(value).ok_or_else(|| {
-                    bad(&format!(
-                        "timeout={value:?} is not a duration such as 500ms, 5s or 1m"
-                    ))
-                })?
-            }
+            "timeout" => options.timeout = params::duration(key, value).map_err(|why| bad(&why))?,
             "connect_timeout" => {
-                options.connect_timeout = parse_duration(value).ok_or_else(|| {
-                    bad(&format!(
-                        "connect_timeout={value:?} is not a duration such as 500ms, 5s or 1m"
-                    ))
-                })?
+                options.connect_timeout = params::duration(key, value).map_err(|why| bad(&why))?
             }
             other => {
                 return Err(bad(&format!(
@@ -407,21 +390,6 @@ fn parse_replication(text: &str) -> Option<Replication> {
         dcs.push((dc.to_owned(), n.parse().ok()?));
     }
     Some(Replication::Network(dcs))
-}
-
-/// `500ms`, `5s`, `1m`, or a number of seconds.
-fn parse_duration(text: &str) -> Option<Duration> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let n: u64 = number.parse().ok()?;
-    match unit {
-        "ms" => Some(Duration::from_millis(n)),
-        "s" => Some(Duration::from_secs(n)),
-        "m" => n.checked_mul(60).map(Duration::from_secs),
-        _ => None,
-    }
 }
 
 /// Decodes `%XX` escapes (for credentials with reserved characters).

@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::{validate_table, DEFAULT_TABLE};
-use crate::url::redact;
+use crate::url::{params, redact};
 
 /// How a SQL store uses its database.
 ///
@@ -142,24 +142,11 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
         other => return Err(bad(&format!("{other:?} is not a SQL store scheme"))),
     };
     let mut options = SqlOptions::default();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+    for (key, value) in params::pairs(query) {
         match key {
             "table" => options.table = value.to_owned(),
-            "create" => {
-                options.create = match value {
-                    "true" | "1" | "yes" => true,
-                    "false" | "0" | "no" => false,
-                    _ => return Err(bad(&format!("create={value:?} is not true or false"))),
-                }
-            }
-            "timeout" => {
-                options.timeout = parse_duration(value).ok_or_else(|| {
-                    bad(&format!(
-                        "timeout={value:?} is not a duration such as 500ms, 5s or 1m"
-                    ))
-                })?
-            }
+            "create" => options.create = params::flag(key, value).map_err(|why| bad(&why))?,
+            "timeout" => options.timeout = params::duration(key, value).map_err(|why| bad(&why))?,
             "pool" => {
                 options.pool =
                     Some(value.parse().map_err(|_| {
@@ -186,21 +173,6 @@ fn network_base(rest: &str, scheme: &str, bad: &dyn Fn(&str) -> Error) -> Result
         _ => Err(bad(&format!(
             "a {scheme} URL looks like {scheme}://user:password@host:port/database"
         ))),
-    }
-}
-
-/// `500ms`, `5s`, `1m`, or a number of seconds.
-fn parse_duration(text: &str) -> Option<Duration> {
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let n: u64 = number.parse().ok()?;
-    match unit {
-        "ms" => Some(Duration::from_millis(n)),
-        "s" => Some(Duration::from_secs(n)),
-        "m" => n.checked_mul(60).map(Duration::from_secs),
-        _ => None,
     }
 }
 
