@@ -82,13 +82,13 @@ pub fn parse_positive(text: &str) -> Result<Duration, String> {
 /// rounded down).
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms < 10 && d.subsec_nanos() % 1_000_000 != 0 {
+    if ms < 10 && !d.subsec_nanos().is_multiple_of(1_000_000) {
         return format!("{:.1}ms", d.as_secs_f64() * 1000.0);
     }
     if ms < 1_000 {
         return format!("{ms}ms");
     }
-    if ms < 10_000 && ms % 1_000 != 0 {
+    if ms < 10_000 && !ms.is_multiple_of(1_000) {
         return format!("{:.1}s", d.as_secs_f64());
     }
     let secs = d.as_secs();

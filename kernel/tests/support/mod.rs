@@ -58,7 +58,7 @@ pub fn ms(ms: u64) -> Instant {
 pub fn dur(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
-    } else if d.as_nanos() % 1_000_000 == 0 {
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
         format!("{}ms", d.as_millis())
     } else {
         let n = d.as_nanos();
@@ -72,7 +72,7 @@ pub fn at(t: Instant) -> String {
         return "t=never".into();
     }
     let n = t.as_nanos();
-    if n % 1_000_000 == 0 {
+    if n.is_multiple_of(1_000_000) {
         format!("t={}ms", n / 1_000_000)
     } else {
         format!("t={}.{:06}ms", n / 1_000_000, n % 1_000_000)
