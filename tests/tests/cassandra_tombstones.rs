@@ -1,6 +1,5 @@
 //! Tombstone hygiene on Cassandra: after 10,000 acquire/release cycles on one name, an acquire
-//! reads no more than [`TOMBSTONE_BOUND`] tombstones, and the cycles are as fast as the first
-//! ones.
+//! reads no more than [`TOMBSTONE_BOUND`] tombstones.
 //!
 //! Each strategy runs 10,000 cycles (`BATON_TOMBSTONE_CYCLES` changes it) on a fresh table of
 //! the cluster `BATON_CASSANDRA_URL` names, with **one owner id reused by every cycle and a fresh
@@ -8,8 +7,10 @@
 //! process (see `baton::cassandra`, "Tombstones"). Then one more acquire and release run with
 //! CQL tracing on every command; Cassandra's trace events ("Read N live rows and M tombstone
 //! cells") tell how many tombstones each replica read. Demands:
-//! - every command of that acquire read at most [`TOMBSTONE_BOUND`] tombstones;
-//! - the median cycle of the last 500 is within 1.5x of the median of the first 500.
+//! - every command of that acquire read at most [`TOMBSTONE_BOUND`] tombstones.
+//!
+//! It also prints the median cycle of the first and of the last 500, but asserts nothing about
+//! time: latency over a long history is measured by `bench_cassandra --history 10000`.
 //!
 //! For contrast it also runs 300 cycles with a fresh owner id per cycle (the `Locker` of today)
 //! and prints how many tombstones the next acquire reads then: one per earlier cycle, until
@@ -192,10 +193,6 @@ async fn history(strategy: Strategy) {
     assert!(
         worst <= TOMBSTONE_BOUND,
         "{strategy}: a command of the acquire read {worst} tombstones after {n} cycles: {seen:?}"
-    );
-    assert!(
-        last.as_secs_f64() <= 1.5 * first.as_secs_f64(),
-        "{strategy}: cycles slowed from {first:?} to {last:?} over {n} cycles"
     );
 }
 

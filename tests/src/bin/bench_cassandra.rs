@@ -3,6 +3,7 @@
 //! ```text
 //! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10] [--clients 8]
 //!                 [--strategies bakery,unique-insert,column-prefix] [--max-backoff-ms 1000]
+//!                 [--history 10000]
 //! ```
 //!
 //! `--url` defaults to `BATON_CASSANDRA_URL`. For each strategy, on a fresh table:
@@ -12,6 +13,10 @@
 //!   ([`CassandraStore::execute_raw`]), cycle after cycle, on a row of their own (fencing-counter
 //!   updates re-chained so that every one applies, as in the real cycle): what the cycle costs
 //!   without the kernel, the driver loop and the guard;
+//! - **history**: `--history` more lock + release cycles of one `Locker` on one name (0 skips
+//!   them), and the median cycle of the last 500 over that of the first 500: tombstone hygiene
+//!   shown as latency (deleted cells piling up in the row every acquire reads would make later
+//!   cycles slower; `tests/tests/cassandra_tombstones.rs` counts the tombstones themselves);
 //! - **contended**: `--clients` lockers (each its own session, as separate processes would have)
 //!   locking and releasing one name for `--contended-secs`: acquisitions per second, and
 //!   fairness (Jain's index over the clients' counts, 1.0 = perfectly even, and min/max).
@@ -34,6 +39,7 @@ struct Args {
     clients: usize,
     strategies: Vec<Strategy>,
     max_backoff: Duration,
+    history: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -45,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         clients: 8,
         strategies: Strategy::ALL.to_vec(),
         max_backoff: RetryPolicy::default().max,
+        history: 10_000,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -67,6 +74,7 @@ fn parse_args() -> Result<Args, String> {
                     .collect::<Result<_, _>>()?
             }
             "--max-backoff-ms" => args.max_backoff = Duration::from_millis(number()?.max(2)),
+            "--history" => args.history = number()? as usize,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -133,6 +141,8 @@ struct Result1 {
     jain: f64,
     min: u64,
     max: u64,
+    /// Median cycle of the first and of the last window of the history, and its cycles.
+    history: Option<(Duration, Duration, usize)>,
 }
 
 fn table_url(base: &str) -> String {
@@ -277,6 +287,32 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
     times.sort();
     floor.sort();
 
+    // History: many cycles on one name; does the last window run as fast as the first?
+    let history = if args.history == 0 {
+        None
+    } else {
+        let mut cycles = Vec::with_capacity(args.history);
+        for _ in 0..args.history {
+            let started = Instant::now();
+            let mut guard = locker
+                .lock("history")
+                .await
+                .map_err(|e| format!("lock: {e}"))?;
+            guard.release().await.map_err(|e| format!("release: {e}"))?;
+            cycles.push(started.elapsed());
+        }
+        let window = (args.history / 20).clamp(1, 500);
+        let mut first = cycles[..window].to_vec();
+        let mut last = cycles[cycles.len() - window..].to_vec();
+        first.sort();
+        last.sort();
+        Some((
+            percentile(&first, 0.5),
+            percentile(&last, 0.5),
+            args.history,
+        ))
+    };
+
     // Contended: clients on one name, each with its own session.
     let counts: Vec<Arc<AtomicU64>> = (0..args.clients)
         .map(|_| Arc::new(AtomicU64::new(0)))
@@ -337,6 +373,7 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         jain,
         min: xs.iter().copied().min().unwrap_or(0),
         max: xs.iter().copied().max().unwrap_or(0),
+        history,
     })
 }
 
@@ -379,6 +416,16 @@ fn main() {
                     r.min,
                     r.max
                 );
+                if let Some((first, last, n)) = r.history {
+                    println!(
+                        "{} {}: history of {n} cycles: median cycle {} ms at first, {} ms at last (x{:.2})",
+                        args.label,
+                        r.strategy,
+                        ms(first),
+                        ms(last),
+                        last.as_secs_f64() / first.as_secs_f64()
+                    );
+                }
                 results.push(r);
             }
             Err(e) => {
@@ -406,5 +453,22 @@ fn main() {
             r.min,
             r.max
         );
+    }
+    if results.iter().any(|r| r.history.is_some()) {
+        println!();
+        println!("| cluster | strategy | history cycles | first median ms | last median ms | last / first |");
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for r in &results {
+            if let Some((first, last, n)) = r.history {
+                println!(
+                    "| {} | {} | {n} | {} | {} | {:.2} |",
+                    args.label,
+                    r.strategy,
+                    ms(first),
+                    ms(last),
+                    last.as_secs_f64() / first.as_secs_f64()
+                );
+            }
+        }
     }
 }
