@@ -546,6 +546,7 @@ async fn an_unreachable_cluster_is_store_unavailable_promptly() {
         initial: Duration::from_millis(10),
         max: Duration::from_millis(50),
         max_attempts: None,
+        ..baton::RetryPolicy::default()
     })
     .build()
     .expect("locker");

@@ -81,6 +81,7 @@ async fn a_waiter_gets_the_lock_after_release_with_a_larger_token() {
                 initial: 2 * MS,
                 max: 20 * MS,
                 max_attempts: None,
+                ..RetryPolicy::default()
             })
             .wait_timeout(Duration::from_secs(10))
             .build()
@@ -115,6 +116,7 @@ async fn a_release_wakes_a_waiter_long_before_its_backoff_ends() {
                 initial: Duration::from_secs(3600),
                 max: Duration::from_secs(3600),
                 max_attempts: None,
+                ..RetryPolicy::default()
             })
             .wait_timeout(Duration::from_secs(7200))
             .build()
@@ -154,6 +156,7 @@ async fn a_waiter_is_not_woken_by_its_own_deletes() {
                 initial: 100 * MS,
                 max: 100 * MS,
                 max_attempts: None,
+                ..RetryPolicy::default()
             })
             .build()
             .expect("valid");

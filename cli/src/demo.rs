@@ -521,6 +521,7 @@ pub async fn worker(store_url: &str, args: &DemoWorkerArgs) -> Result<u8, CliErr
             initial: Duration::from_millis(2),
             max: Duration::from_millis(25),
             max_attempts: None,
+            ..RetryPolicy::default()
         });
     let hold = Duration::from_micros(args.hold_us);
     for round in 0..args.rounds {

@@ -10,7 +10,13 @@ use crate::error::{Error, Result};
 /// The n-th wait is drawn uniformly from `[d/2, d]` where `d = min(initial * 2^n, max)`
 /// ("equal jitter"): never zero, never more than `max`, and spread so contenders that collided
 /// once are unlikely to collide again. ScaleOut's polling retry (count x interval) is
-/// `RetryPolicy { initial: interval, max: interval, max_attempts: Some(count) }`.
+/// `RetryPolicy { initial: interval, max: interval, max_attempts: Some(count),
+/// ..RetryPolicy::default() }`.
+///
+/// A bakery waiter that holds a ticket backs off the same way between reads of the queue, but
+/// capped by `queue_poll` as well: it only reads (no conditional write competes with the
+/// holder), and the lock passes to it no sooner than its next read, so on a store that cannot
+/// wake waiters (Cassandra, or another process's SQL pool) the cap bounds each hand-off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RetryPolicy {
     /// The first wait; default 10 ms.
@@ -19,6 +25,10 @@ pub struct RetryPolicy {
     pub max: Duration,
     /// The most acquisition attempts, or `None` for as many as the wait timeout allows.
     pub max_attempts: Option<u32>,
+    /// The cap on a bakery waiter's wait between reads of the queue; default 100 ms (`max`
+    /// caps it too, and it is never below `initial`). Eight waiters cost at most about 80 reads
+    /// a second at the default.
+    pub queue_poll: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -27,6 +37,7 @@ impl Default for RetryPolicy {
             initial: Duration::from_millis(10),
             max: Duration::from_secs(1),
             max_attempts: None,
+            queue_poll: Duration::from_millis(100),
         }
     }
 }
@@ -45,6 +56,11 @@ impl RetryPolicy {
                 self.max, self.initial
             )));
         }
+        if self.queue_poll.is_zero() {
+            return Err(Error::invalid_option(
+                "retry queue_poll (a bakery waiter's cap between reads) must be more than zero",
+            ));
+        }
         if self.max_attempts == Some(0) {
             return Err(Error::invalid_option(
                 "retry max_attempts must be at least 1",
@@ -55,8 +71,19 @@ impl RetryPolicy {
 
     /// The wait before attempt `attempt + 1` (attempt counts from 0), jittered by `rng`.
     pub fn delay(&self, attempt: u32, rng: &mut SplitMix64) -> Duration {
+        Self::jittered(self.initial, self.max, attempt, rng)
+    }
+
+    /// The wait before a bakery waiter's read of the queue number `poll + 1`: as
+    /// [`RetryPolicy::delay`], capped by `queue_poll` as well.
+    pub fn queue_delay(&self, poll: u32, rng: &mut SplitMix64) -> Duration {
+        let cap = self.max.min(self.queue_poll).max(self.initial);
+        Self::jittered(self.initial, cap, poll, rng)
+    }
+
+    fn jittered(initial: Duration, cap: Duration, attempt: u32, rng: &mut SplitMix64) -> Duration {
         let shift = attempt.min(31);
-        let d = self.initial.saturating_mul(1u32 << shift).min(self.max);
+        let d = initial.saturating_mul(1u32 << shift).min(cap);
         let half = d / 2;
         let nanos = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
         half + Duration::from_nanos(rng.below(nanos.saturating_add(1)))
@@ -102,6 +129,7 @@ mod tests {
             initial: Duration::from_millis(10),
             max: Duration::from_millis(80),
             max_attempts: None,
+            ..RetryPolicy::default()
         };
         let mut rng = SplitMix64::new(7);
         for attempt in 0..40 {
@@ -113,6 +141,36 @@ mod tests {
                 d >= cap / 2 && d <= cap,
                 "attempt {attempt}: {d:?} not in [{:?}, {cap:?}]",
                 cap / 2
+            );
+        }
+    }
+
+    #[test]
+    fn queue_polls_are_capped_by_queue_poll_and_max_never_below_initial() {
+        let mut rng = SplitMix64::new(11);
+        let ms = Duration::from_millis;
+        // (initial, max, queue_poll) -> the cap of a queue poll's wait
+        for (initial, max, queue_poll, cap) in [
+            (ms(10), ms(1000), ms(100), ms(100)),
+            (ms(10), ms(50), ms(100), ms(50)),
+            (ms(200), ms(1000), ms(100), ms(200)),
+        ] {
+            let p = RetryPolicy {
+                initial,
+                max,
+                queue_poll,
+                max_attempts: None,
+            };
+            for poll in 0..40 {
+                let d = p.queue_delay(poll, &mut rng);
+                assert!(
+                    d <= cap && d >= initial.min(cap) / 2,
+                    "{p:?}, poll {poll}: {d:?} is over the cap {cap:?} or under half of initial"
+                );
+            }
+            assert!(
+                p.queue_delay(39, &mut rng) >= cap / 2,
+                "{p:?}: reaches the cap"
             );
         }
     }
@@ -130,6 +188,10 @@ mod tests {
             },
             RetryPolicy {
                 max_attempts: Some(0),
+                ..RetryPolicy::default()
+            },
+            RetryPolicy {
+                queue_poll: Duration::ZERO,
                 ..RetryPolicy::default()
             },
         ];

@@ -176,6 +176,7 @@ impl World {
                 initial: Duration::from_millis(1),
                 max: self.ttl / 4,
                 max_attempts: None,
+                ..RetryPolicy::default()
             },
             created_unix_ms: self.h.now().as_nanos() / 1_000_000,
             seed: self.rng.0.next_u64(),

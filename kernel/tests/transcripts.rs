@@ -647,9 +647,9 @@ fn prefix_stale_column_taken_over() {
     );
 }
 
-/// Bakery with a 1 s TTL: B queues behind A, polls the row with growing backoff, and re-writes
-/// its ticket (same value, fresh TTL) once half its validity has gone, as step 4 of the
-/// documented algorithm says; A renews (documented: 2 round trips, read + re-write) and then
+/// Bakery with a 1 s TTL: B queues behind A, polls the row with growing backoff (capped by the
+/// retry policy's `queue_poll`, 100 ms), and re-writes its ticket (same value, fresh TTL) once
+/// half its validity has gone, as step 4 of the documented algorithm says; A renews (documented: 2 round trips, read + re-write) and then
 /// releases, and B gets the lock.
 #[test]
 fn bakery_waiter_refreshes_its_ticket() {
@@ -717,35 +717,48 @@ fn bakery_waiter_refreshes_its_ticket() {
         t=55.132245ms B: wait until t=118.449457ms
         t=118.449457ms B: read "job" all quorum
         t=118.449457ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=881.550543ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=881.550543ms]
-        t=118.449457ms B: wait until t=234.644809ms
-        t=234.644809ms B: read "job" all quorum
-        t=234.644809ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=765.355191ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=765.355191ms]
-        t=234.644809ms B: wait until t=434.553852ms
+        t=118.449457ms B: wait until t=191.071552ms
+        t=191.071552ms B: read "job" all quorum
+        t=191.071552ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=808.928448ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=808.928448ms]
+        t=191.071552ms B: wait until t=253.543128ms
+        t=253.543128ms B: read "job" all quorum
+        t=253.543128ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=746.456872ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=746.456872ms]
+        t=253.543128ms B: wait until t=326.940778ms
+        t=326.940778ms B: read "job" all quorum
+        t=326.940778ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=673.059222ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=673.059222ms]
+        t=326.940778ms B: wait until t=393.344615ms
+        t=393.344615ms B: read "job" all quorum
+        t=393.344615ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=606.655385ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=606.655385ms]
+        t=393.344615ms B: wait until t=450.057530ms
         t=400ms A: read "job" all quorum
         t=400ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=600ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=600ms]
         t=400ms A: put "job"/"ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=1s quorum
         t=400ms A: <- written
         t=400ms A: => lease token=1 deadline=t=1389ms
-        t=400ms B: wait until t=434.553852ms
-        t=434.553852ms B: read "job" all quorum
-        t=434.553852ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=965.446148ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=565.446148ms]
-        t=434.553852ms B: wait until t=494.500000ms
+        t=400ms B: wait until t=450.057530ms
+        t=450.057530ms B: read "job" all quorum
+        t=450.057530ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=949.942470ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=549.942470ms]
+        t=450.057530ms B: wait until t=494.500000ms
         t=494.500000ms B: put "job"/"ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=1s quorum
         t=494.500000ms B: <- written
         t=494.500000ms B: read "job" all quorum
         t=494.500000ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=905.500000ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=1s]
-        t=494.500000ms B: wait until t=989ms
+        t=494.500000ms B: wait until t=549.677997ms
+        t=549.677997ms B: read "job" all quorum
+        t=549.677997ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=850.322003ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=944.822003ms]
+        t=549.677997ms B: wait until t=647.671701ms
+        t=647.671701ms B: read "job" all quorum
+        t=647.671701ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=752.328299ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=846.828299ms]
+        t=647.671701ms B: wait until t=743.572681ms
         t=700ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=700ms A: <- written
         t=700ms A: => ok
-        t=700ms B: wait until t=989ms
-        t=989ms B: put "job"/"ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=1s quorum
-        t=989ms B: <- written
-        t=989ms B: read "job" all quorum
-        t=989ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=1s]
-        t=989ms B: cas "job"/"fence" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
-        t=989ms B: <- applied
-        t=989ms B: => granted lease token=2 deadline=t=1978ms
+        t=700ms B: wait until t=743.572681ms
+        t=743.572681ms B: read "job" all quorum
+        t=743.572681ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=750.927319ms]
+        t=743.572681ms B: cas "job"/"fence" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
+        t=743.572681ms B: <- applied
+        t=743.572681ms B: => granted lease token=2 deadline=t=1483.500000ms
         "#,
     );
 }

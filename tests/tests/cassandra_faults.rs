@@ -237,6 +237,7 @@ fn two_nodes_down(base: &str) {
             initial: Duration::from_millis(20),
             max: Duration::from_millis(100),
             max_attempts: None,
+            ..RetryPolicy::default()
         };
         let mut holders = Vec::new();
         let mut contenders = Vec::new();

@@ -48,6 +48,7 @@ fn options(strategy: Strategy, acquisition: u64) -> LockOptions {
             initial: Duration::from_millis(5),
             max: Duration::from_millis(50),
             max_attempts: None,
+            ..RetryPolicy::default()
         },
         acquisition,
         seed: acquisition.wrapping_mul(0x9e37_79b9_7f4a_7c15),

@@ -499,7 +499,7 @@ impl Acquire {
                 {
                     return self.abandon(Then::Contended(busy));
                 }
-                let delay = self.opts.retry.delay(self.polls, &mut self.rng);
+                let delay = self.opts.retry.queue_delay(self.polls, &mut self.rng);
                 self.polls = self.polls.saturating_add(1);
                 self.tries_in_queue = self.tries_in_queue.saturating_add(1);
                 let refresh_at = self.cell_deadline.saturating_sub(validity / 2);

@@ -22,7 +22,9 @@
 //! 4. Read the row. We are blocked by any other contender that is `entering`, or that holds a
 //!    ticket `(m, id) < (n, our id)`. Not blocked (and our cell is there with `ticket=n`, and the
 //!    reply arrived before our deadline): we won; bump the fencing counter. Blocked: wait with
-//!    backoff and read again, re-writing our ticket (same value, fresh TTL) before it can expire.
+//!    backoff (capped by `RetryPolicy::queue_poll`, 100 ms by default: a waiter only reads, and
+//!    the lock reaches it no sooner than its next read) and read again, re-writing our ticket
+//!    (same value, fresh TTL) before it can expire.
 //! 5. Release: delete our cell.
 //!
 //! # Consistency needed

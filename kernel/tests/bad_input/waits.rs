@@ -127,6 +127,7 @@ fn gives_up_after_max_attempts(strategy: Strategy) {
                 initial: Duration::from_millis(10),
                 max: Duration::from_millis(10),
                 max_attempts: Some(3),
+                ..RetryPolicy::default()
             };
         }),
     );

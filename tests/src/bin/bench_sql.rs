@@ -491,6 +491,7 @@ async fn contended(url: &str, strategy: Strategy, s: &Settings) -> Result<f64, E
                 initial: Duration::from_millis(1),
                 max: Duration::from_millis(20),
                 max_attempts: None,
+                ..RetryPolicy::default()
             })
             .wait_timeout(Duration::from_secs(60))
             .build()?;

@@ -129,6 +129,7 @@ fn locker(args: &Args) -> Result<Locker, String> {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(20),
             max_attempts: None,
+            ..RetryPolicy::default()
         })
         .wait_timeout(Duration::from_secs(30))
         .build()

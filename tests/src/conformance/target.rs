@@ -296,6 +296,7 @@ pub fn quick_retry() -> RetryPolicy {
         initial: Duration::from_millis(5),
         max: Duration::from_millis(50),
         max_attempts: None,
+        ..RetryPolicy::default()
     }
 }
 

@@ -510,6 +510,7 @@ impl Sim {
                 initial: Duration::from_millis(5),
                 max: Duration::from_millis(200),
                 max_attempts: None,
+                ..RetryPolicy::default()
             },
             created_unix_ms: self.clients[client].clock.wall_ms(self.now),
             seed: self.rng.next_u64(),
