@@ -10,8 +10,7 @@
 //!
 //! Stores come from `BATON_SQLITE_URL` (default: a temporary file), `BATON_POSTGRES_URL` and
 //! `BATON_MYSQL_URL`, as for the conformance suite. `BATON_MULTIPROC_SECTIONS` sets N for every
-//! strategy (default: 200 for unique insert, fewer for the slower strategies; see
-//! [`sections_for`]).
+//! strategy (default 200).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -26,20 +25,13 @@ use baton_tests::multiproc::{check, wall_ns, Run, RunSpec};
 
 const WORKERS: usize = 8;
 
-/// Critical sections per worker: `BATON_MULTIPROC_SECTIONS`, or 200 for unique insert and 50
-/// for the strategies that need more round trips per handoff (bakery, column prefix), which
-/// keeps the whole suite within a few minutes on two cores.
-fn sections_for(strategy: Strategy) -> u64 {
-    if let Some(n) = std::env::var("BATON_MULTIPROC_SECTIONS")
+/// Critical sections per worker: `BATON_MULTIPROC_SECTIONS`, or 200 (the 8 x 200, for
+/// every strategy: about 20 s for bakery, the slowest, on PostgreSQL on two cores).
+fn sections_per_worker() -> u64 {
+    std::env::var("BATON_MULTIPROC_SECTIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-    {
-        return n;
-    }
-    match strategy {
-        Strategy::UniqueInsert => 200,
-        _ => 50,
-    }
+        .unwrap_or(200)
 }
 
 fn sections(backend: Backend, strategy: Strategy) {
@@ -48,7 +40,7 @@ fn sections(backend: Backend, strategy: Strategy) {
     };
     let table = target.table();
     let url = table.url().expect("a database table has a URL").to_owned();
-    let n = sections_for(strategy);
+    let n = sections_per_worker();
     let run = Run::start(
         env!("CARGO_BIN_EXE_lock_worker").as_ref(),
         RunSpec {
