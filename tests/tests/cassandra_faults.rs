@@ -9,8 +9,8 @@
 //!    its sections; no two sections overlap in time, every section ended with its lease still
 //!    held, tokens increase with entry time, and the shared counter has every increment
 //!    (`baton_tests::multiproc::check`); failed acquisitions are only of the retryable kinds,
-//!    and failed releases only unavailable, ambiguous, or `Lost` (an ambiguous release whose
-//!    read-back found the next holder in place: the kernel's conservative answer).
+//!    and failed releases only unavailable, ambiguous, or `Lost` (a release held up past its
+//!    lease's deadline while the cluster recovered).
 //! 2. **Two nodes down.** With a holder of each strategy in place (keep-alive on, 3 s TTL), nodes
 //!    2 and 3 are killed. Then every attempt to lock fails with `StoreUnavailable` and a message
 //!    saying the store is unavailable (not `Busy`, not a timeout, never a grant), and each holder
@@ -180,9 +180,8 @@ fn one_node_killed_mid_run(base: &str) {
             failures.push(format!("{strategy}: {}", problems.join("; ")));
         }
         // Acquisitions may fail and be retried (store unavailable, ambiguous, or a wait that
-        // outlasted the outage); a release whose outcome was ambiguous (its coordinator died)
-        // and whose read-back found the next holder already in place is reported `Lost`, the
-        // kernel's conservative answer. Anything else is a bug.
+        // outlasted the outage); a release may be unavailable, ambiguous, or `Lost` if it was
+        // held up past its lease's deadline. Anything else is a bug.
         let mut unexpected: Vec<String> = outcome
             .lock_errors()
             .into_keys()

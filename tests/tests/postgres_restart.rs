@@ -6,8 +6,7 @@
 //! - during the outage callers get store errors of the retryable kinds (`StoreUnavailable`,
 //!   or `Ambiguous` for a command cut off mid-flight), at least one `StoreUnavailable`, and
 //!   never a plain `StoreError` (which would say "do not retry"); a release may also be
-//!   `Lost`, the kernel's documented conservative answer when a release's reply was lost and
-//!   another worker took the lock before the read-back;
+//!   `Lost`, when the outage held it up past its lease's deadline;
 //! - nobody believes it holds the lock when it does not: the sections' intervals never
 //!   overlap, every section ended with its guard still held, tokens increase, and the shared
 //!   counter has every increment;
@@ -156,10 +155,9 @@ fn workers_survive_a_postgres_restart() {
         lock_errors.get("store_unavailable").copied().unwrap_or(0) > 0,
         "no caller was told the store was unavailable during the outage: lock errors {lock_errors:?}\n{errors}"
     );
-    // A lock call fails with a retryable store kind. A release may also say `lost`: when the
-    // connection dies after the release applied and another worker takes the lock before the
-    // read-back, the kernel cannot tell the two apart and answers `Lost`, the conservative
-    // answer its docs promise (baton_kernel::Release).
+    // A lock call fails with a retryable store kind. A release may also say `lost`, when the
+    // outage held it up past its lease's deadline (baton_kernel::Release). (A release cut off
+    // after it applied, whose read-back finds the next holder, is `Ok`: see the same docs.)
     let unexpected: Vec<String> = lock_errors
         .keys()
         .filter(|k| !matches!(k.as_str(), "store_unavailable" | "ambiguous"))

@@ -251,9 +251,13 @@ impl Operation for Renew {
 /// cell, which reports nothing: a release after a forced release, or a second release of the same
 /// lease, returns `Ok` (harmlessly: it deletes only our cell). The Rust API refuses a second
 /// release itself ([`ErrorKind::NotOwner`]) and learns of a forced release through the
-/// keep-alive's renewals. For unique insert, when a release's reply is lost and another owner
-/// takes the lock before the read-back, the release cannot be told from a takeover and is
-/// reported `Lost`, the conservative answer.
+/// keep-alive's renewals. The same holds for unique insert when a send of the release timed out
+/// (its reply lost, a coordinator died) and the serial read-back finds our record gone or
+/// another owner's: our own timed-out delete is by far the likely cause (the next contender
+/// took the lock it freed), so the release is `Ok` if it was sent before the deadline; only a
+/// forced release racing it would make that answer wrong, and the keep-alive reports those. A
+/// direct "not applied" reply, with no timed-out send before it, is still `Lost`: our record
+/// was gone before our release reached the store.
 #[derive(Debug)]
 pub struct Release {
     lease: Lease,
@@ -339,8 +343,16 @@ impl Operation for Release {
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Done(Ok(reply), sent) => {
                     let in_time = sent < self.lease.deadline;
+                    // Some send timed out, and the read-back found our record gone or replaced:
+                    // the timed-out delete applied (see the type's docs).
+                    let our_delete_applied = self.io.maybe_applied();
                     self.result = Some(match reply {
                         Reply::Written | Reply::Conditional { applied: true, .. } if in_time => {
+                            Ok(())
+                        }
+                        Reply::Conditional { applied: false, .. }
+                            if in_time && our_delete_applied =>
+                        {
                             Ok(())
                         }
                         Reply::Written | Reply::Conditional { applied: true, .. } => {
