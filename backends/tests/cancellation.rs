@@ -62,6 +62,15 @@ fn locker_on(store: impl Store + 'static, strategy: Strategy) -> Locker {
         .expect("valid options")
 }
 
+/// Two bakery lockers on one memory store: a holder and a waiter.
+fn bakery_pair() -> (Locker, Locker) {
+    let table = MemoryStore::new();
+    (
+        locker_on(table.clone(), Strategy::Bakery),
+        locker_on(table, Strategy::Bakery),
+    )
+}
+
 /// Waits until `name` has exactly `entries` live entries, as `observer` reads them.
 async fn wait_for_entries(observer: &Locker, name: &str, strategy: Strategy, entries: usize) {
     within(
@@ -125,9 +134,7 @@ async fn an_abandoned_acquisition_removes_its_cell() {
 /// A bakery waiter queued behind a holder, cancelled: its ticket goes, the holder's stays.
 #[tokio::test]
 async fn a_cancelled_bakery_waiter_takes_its_ticket_back() {
-    let table = MemoryStore::new();
-    let holder = locker_on(table.clone(), Strategy::Bakery);
-    let waiter = locker_on(table, Strategy::Bakery);
+    let (holder, waiter) = bakery_pair();
     let mut held = holder.lock("queue").await.expect("holder");
 
     let queued = waiter.clone();
@@ -152,9 +159,7 @@ async fn a_cancelled_bakery_waiter_takes_its_ticket_back() {
 /// `tokio::time::timeout` around `lock()`: the usual way a future gets dropped.
 #[tokio::test]
 async fn a_timeout_around_lock_leaves_nothing_behind() {
-    let table = MemoryStore::new();
-    let holder = locker_on(table.clone(), Strategy::Bakery);
-    let waiter = locker_on(table, Strategy::Bakery);
+    let (holder, waiter) = bakery_pair();
     let mut held = holder.lock("timeout").await.expect("holder");
 
     let attempt = tokio::time::timeout(Duration::from_millis(50), waiter.lock("timeout")).await;
