@@ -69,12 +69,13 @@ wait_for() {
   done
 }
 
-# pid_alive PID: true if the process exists (and is not a zombie).
+# pid_alive PID: true while any thread of the process runs. A multi-threaded process (a JVM
+# shutting down) can show its main thread as a zombie while other threads still hold its sockets,
+# so every thread's state counts, not just the main thread's.
 pid_alive() {
-  [[ -n ${1:-} && -e /proc/$1 ]] || return 1
-  local state
-  state=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
-  [[ -n $state && $state != Z ]]
+  [[ -n ${1:-} && -d /proc/$1/task ]] || return 1
+  awk '/^State:/ && $2 != "Z" && $2 != "X" { alive = 1; exit } END { exit !alive }' \
+    /proc/"$1"/task/*/status 2>/dev/null
 }
 
 # pid_cmdline_has PID TEXT: true if PID is alive and its command line contains TEXT.
