@@ -168,7 +168,7 @@ impl SqlStore {
             .get_or_try_init(|| async {
                 // A few statements, each bounded by the server; this bounds them together.
                 let limit = self.client_timeout() * 3;
-                match tokio::time::timeout(limit, self.ensure_schema_once()).await {
+                match tokio::time::timeout(limit, self.ensure_schema_retrying_busy()).await {
                     Ok(outcome) => outcome,
                     Err(_) => Err(Failure::Unavailable(format!(
                         "checking the lock table took longer than {limit:?}"
@@ -177,6 +177,30 @@ impl SqlStore {
             })
             .await
             .map(|_| ())
+    }
+
+    /// [`SqlStore::ensure_schema_once`], again after a short pause while SQLite says "database
+    /// is locked" (for up to the statement timeout). SQLite answers that at once, without
+    /// waiting out its busy timeout, in a few cases that concurrent first users of a new file
+    /// meet: a connection switching the file to WAL, or a read transaction that must become a
+    /// write while another connection writes. Nothing was applied then, so trying again is
+    /// safe. Other databases and other failures are not retried here.
+    async fn ensure_schema_retrying_busy(&self) -> std::result::Result<(), Failure> {
+        let deadline = tokio::time::Instant::now() + self.inner.options.timeout;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match self.ensure_schema_once().await {
+                Err(Failure::Unavailable(message))
+                    if self.dialect() == Dialect::Sqlite
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::debug!(%message, "lock table check: SQLite busy, trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                outcome => return outcome,
+            }
+        }
     }
 
     async fn ensure_schema_once(&self) -> std::result::Result<(), Failure> {
