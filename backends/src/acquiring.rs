@@ -22,7 +22,6 @@ use crate::store::Store;
 
 /// An [`Acquire`] being driven, with the slot its owner id came from.
 pub(crate) struct Acquiring {
-    name: String,
     op: Acquire,
     slot: Option<Slot>,
     /// Where the cleanup runs; `None` inside a caller's transaction, whose rollback (or the
@@ -34,14 +33,12 @@ pub(crate) struct Acquiring {
 
 impl Acquiring {
     pub(crate) fn new(
-        name: String,
         op: Acquire,
         slot: Slot,
         store: Option<Arc<dyn Store>>,
         runtime: tokio::runtime::Handle,
     ) -> Acquiring {
         Acquiring {
-            name,
             op,
             slot: Some(slot),
             store,
@@ -76,7 +73,7 @@ impl Drop for Acquiring {
         let (Some(command), Some(store)) = (self.op.cleanup(), self.store.take()) else {
             return;
         };
-        let name = std::mem::take(&mut self.name);
+        let name = self.op.name().to_string();
         // If the runtime has shut down, the task is dropped unpolled: the cell expires by TTL.
         drop(self.runtime.spawn(async move {
             let reply = store.execute(command).await;

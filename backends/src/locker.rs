@@ -171,11 +171,10 @@ impl Locker {
         let slot = self.inner.slots.take(name.as_str());
         let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
         let hint = self.hint(&name, opts.strategy);
-        let label = name.to_string();
         let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
-        let mut acquiring = Acquiring::new(label, op, slot, cleanup_store, runtime.clone());
+        let mut acquiring = Acquiring::new(op, slot, cleanup_store, runtime.clone());
         let outcome = self.run_on(acquiring.op(), store).await;
         let slot = acquiring.finish();
         let grant = outcome?;

@@ -168,6 +168,11 @@ impl Acquire {
         Some(self.delete_command())
     }
 
+    /// The lock being acquired.
+    pub fn name(&self) -> &LockName {
+        &self.name
+    }
+
     /// How many attempts it has started so far.
     pub fn attempts(&self) -> u32 {
         self.attempts

@@ -21,7 +21,7 @@
 //!   locking and releasing one name for `--contended-secs`: acquisitions per second, and
 //!   fairness (Jain's index over the clients' counts, 1.0 = perfectly even, and min/max).
 //!
-//! Output: one line per strategy, then a Markdown table.
+//! Output: each strategy's table rows as it finishes, then the Markdown tables.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -143,6 +143,38 @@ struct Result1 {
     max: u64,
     /// Median cycle of the first and of the last window of the history, and its cycles.
     history: Option<(Duration, Duration, usize)>,
+}
+
+impl Result1 {
+    /// The Markdown row of the main table.
+    fn row(&self, label: &str) -> String {
+        format!(
+            "| {label} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
+            self.strategy,
+            ms(self.p50),
+            ms(self.p99),
+            self.round_trips,
+            ms(self.floor_p50),
+            ms(self.floor_p99),
+            self.p50.as_secs_f64() / self.floor_p50.as_secs_f64(),
+            self.throughput,
+            self.jain,
+            self.min,
+            self.max
+        )
+    }
+
+    /// The Markdown row of the history table, if the history ran.
+    fn history_row(&self, label: &str) -> Option<String> {
+        let (first, last, n) = self.history?;
+        Some(format!(
+            "| {label} | {} | {n} | {} | {} | {:.2} |",
+            self.strategy,
+            ms(first),
+            ms(last),
+            last.as_secs_f64() / first.as_secs_f64()
+        ))
+    }
 }
 
 fn table_url(base: &str) -> String {
@@ -400,31 +432,10 @@ fn main() {
     for strategy in args.strategies.clone() {
         match runtime.block_on(bench(&args, strategy)) {
             Ok(r) => {
-                println!(
-                    "{} {}: lock+release p50 {} ms p99 {} ms, {} round trips; floor p50 {} ms p99 {} ms (x{:.2}); contended {:.1}/s with {} clients, fairness {:.3} (min {} max {})",
-                    args.label,
-                    r.strategy,
-                    ms(r.p50),
-                    ms(r.p99),
-                    r.round_trips,
-                    ms(r.floor_p50),
-                    ms(r.floor_p99),
-                    r.p50.as_secs_f64() / r.floor_p50.as_secs_f64(),
-                    r.throughput,
-                    args.clients,
-                    r.jain,
-                    r.min,
-                    r.max
-                );
-                if let Some((first, last, n)) = r.history {
-                    println!(
-                        "{} {}: history of {n} cycles: median cycle {} ms at first, {} ms at last (x{:.2})",
-                        args.label,
-                        r.strategy,
-                        ms(first),
-                        ms(last),
-                        last.as_secs_f64() / first.as_secs_f64()
-                    );
+                // Progress: each strategy's rows as it finishes (the tables below repeat them).
+                println!("{}", r.row(&args.label));
+                if let Some(row) = r.history_row(&args.label) {
+                    println!("{row}");
                 }
                 results.push(r);
             }
@@ -438,37 +449,18 @@ fn main() {
     println!("| cluster | strategy | p50 ms | p99 ms | round trips | floor p50 ms | floor p99 ms | p50 / floor | contended acq/s ({} clients) | fairness (Jain) | min–max per client |", args.clients);
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in &results {
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
-            args.label,
-            r.strategy,
-            ms(r.p50),
-            ms(r.p99),
-            r.round_trips,
-            ms(r.floor_p50),
-            ms(r.floor_p99),
-            r.p50.as_secs_f64() / r.floor_p50.as_secs_f64(),
-            r.throughput,
-            r.jain,
-            r.min,
-            r.max
-        );
+        println!("{}", r.row(&args.label));
     }
-    if results.iter().any(|r| r.history.is_some()) {
+    let history: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.history_row(&args.label))
+        .collect();
+    if !history.is_empty() {
         println!();
         println!("| cluster | strategy | history cycles | first median ms | last median ms | last / first |");
         println!("| --- | --- | --- | --- | --- | --- |");
-        for r in &results {
-            if let Some((first, last, n)) = r.history {
-                println!(
-                    "| {} | {} | {n} | {} | {} | {:.2} |",
-                    args.label,
-                    r.strategy,
-                    ms(first),
-                    ms(last),
-                    last.as_secs_f64() / first.as_secs_f64()
-                );
-            }
+        for row in history {
+            println!("{row}");
         }
     }
 }
