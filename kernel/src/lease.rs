@@ -162,6 +162,8 @@ pub struct LockInfo {
     pub ticket: Option<u64>,
     /// When it was written, Unix milliseconds by the writer's wall clock (informational).
     pub created_unix_ms: Option<u64>,
+    /// The acquisition id written in the entry ([`LockOptions::acquisition`](crate::LockOptions::acquisition)), 0 when none.
+    pub acquisition: u64,
     /// Time left before the store expires it, by the store's clock.
     pub expires_in: Option<Duration>,
 }

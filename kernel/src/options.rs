@@ -133,6 +133,12 @@ pub struct LockOptions {
     /// How many times one storage command is sent when the store is unavailable or times out,
     /// before the operation fails with [`ErrorKind::StoreUnavailable`]; default 3, at least 1.
     pub store_attempts: u32,
+    /// Accept a plain consistency below a quorum ([`Consistency::One`]) for the bakery and
+    /// column-prefix strategies. Their safety arguments need every read to see every write that
+    /// completed before it (intersecting replica sets), which ONE does not give: with it two
+    /// holders at once are possible whenever a replica misses a write. Off by default, and
+    /// validation refuses ONE for those strategies unless this says the caller knows.
+    pub allow_weak_consistency: bool,
     /// Column-prefix options.
     pub prefix: PrefixOptions,
     /// Wall-clock time of the acquisition in Unix milliseconds, recorded for people reading the
@@ -165,6 +171,41 @@ pub enum Sabotage {
     UniqueBlindDelete,
     /// Wins and renewals that do not check their reply arrived before the lease deadline.
     NoContinuity,
+    /// The fencing counter written with a plain put of the next token, not compare-and-set.
+    FenceBlindWrite,
+    /// No drift margin: the holder believes until send time + TTL.
+    NoDriftMargin,
+    /// Stale column-prefix entries (acquire and purge) and forced releases delete the cell
+    /// whatever its version, not the version they read.
+    BlindStaleDelete,
+    /// Unique insert writes the same value in every attempt of an acquisition, so an earlier
+    /// attempt's insert applied late passes for this attempt's win.
+    SameValueEveryAttempt,
+    /// A unique-insert release whose send timed out and whose read-back finds the record gone
+    /// reports `Ok` without looking at the fencing counter (the behaviour of commit d854516).
+    ReleaseTrustsReadBack,
+    /// For the simulator's executor: plain writes stamped in arrival order at the store, as if
+    /// the store ordered them (server-side timestamps), not by the client when sent.
+    ArrivalOrderStamps,
+    /// For the simulator's driver: a client's monotonic clock stops while it is suspended
+    /// (`CLOCK_MONOTONIC` on Linux), instead of counting the suspension (`CLOCK_BOOTTIME`).
+    ClockStopsInSuspend,
+}
+
+impl Sabotage {
+    /// Every broken variant, for tests that each is caught.
+    pub const ALL: [Sabotage; 10] = [
+        Sabotage::BakeryIgnoresEntering,
+        Sabotage::UniqueBlindDelete,
+        Sabotage::NoContinuity,
+        Sabotage::FenceBlindWrite,
+        Sabotage::NoDriftMargin,
+        Sabotage::BlindStaleDelete,
+        Sabotage::SameValueEveryAttempt,
+        Sabotage::ReleaseTrustsReadBack,
+        Sabotage::ArrivalOrderStamps,
+        Sabotage::ClockStopsInSuspend,
+    ];
 }
 
 impl LockOptions {
@@ -188,6 +229,15 @@ impl LockOptions {
                 "drift margin {:?} must be less than the ttl {:?}",
                 self.drift_margin(),
                 self.ttl
+            )));
+        }
+        if self.strategy != Strategy::UniqueInsert
+            && self.consistency == Consistency::One
+            && !self.allow_weak_consistency
+        {
+            return Err(Error::invalid_option(format!(
+                "consistency ONE is below a quorum: the {} strategy needs its reads to see every completed write (QUORUM, LOCAL_QUORUM within one data centre, or ALL); set allow_weak_consistency to accept two holders at once when a replica misses a write",
+                self.strategy
             )));
         }
         if self.store_attempts == 0 {
@@ -228,6 +278,9 @@ impl LockOptions {
 
     /// The drift margin in force (see [`LockOptions::drift_margin`]).
     pub fn drift_margin(&self) -> Duration {
+        if self.sabotage == Sabotage::NoDriftMargin {
+            return Duration::ZERO;
+        }
         self.drift_margin
             .unwrap_or(self.ttl / 100 + Duration::from_millis(1))
     }
@@ -258,6 +311,7 @@ impl Default for LockOptions {
             serial: SerialConsistency::Serial,
             drift_margin: None,
             store_attempts: 3,
+            allow_weak_consistency: false,
             prefix: PrefixOptions::default(),
             created_unix_ms: 0,
             seed: 0,
@@ -339,6 +393,32 @@ mod tests {
                 "{o:?}"
             );
         }
+    }
+
+    #[test]
+    fn consistency_below_a_quorum_needs_an_explicit_opt_in() {
+        for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+            let mut o = LockOptions {
+                strategy,
+                consistency: Consistency::One,
+                ..LockOptions::default()
+            };
+            let e = o.validate().expect_err("ONE is refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+            assert!(
+                e.message().contains("ONE") && e.message().contains("allow_weak_consistency"),
+                "{e}"
+            );
+            o.allow_weak_consistency = true;
+            assert_eq!(o.validate(), Ok(()));
+        }
+        // Unique insert decides by lightweight transactions at SERIAL: ONE only weakens the
+        // commit, which serial reads still see.
+        let o = LockOptions {
+            consistency: Consistency::One,
+            ..LockOptions::default()
+        };
+        assert_eq!(o.validate(), Ok(()));
     }
 
     #[test]

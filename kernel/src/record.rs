@@ -10,7 +10,9 @@
 //! | bakery `ticket/<owner>` with a ticket | `ticket=17 created_ms=1763700000000 acq=5f0e1d2c3b4a6978` |
 //!
 //! `acq` is the acquisition id ([`LockOptions::acquisition`](crate::LockOptions::acquisition)),
-//! omitted when zero.
+//! omitted when zero. `att` (unique insert) numbers the acquisition's attempts, omitted for the
+//! first: every attempt writes a value of its own, so an insert of an earlier attempt that the
+//! store applies late is never mistaken for this attempt's.
 //! | fencing counter (`fence`, or the column prefix itself) | `token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978` |
 
 use alloc::format;
@@ -44,18 +46,31 @@ pub(crate) struct LockRecord {
     pub cell_ttl_ms: u64,
     pub created_ms: u64,
     pub acq: u64,
+    /// Attempt number within the acquisition (unique insert); 0 or 1 is not written.
+    pub att: u32,
 }
 
 impl LockRecord {
     pub fn encode(&self) -> String {
+        let att = if self.att > 1 {
+            format!(" att={}", self.att)
+        } else {
+            String::new()
+        };
         format!(
-            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}{}",
+            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}{}{att}",
             self.owner,
             self.ttl_ms,
             self.cell_ttl_ms,
             self.created_ms,
             acq_field(self.acq)
         )
+    }
+
+    /// Whether `other` was written by the same acquisition (same owner and acquisition id),
+    /// whatever its attempt.
+    pub fn same_acquisition(&self, other: &LockRecord) -> bool {
+        self.owner == other.owner && self.acq == other.acq
     }
 
     pub fn decode(value: &str) -> Result<Self> {
@@ -68,6 +83,9 @@ impl LockRecord {
                 .ok_or_else(bad)?,
             created_ms: number(value, "created_ms").unwrap_or(0),
             acq: acq_of(value),
+            att: number(value, "att")
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(1),
         })
     }
 }
@@ -116,6 +134,11 @@ pub(crate) struct Fence {
     pub acq: u64,
 }
 
+/// The owner a forced release writes into the fencing counter when it breaks a lock, so the
+/// broken holder (renewing, or settling a release whose reply was lost) can tell a forced
+/// release from a normal hand-off.
+pub(crate) const FORCED: &str = "forced-release";
+
 impl Fence {
     pub fn encode(&self) -> String {
         format!(
@@ -155,6 +178,7 @@ mod tests {
             cell_ttl_ms: 9,
             created_ms: 7,
             acq: 0xabc,
+            att: 3,
         };
         assert_eq!(LockRecord::decode(&r.encode()), Ok(r.clone()));
         assert_eq!(LockRecord::decode(&(r.encode() + " future=1")), Ok(r));

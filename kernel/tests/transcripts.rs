@@ -53,8 +53,14 @@ fn entries(h: &mut Harness, strategy: Strategy) -> Vec<baton_kernel::LockInfo> {
 // Scenarios
 
 /// (a) A acquires an uncontended lock at t=0 and releases it at t=1s. Checks the round trips
-/// against the strategy's documented cost (`acquire_rts`, and 1 for release).
+/// against the strategy's documented cost (`acquire_rts`; release: 1 for unique insert, 2 for
+/// the plain strategies, whose release reads before it deletes).
 fn uncontended(strategy: Strategy, acquire_rts: u32) -> Harness {
+    let release_rts = if strategy == Strategy::UniqueInsert {
+        1
+    } else {
+        2
+    };
     let mut h = Harness::new();
     let grant = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
     assert_eq!(grant.lease.token(), 1);
@@ -64,7 +70,11 @@ fn uncontended(strategy: Strategy, acquire_rts: u32) -> Harness {
     );
     h.advance(Duration::from_secs(1));
     drive(&mut h, "A", Release::new(&grant.lease)).expect("release");
-    assert_eq!(h.commands, acquire_rts + 1, "round trips of a release");
+    assert_eq!(
+        h.commands,
+        acquire_rts + release_rts,
+        "round trips of a release"
+    );
     assert!(entries(&mut h, strategy).is_empty());
     h
 }
@@ -160,6 +170,8 @@ fn bakery_uncontended() {
         t=0ms A: insert-if-absent "job"/"fence" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
+        t=1000ms A: read "job" all quorum
+        t=1000ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=59s]
         t=1000ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=1000ms A: <- written
         t=1000ms A: => ok
@@ -193,6 +205,8 @@ fn bakery_handoff() {
         t=1000ms B: read "job" all quorum
         t=1000ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=59s, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=60s]
         t=1000ms B: wait until t=1006.949149ms
+        t=1001ms A: read "job" all quorum
+        t=1001ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=58999ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59999ms]
         t=1001ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=1001ms A: <- written
         t=1001ms A: => ok
@@ -202,6 +216,8 @@ fn bakery_handoff() {
         t=1006.949149ms B: cas "job"/"fence" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60399ms
+        t=1006.949149ms B: read "job" all quorum
+        t=1006.949149ms B: <- cells ["fence" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59993.050851ms]
         t=1006.949149ms B: delete "job"/"ticket/b:1:0000000000000001" quorum
         t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
@@ -237,9 +253,11 @@ fn bakery_takeover() {
         t=61000ms B: cas "job"/"fence" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
+        t=62000ms A: read "job" all quorum
+        t=62000ms A: <- cells ["fence" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=1 created_ms=2000" ttl=59s]
         t=62000ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=62000ms A: <- written
-        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: its deadline had passed before release
+        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
 }
@@ -278,9 +296,11 @@ fn bakery_lost_replies() {
         t=1012.033090ms B: delete "job"/"ticket/b:1:0000000000000001" quorum
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held or queued for by a:1:0000000000000001
-        t=2012.033090ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
-        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: read "job" all quorum
+        t=2012.033090ms A: <- [store: cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
+        t=2020.732175ms A: read "job" all quorum
+        t=2020.732175ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57986.216974ms]
         t=2020.732175ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
@@ -331,14 +351,14 @@ fn unique_handoff() {
         t=1001ms A: <- applied
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
-        t=1006.949149ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
+        t=1006.949149ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: insert-if-absent "job"/"fence" = "token=1 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- not applied, current "token=1 owner=a:1:0000000000000001"
         t=1006.949149ms B: cas "job"/"fence" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
-        t=1006.949149ms B: cas "job"/"lock" if "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" then delete serial/quorum
+        t=1006.949149ms B: cas "job"/"lock" if "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" then delete serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => ok
         "#,
@@ -395,6 +415,8 @@ fn unique_lost_replies() {
         t=2012.033090ms A: wait until t=2020.732175ms
         t=2020.732175ms A: read "job" exact "lock" serial
         t=2020.732175ms A: <- cells []
+        t=2020.732175ms A: read "job" all serial
+        t=2020.732175ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none]
         t=2020.732175ms A: => ok
         "#,
     );
@@ -417,6 +439,8 @@ fn prefix_uncontended() {
         t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
+        t=1000ms A: read "job" prefix "_LOCK_" quorum
+        t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59s]
         t=1000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=1000ms A: <- written
         t=1000ms A: => ok
@@ -444,6 +468,8 @@ fn prefix_handoff() {
         t=1000ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
         t=1000ms B: <- written
         t=1000ms B: wait until t=1006.949149ms
+        t=1001ms A: read "job" prefix "_LOCK_" quorum
+        t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
         t=1001ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=1001ms A: <- written
         t=1001ms A: => ok
@@ -455,6 +481,8 @@ fn prefix_handoff() {
         t=1006.949149ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
+        t=1006.949149ms B: read "job" prefix "_LOCK_" quorum
+        t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s]
         t=1006.949149ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
         t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
@@ -482,9 +510,11 @@ fn prefix_takeover() {
         t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
+        t=62000ms A: read "job" prefix "_LOCK_" quorum
+        t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=59s]
         t=62000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=62000ms A: <- written
-        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: its deadline had passed before release
+        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
 }
@@ -515,9 +545,11 @@ fn prefix_lost_replies() {
         t=1012.033090ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
-        t=2012.033090ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
-        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: read "job" prefix "_LOCK_" quorum
+        t=2012.033090ms A: <- [store: cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
+        t=2020.732175ms A: read "job" prefix "_LOCK_" quorum
+        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57986.216974ms]
         t=2020.732175ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
@@ -637,12 +669,14 @@ fn prefix_stale_column_taken_over() {
         t=61000ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=1000" ttl=59s, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=2000" ttl=120s]
         t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
-        t=61000ms B: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=61000ms B: delete "job"/"_LOCK_a:1:0000000000000001" at version 1 quorum
         t=61000ms B: <- written
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
+        t=62000ms A: read "job" prefix "_LOCK_" quorum
+        t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=2000" ttl=119s]
         t=62000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=62000ms A: <- written
-        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: its deadline had passed before release
+        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
 }
@@ -750,6 +784,8 @@ fn bakery_waiter_refreshes_its_ticket() {
         t=647.671701ms B: read "job" all quorum
         t=647.671701ms B: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=752.328299ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=846.828299ms]
         t=647.671701ms B: wait until t=743.572681ms
+        t=700ms A: read "job" all quorum
+        t=700ms A: <- cells ["fence" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=700ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=794.500000ms]
         t=700ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=700ms A: <- written
         t=700ms A: => ok

@@ -110,12 +110,31 @@ pub enum Command {
         /// Write consistency.
         consistency: Consistency,
     },
-    /// Remove a cell unconditionally (absent is fine). Answered by [`Reply::Written`].
+    /// Remove the writer's own cell (absent is fine). Answered by [`Reply::Written`].
+    ///
+    /// Like [`Command::Put`] and [`Command::Batch`], it is a *plain write*: the executor stamps
+    /// it (see [`Command::stamped`]) and the store applies it only over older versions, so a
+    /// delete that arrives late cannot remove a cell its writer wrote again since.
     Delete {
         /// The row.
         row: String,
         /// The column.
         column: String,
+        /// Write consistency.
+        consistency: Consistency,
+    },
+    /// Remove the version of a cell that a read returned: the cell is removed only if its stamp
+    /// ([`Cell::stamp`]) is at most `stamp`, so a newer write by its owner survives (Cassandra:
+    /// `DELETE … USING TIMESTAMP stamp`; SQL: `DELETE … WHERE stamp <= ?`). Used to remove
+    /// *someone else's* cell (a stale column-prefix entry, a forced release): never a blind
+    /// delete. Answered by [`Reply::Written`].
+    DeleteVersion {
+        /// The row.
+        row: String,
+        /// The column.
+        column: String,
+        /// The newest version to remove.
+        stamp: u64,
         /// Write consistency.
         consistency: Consistency,
     },
@@ -190,12 +209,33 @@ impl Command {
             Command::Read { row, .. }
             | Command::Put { row, .. }
             | Command::Delete { row, .. }
+            | Command::DeleteVersion { row, .. }
             | Command::InsertIfAbsent { row, .. }
             | Command::CompareAndSet { row, .. }
             | Command::Batch { row, .. } => Some(row),
             Command::Purge { row } => row.as_deref(),
             Command::Scan { .. } => None,
         }
+    }
+
+    /// Whether the executor stamps the command with a fresh write timestamp: [`Command::Put`],
+    /// [`Command::Delete`] and [`Command::Batch`], the plain writes of an owner's own cells.
+    ///
+    /// Stamps are the storage model's answer to late delivery. A store keeps, with every cell,
+    /// the stamp of the write that made it, and applies a plain write only over an older version
+    /// (a put: stamp greater than the cell's; a delete: at least the cell's). The executor takes
+    /// each stamp, when it sends the command, from a generator that never goes backwards in the
+    /// process (the Rust stores: wall-clock microseconds, at least one more than the last stamp
+    /// issued, as Cassandra's client-side timestamps). Only an owner writes its own cells, one
+    /// command at a time, so its writes are ordered by their stamps whatever order they arrive
+    /// in: a put or delete held up in a pooler's queue or a socket buffer, applied after the owner
+    /// wrote again, changes nothing. (A late write that finds the cell *gone* may recreate it:
+    /// that only adds a contender, who blocks others until its TTL ends; it never removes one.)
+    pub fn stamped(&self) -> bool {
+        matches!(
+            self,
+            Command::Put { .. } | Command::Delete { .. } | Command::Batch { .. }
+        )
     }
 
     /// Whether the command is conditional (a lightweight transaction on Cassandra).
@@ -216,12 +256,18 @@ pub struct Cell {
     pub value: String,
     /// Time left before the store expires the cell, by the store's clock; `None` if it has no TTL.
     pub ttl_remaining: Option<Duration>,
+    /// The stamp of the write that made this version of the cell (see [`Command::stamped`];
+    /// Cassandra's `WRITETIME`): [`Command::DeleteVersion`] with it removes exactly this version.
+    pub stamp: u64,
 }
 
 /// Why a store could not execute a command.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Failure {
-    /// The command was not applied (connection refused, not enough live replicas...).
+    /// The command was not applied (connection refused, not enough live replicas...). For a
+    /// conditional command the kernel does not rely on it: Cassandra can answer `Unavailable`
+    /// for a proposal a quorum accepted before its commit round failed, and the next Paxos round
+    /// completes it, so the kernel reads such an outcome as "maybe applied" when it resends.
     Unavailable(String),
     /// The command may or may not have been applied (a timeout after it was sent).
     Timeout(String),

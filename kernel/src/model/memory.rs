@@ -12,6 +12,7 @@ use crate::time::Instant;
 struct Entry {
     value: String,
     expires_at: Option<Instant>,
+    stamp: u64,
 }
 
 impl Entry {
@@ -24,12 +25,16 @@ impl Entry {
 ///
 /// It is the definition of the storage model: single-copy and linearizable, so every
 /// consistency level is trivially met. Expired cells stay in the table, invisible to reads and
-/// replaced by writes, until a [`Command::Purge`] removes them, as on the SQL stores.
+/// replaced by writes, until a [`Command::Purge`] removes them, as on the SQL stores. Plain
+/// writes apply only over older versions ([`Command::stamped`]); a delete removes the cell
+/// (no tombstone is kept, as on SQL), so a late put may recreate a deleted cell.
 ///
 /// Costs: every command is `O(log n)` in the number of cells plus the size of its answer.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryTable {
     cells: BTreeMap<(String, String), Entry>,
+    /// The last stamp [`MemoryTable::apply`] gave a command.
+    last_stamp: u64,
 }
 
 impl MemoryTable {
@@ -38,8 +43,18 @@ impl MemoryTable {
         Self::default()
     }
 
-    /// Applies `command` at store time `now` and returns the reply. Never fails.
+    /// Applies `command` at store time `now` and returns the reply. Never fails. Commands are
+    /// stamped in the order they arrive, which is the order they were sent when, as in one
+    /// process, a command is applied as soon as it is sent.
     pub fn apply(&mut self, command: &Command, now: Instant) -> Reply {
+        self.last_stamp += 1;
+        self.apply_stamped(command, now, self.last_stamp)
+    }
+
+    /// Applies `command` at store time `now` with the stamp its executor gave it when it was
+    /// sent (a simulated client's clock, say), for executors that can deliver commands late.
+    pub fn apply_stamped(&mut self, command: &Command, now: Instant, stamp: u64) -> Reply {
+        self.last_stamp = self.last_stamp.max(stamp);
         match command {
             Command::Read { row, filter, .. } => Reply::Cells(self.read(row, filter, now)),
             Command::Put {
@@ -49,11 +64,20 @@ impl MemoryTable {
                 ttl,
                 ..
             } => {
-                self.put(row, column, value, *ttl, now);
+                self.put_over_older(row, column, value, *ttl, now, stamp);
                 Reply::Written
             }
             Command::Delete { row, column, .. } => {
-                self.cells.remove(&(row.clone(), column.clone()));
+                self.delete_up_to(row, column, stamp);
+                Reply::Written
+            }
+            Command::DeleteVersion {
+                row,
+                column,
+                stamp: version,
+                ..
+            } => {
+                self.delete_up_to(row, column, *version);
                 Reply::Written
             }
             Command::InsertIfAbsent {
@@ -68,7 +92,7 @@ impl MemoryTable {
                     current: Some(current.value.clone()),
                 },
                 None => {
-                    self.put(row, column, value, *ttl, now);
+                    self.put(row, column, value, *ttl, now, stamp);
                     Reply::Conditional {
                         applied: true,
                         current: None,
@@ -91,7 +115,7 @@ impl MemoryTable {
                     };
                 }
                 match new {
-                    Some(value) => self.put(row, column, value, *ttl, now),
+                    Some(value) => self.put(row, column, value, *ttl, now, stamp),
                     None => {
                         self.cells.remove(&(row.clone(), column.clone()));
                     }
@@ -105,11 +129,9 @@ impl MemoryTable {
                 for write in writes {
                     match write {
                         Write::Put { column, value, ttl } => {
-                            self.put(row, column, value, *ttl, now)
+                            self.put_over_older(row, column, value, *ttl, now, stamp)
                         }
-                        Write::Delete { column } => {
-                            self.cells.remove(&(row.clone(), column.clone()));
-                        }
+                        Write::Delete { column } => self.delete_up_to(row, column, stamp),
                     }
                 }
                 Reply::Written
@@ -139,6 +161,7 @@ impl MemoryTable {
                 column: column.clone(),
                 value: entry.value.clone(),
                 ttl_remaining: entry.expires_at.map(|e| e.saturating_duration_since(now)),
+                stamp: entry.stamp,
             })
             .collect()
     }
@@ -186,13 +209,46 @@ impl MemoryTable {
             .filter(|e| e.is_live(now))
     }
 
-    fn put(&mut self, row: &str, column: &str, value: &str, ttl: Option<Duration>, now: Instant) {
+    fn put(
+        &mut self,
+        row: &str,
+        column: &str,
+        value: &str,
+        ttl: Option<Duration>,
+        now: Instant,
+        stamp: u64,
+    ) {
         let entry = Entry {
             value: String::from(value),
             expires_at: ttl.map(|t| now.saturating_add(t)),
+            stamp,
         };
         self.cells
             .insert((String::from(row), String::from(column)), entry);
+    }
+
+    /// A plain put: applied only over an older version (or no cell at all).
+    fn put_over_older(
+        &mut self,
+        row: &str,
+        column: &str,
+        value: &str,
+        ttl: Option<Duration>,
+        now: Instant,
+        stamp: u64,
+    ) {
+        let key = (String::from(row), String::from(column));
+        if self.cells.get(&key).is_none_or(|e| e.stamp < stamp) {
+            self.put(row, column, value, ttl, now, stamp);
+        }
+    }
+
+    /// A plain delete: removes the cell if its version is at most `stamp`.
+    fn delete_up_to(&mut self, row: &str, column: &str, stamp: u64) {
+        let key = (String::from(row), String::from(column));
+        if self.cells.get(&key).is_some_and(|e| e.stamp <= stamp) {
+            self.cells.remove(&key);
+        }
     }
 
     fn purge(&mut self, row: Option<&str>, now: Instant) -> Vec<(String, String)> {
@@ -351,6 +407,43 @@ mod tests {
             }
         );
         assert_eq!(m.stored_cells(), 0);
+    }
+
+    #[test]
+    fn plain_writes_apply_by_stamp_not_by_arrival() {
+        let mut m = MemoryTable::new();
+        let del = |stamp: u64| Command::DeleteVersion {
+            row: "r".into(),
+            column: "c".into(),
+            stamp,
+            consistency: Consistency::Quorum,
+        };
+        let delete = Command::Delete {
+            row: "r".into(),
+            column: "c".into(),
+            consistency: Consistency::Quorum,
+        };
+        m.apply_stamped(&put("c", "new", None), t(0), 20);
+        // A put and a delete sent earlier (smaller stamps) arrive late: no effect.
+        m.apply_stamped(&put("c", "old", None), t(1), 10);
+        m.apply_stamped(&delete, t(1), 15);
+        let cells = m.read("r", &ColumnFilter::All, t(2));
+        assert_eq!(
+            (cells[0].value.as_str(), cells[0].stamp),
+            ("new", 20),
+            "{cells:?}"
+        );
+        // Deleting an older version leaves the newer one; the version read is removed.
+        m.apply(&del(19), t(3));
+        assert_eq!(m.read("r", &ColumnFilter::All, t(3)).len(), 1);
+        m.apply(&del(20), t(3));
+        assert!(m.read("r", &ColumnFilter::All, t(3)).is_empty());
+        // Without a tombstone, a late put recreates a deleted cell (it only adds a contender).
+        m.apply_stamped(&put("c", "old", None), t(4), 10);
+        assert_eq!(m.read("r", &ColumnFilter::All, t(4)).len(), 1);
+        // `apply` stamps in arrival order, after every stamp seen.
+        m.apply(&put("c", "next", None), t(5));
+        assert!(m.read("r", &ColumnFilter::All, t(5))[0].stamp > 20);
     }
 
     #[test]

@@ -13,8 +13,18 @@
 //!   consistency (QUORUM writes + QUORUM reads on Cassandra, any SQL transaction).
 //! - Conditional commands ([`Command::InsertIfAbsent`], [`Command::CompareAndSet`]) are
 //!   linearizable with respect to each other and to reads at serial consistency.
-//! - A [`Failure::Unavailable`] reply means the command was not applied. A [`Failure::Timeout`]
-//!   reply means it may have been; a later read at serial consistency settles it.
+//! - Plain writes ([`Command::stamped`]) are ordered by the stamps their executor gives them,
+//!   not by their arrival: a put applies only over an older version of its cell, a delete only
+//!   over a version at most as new, so a write that reaches the store late (queued in a pooler,
+//!   left in a socket buffer, held in a coordinator's queue) never undoes a later write of the
+//!   same owner. Every read returns each cell's stamp.
+//! - A [`Failure::Unavailable`] reply means the command was not applied (for conditional
+//!   commands, see its docs). A [`Failure::Timeout`] reply means it may have been, *at any time
+//!   later*: a command can be applied after the client gave up on it and after a read-back.
+//!   For conditional commands on Cassandra a serial read settles it (it completes or supersedes
+//!   the in-flight Paxos round); SQL stores bound how late a statement can start by their
+//!   statement timeout only once the server has started it, so the kernel never relies on a
+//!   read-back having settled anything: each acquisition attempt writes a value of its own.
 
 mod command;
 mod memory;

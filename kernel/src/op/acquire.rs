@@ -14,7 +14,7 @@ use crate::options::{LockOptions, Sabotage, Strategy, Wait};
 use crate::owner::OwnerId;
 use crate::record::{encode_bakery, BakeryState, LockRecord};
 use crate::retry::SplitMix64;
-use crate::strategy::fence::FenceBump;
+use crate::strategy::fence::{Bumped, FenceBump};
 use crate::strategy::{bakery, prefix, unique, Layout};
 use crate::time::Instant;
 
@@ -39,9 +39,14 @@ enum Next {
 #[derive(Clone, Debug)]
 enum Phase {
     Start,
-    Sleep { until: Instant, then: Next },
+    Sleep {
+        until: Instant,
+        then: Next,
+    },
     UniqueInsert,
     UniqueBlindDelete,
+    /// Removing our own record of an earlier attempt that the store applied late.
+    UniqueClearOwn,
     BakeryEnter,
     BakeryReadMax,
     BakeryTicket(u64),
@@ -70,6 +75,8 @@ pub struct Acquire {
     opts: LockOptions,
     layout: Layout,
     column: String,
+    /// The record of this acquisition (unique insert and column prefix; `att` is set per attempt).
+    record: LockRecord,
     /// The value our cell holds now (a record, or the bakery state).
     value: String,
     io: Io,
@@ -87,7 +94,7 @@ pub struct Acquire {
     fence_hint: Option<FenceHint>,
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
-    stale: Vec<String>,
+    stale: Vec<(String, u64)>,
     data: Vec<Cell>,
     woken: bool,
     result: Option<Result<Grant>>,
@@ -112,6 +119,7 @@ impl Acquire {
             cell_ttl_ms: millis(opts.cell_ttl()),
             created_ms: opts.created_unix_ms,
             acq: opts.acquisition,
+            att: 1,
         };
         let value = match opts.strategy {
             Strategy::Bakery => encode_bakery(
@@ -128,6 +136,7 @@ impl Acquire {
             owner,
             layout,
             column,
+            record,
             value,
             phase: Phase::Start,
             started: None,
@@ -233,6 +242,12 @@ impl Acquire {
         self.polls = 0;
         match self.opts.strategy {
             Strategy::UniqueInsert => {
+                // A value of its own for every attempt: an insert of an earlier attempt that the
+                // store applies late must not pass for this one (its TTL started earlier).
+                if self.opts.sabotage != Sabotage::SameValueEveryAttempt {
+                    self.record.att = self.attempts;
+                    self.value = self.record.encode();
+                }
                 self.phase = Phase::UniqueInsert;
                 self.io.send(Command::InsertIfAbsent {
                     row: self.row(),
@@ -353,18 +368,22 @@ impl Acquire {
         )
     }
 
-    fn start_fence(&mut self, current: Option<String>) {
+    /// Bumps the fencing counter from `current`, which was read after our cell was in place
+    /// when `fresh`.
+    fn start_fence(&mut self, current: Option<String>, fresh: bool) {
         let bump = FenceBump::new(
             self.name.as_str(),
             &self.layout.fence,
             self.owner.key(),
             self.opts.acquisition,
             current.as_deref(),
+            fresh,
             self.opts.consistency,
             self.opts.serial,
         );
         match bump {
             Ok(bump) => {
+                let bump = bump.blind(self.opts.sabotage == Sabotage::FenceBlindWrite);
                 self.io.send(bump.command());
                 self.phase = Phase::Fence(bump);
             }
@@ -376,13 +395,16 @@ impl Acquire {
         if self.lapsed(now) {
             return self.abandon(Then::Restart);
         }
-        if let Some(column) = self.stale.pop() {
+        if let Some((column, stamp)) = self.stale.pop() {
             self.phase = Phase::DeleteStale(token);
-            self.io.send(Command::Delete {
-                row: self.row(),
+            let command = delete_version(
+                self.row(),
                 column,
-                consistency: self.opts.consistency,
-            });
+                stamp,
+                self.opts.consistency,
+                self.opts.sabotage,
+            );
+            self.io.send(command);
             return;
         }
         let lease = Lease {
@@ -421,10 +443,27 @@ impl Acquire {
                     self.wrote = true;
                     self.cell_deadline = sent.saturating_add(validity);
                     let hint = self.fence_hint.take().map(|h| h.value);
-                    return self.start_fence(hint);
+                    return self.start_fence(hint, false);
                 }
                 self.wrote = false;
                 let current = current.unwrap_or_default();
+                let ours = LockRecord::decode(&current)
+                    .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
+                if ours && self.opts.sabotage != Sabotage::SameValueEveryAttempt {
+                    // An earlier attempt's insert, applied late: nobody believes in it. Remove
+                    // exactly that record, then try again at once.
+                    self.phase = Phase::UniqueClearOwn;
+                    self.io.send(Command::CompareAndSet {
+                        row: self.row(),
+                        column: self.column.clone(),
+                        expected: current,
+                        new: None,
+                        ttl: None,
+                        serial: self.opts.serial,
+                        consistency: self.opts.consistency,
+                    });
+                    return;
+                }
                 if self.opts.sabotage == Sabotage::UniqueBlindDelete {
                     let wall = self.opts.created_unix_ms
                         + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
@@ -441,6 +480,7 @@ impl Acquire {
                 }
                 self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
             }
+            (Phase::UniqueClearOwn, Reply::Conditional { .. }) => self.start_attempt(now),
             (Phase::UniqueBlindDelete, Reply::Written) => {
                 self.attempts = self.attempts.saturating_sub(1);
                 self.start_attempt(now);
@@ -488,7 +528,7 @@ impl Acquire {
                         .into_iter()
                         .find(|c| c.column == self.layout.fence)
                         .map(|c| c.value);
-                    return self.start_fence(fence);
+                    return self.start_fence(fence, true);
                 };
                 let busy = Error::new(
                     ErrorKind::Busy,
@@ -554,18 +594,21 @@ impl Acquire {
                 }
                 self.stale = found.stale;
                 self.data = found.data;
-                self.start_fence(found.fence);
+                self.start_fence(found.fence, true);
             }
             (Phase::DeleteStale(token), Reply::Written) => self.won(token, now),
 
             // Shared.
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
-                Ok(Some(token)) => {
+                Ok(Bumped::Token(token)) => {
                     self.fence_value = bump.next_value();
                     self.won(token, now)
                 }
-                Ok(None) if self.lapsed(now) => self.abandon(Then::Restart),
-                Ok(None) => {
+                // Another owner moved the counter during our grant: a second holder, or a forced
+                // release. Never take a token interleaved with another grant: start again.
+                Ok(Bumped::Moved(_)) => self.abandon(Then::Restart),
+                Ok(Bumped::Retry) if self.lapsed(now) => self.abandon(Then::Restart),
+                Ok(Bumped::Retry) => {
                     self.io.send(bump.command());
                     self.phase = Phase::Fence(bump);
                 }
@@ -584,6 +627,30 @@ impl Acquire {
                 &reply,
             ))),
         }
+    }
+}
+
+/// The delete of another owner's cell at the version a read returned (blind under the
+/// deliberately broken variant).
+pub(crate) fn delete_version(
+    row: String,
+    column: String,
+    stamp: u64,
+    consistency: crate::model::Consistency,
+    sabotage: Sabotage,
+) -> Command {
+    if sabotage == Sabotage::BlindStaleDelete {
+        return Command::Delete {
+            row,
+            column,
+            consistency,
+        };
+    }
+    Command::DeleteVersion {
+        row,
+        column,
+        stamp,
+        consistency,
     }
 }
 

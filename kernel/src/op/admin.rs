@@ -15,7 +15,10 @@ use crate::options::{LockOptions, Strategy};
 use crate::owner::OwnerId;
 use crate::record::{decode_bakery, BakeryState, Fence, LockRecord};
 use crate::retry::SplitMix64;
+use crate::strategy::fence::{Bumped, FenceBump};
 use crate::strategy::{prefix, Layout};
+
+use super::acquire::delete_version;
 use crate::time::Instant;
 
 /// Decodes the live entries of one lock's row.
@@ -37,6 +40,7 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
             token: None,
             ticket: None,
             created_unix_ms: None,
+            acquisition: crate::record::acq_of(&cell.value),
             expires_in: cell.ttl_remaining,
         };
         let info = match opts.strategy {
@@ -319,13 +323,16 @@ impl Operation for ListLocks {
 ///
 /// First the store drops cells whose TTL has run out (of one lock, or of the whole table);
 /// then, for a column-prefix lock named here, stale lock columns (older than their lease but
-/// not yet expired) are deleted too. Returns the `(row, column)` pairs removed. The fencing
-/// counter is never removed. Cost: one purge, plus one read and one delete per stale column.
+/// not yet expired) are deleted too, each at the version the read returned, so a column its
+/// owner wrote again since the read (a new acquisition reusing the owner id, with a cell TTL
+/// longer than the lease) survives. Returns the `(row, column)` pairs removed (a stale column
+/// written again meanwhile is listed but kept). The fencing counter is never removed. Cost: one
+/// purge, plus one read and one delete per stale column.
 pub struct Purge {
     name: Option<LockName>,
     opts: LockOptions,
     removed: Vec<(String, String)>,
-    stale: Vec<String>,
+    stale: Vec<(String, u64)>,
     steps: Steps<Vec<(String, String)>>,
 }
 
@@ -373,7 +380,7 @@ impl Operation for Purge {
                         cells
                             .iter()
                             .filter(|c| layout.is_entry(&c.column) && prefix::is_stale(c))
-                            .map(|c| c.column.clone()),
+                            .map(|c| (c.column.clone(), c.stamp)),
                     );
                 }
                 Some(Reply::Written) => {}
@@ -384,13 +391,15 @@ impl Operation for Purge {
                 .map(|n| String::from(n.as_str()))
                 .unwrap_or_default();
             match stale.pop() {
-                Some(column) => {
+                Some((column, stamp)) => {
                     removed.push((name.clone(), column.clone()));
-                    io.send(Command::Delete {
-                        row: name,
+                    io.send(delete_version(
+                        name,
                         column,
-                        consistency: opts.consistency,
-                    });
+                        stamp,
+                        opts.consistency,
+                        opts.sabotage,
+                    ));
                     None
                 }
                 None => Some(Ok(removed.clone())),
@@ -408,20 +417,27 @@ impl Operation for Purge {
 /// Breaks a lock on purpose (`baton release --force`, Astyanax's `releaseAllLocks`): removes
 /// every entry of the lock, whoever owns it, and returns what was removed.
 ///
-/// Unique insert: compare-and-set of the record found to nothing (never a blind delete of a
-/// conditional cell); if the record changed meanwhile, it is read again (up to 3 reads).
-/// Bakery and column prefix: one delete per entry. The fencing counter stays, so the next
-/// holder's token is still larger. The removed holder learns it lost the lock at its next
-/// renewal (for bakery and column prefix, a renewal racing the forced release can delay that by
-/// one renewal; see [`Renew`](crate::Renew)), and until then still believes it holds: breaking a
-/// lock is an operator's decision to allow that overlap. Cost: one read, plus one command per
-/// entry removed.
+/// First it moves the fencing counter to the next token, written by the owner `forced-release`
+/// (compare-and-set, as grants do), so the broken holder can tell its lease was broken: its
+/// next renewal reports [`ErrorKind::Lost`], and so does its release; the next holder's token is
+/// still larger. Then it removes each entry it read: unique insert by compare-and-set of the
+/// record found (never a blind delete of a conditional cell); bakery and column prefix by a
+/// delete of the version read ([`Command::DeleteVersion`]). It reads the lock again afterwards
+/// and repeats for an entry that is still there with the same value (a plain-strategy renewal
+/// racing it wrote it again), up to 3 reads; an entry of a new acquisition is left alone.
+///
+/// Until the holder learns of it (within a third of its TTL, at its next renewal), it still
+/// believes it holds: breaking a lock is an operator's decision to allow that overlap. Cost:
+/// one read and one counter update, plus one command per entry removed, and one read to check.
 pub struct ForceRelease {
     name: LockName,
     opts: LockOptions,
-    /// Entries still to remove, with the value each held.
-    pending: Vec<(LockInfo, String)>,
+    /// Entries still to remove, with the value and stamp each held.
+    pending: Vec<(LockInfo, String, u64)>,
+    /// Values of the entries targeted so far.
+    targeted: Vec<String>,
     removed: Vec<LockInfo>,
+    bump: Option<FenceBump>,
     reads: u32,
     steps: Steps<Vec<LockInfo>>,
 }
@@ -433,11 +449,20 @@ impl ForceRelease {
             name,
             opts: opts.clone(),
             pending: Vec::new(),
+            targeted: Vec::new(),
             removed: Vec::new(),
+            bump: None,
             reads: 0,
             steps: Steps::new(opts),
         }
     }
+}
+
+/// What a forced release does after a reply.
+enum ForceNext {
+    Read,
+    Remove,
+    Done,
 }
 
 impl Operation for ForceRelease {
@@ -445,67 +470,134 @@ impl Operation for ForceRelease {
 
     fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
         let (name, opts) = (&self.name, &self.opts);
-        let (pending, removed, reads) = (&mut self.pending, &mut self.removed, &mut self.reads);
+        let (pending, targeted, removed, bump, reads) = (
+            &mut self.pending,
+            &mut self.targeted,
+            &mut self.removed,
+            &mut self.bump,
+            &mut self.reads,
+        );
+        let layout = Layout::of(opts);
         self.steps.poll(now, |io, reply| {
-            let reread = match reply {
-                None => true,
+            let next = match reply {
+                None => ForceNext::Read,
                 Some(Reply::Cells(cells)) => {
+                    let first = *reads == 1;
                     *pending = entries(name.as_str(), opts, &cells)
                         .into_iter()
                         .filter_map(|info| {
-                            let value = cells
-                                .iter()
-                                .find(|c| c.column == info.column)?
-                                .value
-                                .clone();
-                            Some((info, value))
+                            let cell = cells.iter().find(|c| c.column == info.column)?;
+                            let again = targeted.contains(&cell.value);
+                            (first || again).then(|| (info, cell.value.clone(), cell.stamp))
                         })
                         .collect();
-                    false
+                    if pending.is_empty() {
+                        ForceNext::Done
+                    } else {
+                        targeted.extend(pending.iter().map(|(_, v, _)| v.clone()));
+                        let fence = cells
+                            .iter()
+                            .find(|c| c.column == layout.fence)
+                            .map(|c| c.value.as_str());
+                        match FenceBump::new(
+                            name.as_str(),
+                            &layout.fence,
+                            String::from(crate::record::FORCED),
+                            0,
+                            fence,
+                            false,
+                            opts.consistency,
+                            opts.serial,
+                        ) {
+                            Ok(b) => {
+                                io.send(b.command());
+                                *bump = Some(b);
+                                return None;
+                            }
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
                 }
-                Some(Reply::Written | Reply::Conditional { applied: true, .. }) => {
-                    removed.extend(pending.pop().map(|(info, _)| info));
-                    false
+                Some(reply) if bump.is_some() => {
+                    let Some(b) = bump.as_mut() else {
+                        return Some(Err(unexpected("forced release step", &reply)));
+                    };
+                    match b.on_reply(reply) {
+                        Ok(Bumped::Token(_)) => {
+                            *bump = None;
+                            ForceNext::Remove
+                        }
+                        Ok(Bumped::Retry) => {
+                            io.send(b.command());
+                            return None;
+                        }
+                        // The counter moved under us (a grant): read the lock again.
+                        Ok(Bumped::Moved(_)) => {
+                            *bump = None;
+                            ForceNext::Read
+                        }
+                        Err(e) => return Some(Err(e)),
+                    }
                 }
-                // The record changed between our read and our compare-and-set: read it again.
-                Some(Reply::Conditional { applied: false, .. }) => true,
+                Some(Reply::Written | Reply::Conditional { .. }) => {
+                    if let Some((info, _, _)) = pending.pop() {
+                        if !removed.iter().any(|r| r.column == info.column) {
+                            removed.push(info);
+                        }
+                    }
+                    ForceNext::Remove
+                }
                 Some(other) => return Some(Err(unexpected("forced release step", &other))),
             };
-            if reread {
-                if *reads >= 3 {
-                    return Some(Err(Error::new(
-                        ErrorKind::StoreError,
-                        format!(
-                            "lock {:?} kept changing during a forced release; try again",
-                            name.as_str()
-                        ),
-                    )));
-                }
-                *reads += 1;
-                io.send(read_for(name.as_str(), opts));
-                return None;
-            }
-            let Some((next, value)) = pending.last() else {
-                return Some(Ok(removed.clone()));
+            let next = match next {
+                ForceNext::Remove if pending.is_empty() => ForceNext::Read,
+                other => other,
             };
-            let row = String::from(name.as_str());
-            io.send(match opts.strategy {
-                Strategy::UniqueInsert => Command::CompareAndSet {
-                    row,
-                    column: next.column.clone(),
-                    expected: value.clone(),
-                    new: None,
-                    ttl: None,
-                    serial: opts.serial,
-                    consistency: opts.consistency,
-                },
-                _ => Command::Delete {
-                    row,
-                    column: next.column.clone(),
-                    consistency: opts.consistency,
-                },
-            });
-            None
+            match next {
+                ForceNext::Done => Some(Ok(removed.clone())),
+                ForceNext::Read => {
+                    if *reads >= 3 {
+                        // Removed, but written again by a racing renewal: the counter has moved,
+                        // so its holder learns at its next renewal.
+                        if !removed.is_empty() {
+                            return Some(Ok(removed.clone()));
+                        }
+                        return Some(Err(Error::new(
+                            ErrorKind::StoreError,
+                            format!(
+                                "lock {:?} kept changing during a forced release; try again",
+                                name.as_str()
+                            ),
+                        )));
+                    }
+                    *reads += 1;
+                    io.send(read_for(name.as_str(), opts));
+                    None
+                }
+                ForceNext::Remove => {
+                    let (next, value, stamp) = pending.last()?;
+                    let row = String::from(name.as_str());
+                    io.send(match opts.strategy {
+                        Strategy::UniqueInsert => Command::CompareAndSet {
+                            row,
+                            column: next.column.clone(),
+                            expected: value.clone(),
+                            new: None,
+                            ttl: None,
+                            serial: opts.serial,
+                            consistency: opts.consistency,
+                        },
+                        _ => delete_version(
+                            row,
+                            next.column.clone(),
+                            *stamp,
+                            opts.consistency,
+                            opts.sabotage,
+                        ),
+                    });
+                    None
+                }
+            }
         })
     }
 

@@ -67,9 +67,14 @@ enum State {
 /// - `Timeout` on a plain command: sent again (plain writes of our own cells are idempotent).
 /// - `Timeout` on a conditional command: the cell is read at serial consistency. If it holds
 ///   the value the command would have written, the command was applied; if it still holds the
-///   value the command expected, it was not, and the command is sent again; otherwise it was
-///   not applied and the operation sees the value found. Unsettled after `attempts` sends:
+///   value the command expected, it was not, and the command is sent again; otherwise the
+///   operation sees "not applied" with the value found, and [`Io::maybe_applied`] stays true
+///   (a conditional delete whose cell is found gone may have been applied, or the cell removed
+///   by someone else: the operation settles that). Unsettled after `attempts` sends:
 ///   [`ErrorKind::Ambiguous`].
+/// - `Unavailable` on a conditional command: sent again like any `Unavailable`, but
+///   [`Io::maybe_applied`] becomes true (Cassandra answers `Unavailable` for a proposal a quorum
+///   may have accepted; the next round completes it).
 /// - `Rejected`: [`ErrorKind::StoreError`] at once.
 ///
 /// The send time reported with an outcome is that of the *first* attempt, which is the
@@ -193,8 +198,17 @@ impl Io {
         rng: &mut SplitMix64,
     ) -> Option<IoPoll> {
         let sent = req.first_sent.unwrap_or(now);
-        if matches!(reply, Reply::Failed(Failure::Timeout(_))) && req.resolving.is_none() {
-            req.timed_out = true;
+        if req.resolving.is_none() {
+            match &reply {
+                Reply::Failed(Failure::Timeout(_)) => req.timed_out = true,
+                // Cassandra answers `Unavailable` for a proposal that a quorum accepted before
+                // the commit round failed; the next Paxos round completes it. Resending is
+                // right, but the outcome must be read as "maybe applied".
+                Reply::Failed(Failure::Unavailable(_)) if req.command.is_conditional() => {
+                    req.timed_out = true
+                }
+                _ => {}
+            }
         }
         self.maybe_applied = req.timed_out;
         let failure = match reply {
@@ -221,7 +235,10 @@ impl Io {
                         "it timed out and a serial read showed it had not been applied",
                     );
                 }
-                let applied = current == intended;
+                // A conditional delete whose cell is gone proves nothing: anyone's removal (a
+                // forced release, an expiry) looks the same. Only a value we wrote is proof;
+                // the operation settles a missing cell itself (`maybe_applied` stays true).
+                let applied = current.is_some() && current == intended;
                 let reply = Reply::Conditional {
                     applied,
                     current: if applied { None } else { current },
@@ -340,6 +357,9 @@ pub(crate) fn describe(command: &Command) -> String {
         Command::Read { .. } => format!("read of row {row:?}"),
         Command::Put { column, .. } => format!("write of {row:?}/{column:?}"),
         Command::Delete { column, .. } => format!("delete of {row:?}/{column:?}"),
+        Command::DeleteVersion { column, stamp, .. } => {
+            format!("delete of {row:?}/{column:?} at version {stamp}")
+        }
         Command::InsertIfAbsent { column, .. } => format!("insert-if-absent of {row:?}/{column:?}"),
         Command::CompareAndSet { column, .. } => format!("compare-and-set of {row:?}/{column:?}"),
         Command::Batch { .. } => format!("batch on row {row:?}"),

@@ -121,14 +121,8 @@ impl Renew {
                 // wrote, the lock was broken (forced release) and granted again since.
                 let fence = Layout::of(&self.lease.opts).fence;
                 let counter = cells.iter().find(|c| c.column == fence);
-                if let Some(f) = counter
-                    .filter(|c| c.value != self.lease.fence_value)
-                    .and_then(|c| Fence::decode(&c.value).ok())
-                {
-                    let why = format!(
-                        "the lock was granted to {} (token {}) since",
-                        f.owner, f.token
-                    );
+                if let Some(c) = counter.filter(|c| c.value != self.lease.fence_value) {
+                    let why = granted_since(&c.value);
                     self.phase = RenewPhase::Cleanup(lost(&self.lease, &why));
                     self.io.send(delete_mine(&self.lease));
                     return;
@@ -235,37 +229,55 @@ impl Operation for Renew {
     fn wake(&mut self) {}
 }
 
-/// Releases a lease: only the owner's own cell is removed.
+/// Releases a lease: only the owner's own cell is removed, and the result says what is known.
 ///
-/// Unique insert: compare-and-set our record to nothing (1 round trip). Bakery and column prefix:
-/// delete our cell (1 round trip), or with a mutation, write the data cells and delete ours in one
-/// batch (Astyanax's `releaseWithMutation`).
+/// - `Ok(())`: released, and no one else was granted the lock while this lease was believed:
+///   the release started before the lease's deadline, and the lock was still ours.
+/// - [`ErrorKind::Lost`]: the lease had ended before the release: its deadline had passed, or
+///   the lock was gone or someone else's (expired, force-released, taken over). The critical
+///   section may have overlapped another holder's.
+/// - [`ErrorKind::Ambiguous`]: unknown. A send of the release timed out (or, on Cassandra, was
+///   answered `Unavailable` after a quorum may have accepted it), our record is gone, and the
+///   fencing counter shows grants after ours that do not rule out a forced release before our
+///   release applied.
 ///
-/// `Ok(())` means the lease's deadline had not passed when the release was sent, and (unique
-/// insert) our record was still the lock's. [`ErrorKind::Lost`] means the deadline had passed, or
-/// (unique insert) the record was gone or someone else's: the critical section may have
-/// overlapped another holder. The owner's cell is removed either way where it still exists, and
-/// no one else's ever is.
+/// The owner's cell is removed either way where it still exists, and no one else's ever is.
 ///
-/// Limits. For the plain-write strategies (bakery, column prefix) release is a delete of our own
-/// cell, which reports nothing: a release after a forced release, or a second release of the same
-/// lease, returns `Ok` (harmlessly: it deletes only our cell). The Rust API refuses a second
-/// release itself ([`ErrorKind::NotOwner`]) and learns of a forced release through the
-/// keep-alive's renewals. The same holds for unique insert when a send of the release timed out
-/// (its reply lost, a coordinator died) and the serial read-back finds our record gone or
-/// another owner's: our own timed-out delete is by far the likely cause (the next contender
-/// took the lock it freed), so the release is `Ok` if it was sent before the deadline; only a
-/// forced release racing it would make that answer wrong, and the keep-alive reports those. A
-/// direct "not applied" reply, with no timed-out send before it, is still `Lost`: our record
-/// was gone before our release reached the store.
+/// Unique insert: compare-and-set our record to nothing (1 round trip). When a send timed out
+/// and the record is found gone, a serial read of the row settles it from the fencing counter
+/// (1 more, only then): still our grant's value, or the next token written by a normal grant
+/// (which needed our record gone, and a forced release moves the counter first) means our
+/// release freed the lock; anything else is unknown.
+///
+/// Bakery and column prefix (2 round trips): read the lock's entries and its fencing counter,
+/// then delete our cell (or, with a mutation, write the data cells and delete ours in one batch:
+/// Astyanax's `releaseWithMutation`). A plain delete reports nothing, so the read is what tells:
+/// our cell still there and the counter still as our grant left it (a forced release moves it
+/// before deleting) means no one was granted since. A forced release that lands after that read
+/// came after this lease stopped being believed (the caller stopped acting when it released), so
+/// it overlapped no one.
 #[derive(Debug)]
 pub struct Release {
     lease: Lease,
     mutation: Vec<Write>,
     io: Io,
     rng: SplitMix64,
-    started: bool,
+    phase: ReleasePhase,
+    /// When the release started (the first poll): the end of the holder's belief.
+    started: Option<Instant>,
     result: Option<Result<()>>,
+}
+
+#[derive(Debug)]
+enum ReleasePhase {
+    Start,
+    /// Plain strategies: the read before the delete.
+    Check,
+    /// The delete (or compare-and-set, or batch); `Some` carries the error a plain check found.
+    Remove(Option<Error>),
+    /// Unique insert: the serial read that settles a timed-out release.
+    Settle,
+    Done,
 }
 
 impl Release {
@@ -277,7 +289,8 @@ impl Release {
             mutation: Vec::new(),
             io,
             rng,
-            started: false,
+            phase: ReleasePhase::Start,
+            started: None,
             result: None,
         }
     }
@@ -314,7 +327,7 @@ impl Release {
         Ok(release)
     }
 
-    fn command(&mut self) -> Command {
+    fn remove_command(&mut self) -> Command {
         if self.mutation.is_empty() {
             return delete_mine(&self.lease);
         }
@@ -328,12 +341,144 @@ impl Release {
             consistency: self.lease.opts.consistency,
         }
     }
+
+    fn in_time(&self) -> bool {
+        self.started.is_some_and(|t| t < self.lease.deadline)
+    }
+
+    fn late(&self) -> Error {
+        lost(&self.lease, "its deadline had passed before release")
+    }
+
+    fn on_reply(&mut self, reply: Reply) {
+        let phase = core::mem::replace(&mut self.phase, ReleasePhase::Done);
+        self.result = Some(match (phase, reply) {
+            (ReleasePhase::Check, Reply::Cells(cells)) => {
+                let mine = cells
+                    .iter()
+                    .any(|c| c.column == self.lease.column && c.value == self.lease.value);
+                let fence = Layout::of(&self.lease.opts).fence;
+                let moved = cells
+                    .iter()
+                    .find(|c| c.column == fence)
+                    .filter(|c| c.value != self.lease.fence_value)
+                    .map(|c| c.value.clone());
+                let found = match (mine, moved) {
+                    (_, Some(v)) => Some(lost(&self.lease, &granted_since(&v))),
+                    (false, None) => Some(lost(
+                        &self.lease,
+                        "its lock cell was gone (expired or force-released)",
+                    )),
+                    (true, None) => None,
+                };
+                self.phase = ReleasePhase::Remove(found);
+                let command = self.remove_command();
+                self.io.send(command);
+                return;
+            }
+            (ReleasePhase::Remove(found), Reply::Written) => match found {
+                Some(e) => Err(e),
+                None if self.in_time() => Ok(()),
+                None => Err(self.late()),
+            },
+            (ReleasePhase::Remove(_), Reply::Conditional { applied: true, .. }) => {
+                if self.in_time() {
+                    Ok(())
+                } else {
+                    Err(self.late())
+                }
+            }
+            (ReleasePhase::Remove(_), Reply::Conditional { applied: false, .. })
+                if self.io.maybe_applied() && self.in_time() =>
+            {
+                if self.lease.opts.sabotage == Sabotage::ReleaseTrustsReadBack {
+                    Ok(())
+                } else {
+                    // A send timed out and the record is gone: our delete, or a forced release?
+                    self.phase = ReleasePhase::Settle;
+                    self.io.send(Command::Read {
+                        row: self.lease.row.clone(),
+                        filter: crate::model::ColumnFilter::All,
+                        consistency: ReadConsistency::Serial(self.lease.opts.serial),
+                    });
+                    return;
+                }
+            }
+            (
+                ReleasePhase::Remove(_),
+                Reply::Conditional {
+                    applied: false,
+                    current: Some(v),
+                },
+            ) => Err(lost(
+                &self.lease,
+                &format!("it had been taken over by {}", unique::owner_of(&v)),
+            )),
+            (
+                ReleasePhase::Remove(_),
+                Reply::Conditional {
+                    applied: false,
+                    current: None,
+                },
+            ) => Err(lost(
+                &self.lease,
+                "its record was already gone (released before, force-released, or expired)",
+            )),
+            (ReleasePhase::Settle, Reply::Cells(cells)) => {
+                let fence = Layout::of(&self.lease.opts).fence;
+                let counter = cells.iter().find(|c| c.column == fence).map(|c| &c.value);
+                if counter.is_some_and(|v| self.handed_on(v)) {
+                    Ok(())
+                } else {
+                    Err(Error::new(
+                        ErrorKind::Ambiguous,
+                        format!(
+                            "release of lock {:?} (token {}): a send timed out and the lock is no longer ours, but whether our release freed it or a forced release broke it first cannot be told ({})",
+                            self.lease.name.as_str(),
+                            self.lease.token,
+                            counter.map_or_else(
+                                || String::from("no fencing counter"),
+                                |v| granted_since(v)
+                            )
+                        ),
+                    ))
+                }
+            }
+            (phase, reply) => Err(unexpected(&format!("release step {phase:?}"), &reply)),
+        });
+    }
+
+    /// Whether the fencing counter `value` shows that nothing but a normal hand-off followed
+    /// our grant: still our value, or the very next token issued by a normal grant.
+    fn handed_on(&self, value: &str) -> bool {
+        if value == self.lease.fence_value {
+            return true;
+        }
+        Fence::decode(value).is_ok_and(|f| {
+            f.token == self.lease.token.saturating_add(1) && f.owner != crate::record::FORCED
+        })
+    }
+}
+
+/// Why a lease is lost, from the fencing counter value found.
+fn granted_since(value: &str) -> String {
+    match Fence::decode(value) {
+        Ok(f) if f.owner == crate::record::FORCED => {
+            format!("the lock was force-released (counter at token {})", f.token)
+        }
+        Ok(f) => format!(
+            "the lock was granted to {} (token {}) since",
+            f.owner, f.token
+        ),
+        Err(_) => format!("the fencing counter holds {value:?}"),
+    }
 }
 
 impl Operation for Release {
     type Output = ();
 
     fn poll(&mut self, now: Instant) -> Poll<()> {
+        self.started.get_or_insert(now);
         loop {
             if let Some(result) = &self.result {
                 return Poll::Ready(result.clone());
@@ -341,44 +486,20 @@ impl Operation for Release {
             match self.io.poll(now, &mut self.rng) {
                 IoPoll::Out(out) => return out.into(),
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
-                IoPoll::Done(Ok(reply), sent) => {
-                    let in_time = sent < self.lease.deadline;
-                    // Some send timed out, and the read-back found our record gone or replaced:
-                    // the timed-out delete applied (see the type's docs).
-                    let our_delete_applied = self.io.maybe_applied();
-                    self.result = Some(match reply {
-                        Reply::Written | Reply::Conditional { applied: true, .. } if in_time => {
-                            Ok(())
-                        }
-                        Reply::Conditional { applied: false, .. }
-                            if in_time && our_delete_applied =>
-                        {
-                            Ok(())
-                        }
-                        Reply::Written | Reply::Conditional { applied: true, .. } => {
-                            Err(lost(&self.lease, "its deadline had passed before release"))
-                        }
-                        Reply::Conditional {
-                            applied: false,
-                            current: Some(v),
-                        } => Err(lost(
-                            &self.lease,
-                            &format!("it had been taken over by {}", unique::owner_of(&v)),
-                        )),
-                        Reply::Conditional {
-                            applied: false,
-                            current: None,
-                        } => Err(lost(
-                            &self.lease,
-                            "its record was already gone (released before, force-released, or expired)",
-                        )),
-                        other => Err(unexpected("release", &other)),
-                    });
-                }
-                IoPoll::Idle if !self.started => {
-                    self.started = true;
-                    let command = self.command();
-                    self.io.send(command);
+                IoPoll::Done(Ok(reply), _) => self.on_reply(reply),
+                IoPoll::Idle if matches!(self.phase, ReleasePhase::Start) => {
+                    if self.lease.opts.strategy == Strategy::UniqueInsert {
+                        self.phase = ReleasePhase::Remove(None);
+                        let command = self.remove_command();
+                        self.io.send(command);
+                    } else {
+                        self.phase = ReleasePhase::Check;
+                        self.io.send(Command::Read {
+                            row: self.lease.row.clone(),
+                            filter: Layout::of(&self.lease.opts).filter(false),
+                            consistency: ReadConsistency::Plain(self.lease.opts.consistency),
+                        });
+                    }
                 }
                 IoPoll::Idle => {
                     self.result = Some(Err(Error::new(

@@ -139,6 +139,7 @@ mod tests {
             column: format!("{PREFIX}{}", owner.key()),
             value: value.into(),
             ttl_remaining: None,
+            stamp: 0,
         }
     }
 

@@ -12,15 +12,41 @@
 //! update answered after the deadline is refused. So successive valid grants update the counter
 //! in grant order.
 //!
+//! A counter that another owner moves *while we are being granted* is a sign of a second
+//! holder (or of a forced release): once our expectation of the counter comes from a read made
+//! after our lock cell was in place, a failed compare-and-set that shows another owner's value
+//! is not retried quietly; the acquisition abandons its cell and starts again, so it never takes
+//! a token interleaved with someone else's grant. Only an expectation that may simply be old (a
+//! hint from an earlier lease, or none) gets one quiet retry. A failed compare-and-set that shows
+//! *our own* next value means an earlier send of ours was applied (a reply lost, or Cassandra's
+//! `Unavailable` after a quorum accepted the proposal): that is our token.
+//!
+//! What the counter cannot survive, and the library cannot detect: the `fence` cell deleted by
+//! hand, the table dropped and recreated, a SQLite file that lost its last commits in a power
+//! failure under `synchronous=NORMAL` (the SQL store opens SQLite with `synchronous=FULL` for
+//! this reason), a failover to an asynchronous replica that had not received the last updates.
+//! Each makes tokens start again from an older value; README "Safety and its assumptions".
+//!
 //! Cost: one conditional round trip when the counter value is known (read in the same round trip
 //! as the lock entries, or from a [`FenceHint`](crate::FenceHint)); two when the guess is stale.
 
 use alloc::string::String;
 
 use crate::error::unexpected;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::model::{Command, Consistency, Reply, SerialConsistency};
 use crate::record::Fence;
+
+/// What a reply to a counter update means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Bumped {
+    /// The counter moved to our token.
+    Token(u64),
+    /// Our expectation was old: send [`FenceBump::command`] again.
+    Retry,
+    /// Another owner moved the counter during our grant (its value): abandon the attempt.
+    Moved(String),
+}
 
 #[derive(Clone, Debug)]
 pub(crate) struct FenceBump {
@@ -29,19 +55,27 @@ pub(crate) struct FenceBump {
     owner: String,
     acq: u64,
     expected: Option<Fence>,
+    /// Whether `expected` was read after our lock cell was in place (so a different value
+    /// found now was written during our grant).
+    fresh: bool,
     consistency: Consistency,
     serial: SerialConsistency,
-    tries: u32,
+    /// Deliberately broken variant: a plain write of the next token instead of a
+    /// compare-and-set (tokens can then repeat).
+    blind: bool,
 }
 
 impl FenceBump {
-    /// `current` is the counter's value as last seen (`None`: believed absent).
+    /// `current` is the counter's value as last seen (`None`: believed absent); `fresh` says
+    /// whether it was read after our lock cell was written.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         row: &str,
         column: &str,
         owner: String,
         acq: u64,
         current: Option<&str>,
+        fresh: bool,
         consistency: Consistency,
         serial: SerialConsistency,
     ) -> Result<Self> {
@@ -52,10 +86,17 @@ impl FenceBump {
             owner,
             acq,
             expected,
+            fresh,
             consistency,
             serial,
-            tries: 0,
+            blind: false,
         })
+    }
+
+    /// The deliberately broken variant (see [`crate::Sabotage::FenceBlindWrite`]).
+    pub fn blind(mut self, blind: bool) -> Self {
+        self.blind = blind;
+        self
     }
 
     /// The value this bump writes.
@@ -70,6 +111,15 @@ impl FenceBump {
 
     pub fn command(&self) -> Command {
         let next = self.next_value();
+        if self.blind {
+            return Command::Put {
+                row: self.row.clone(),
+                column: self.column.clone(),
+                value: next,
+                ttl: None,
+                consistency: self.consistency,
+            };
+        }
         match &self.expected {
             None => Command::InsertIfAbsent {
                 row: self.row.clone(),
@@ -97,24 +147,26 @@ impl FenceBump {
             .map_or(1, |f| f.token.saturating_add(1))
     }
 
-    /// `Ok(Some(token))` once the counter moved to our token; `Ok(None)` when another attempt is
-    /// needed (send [`FenceBump::command`] again).
-    pub fn on_reply(&mut self, reply: Reply) -> Result<Option<u64>> {
+    /// What `reply` to [`FenceBump::command`] means.
+    pub fn on_reply(&mut self, reply: Reply) -> Result<Bumped> {
         match reply {
-            Reply::Conditional { applied: true, .. } => Ok(Some(self.next_token())),
+            Reply::Conditional { applied: true, .. } | Reply::Written => {
+                Ok(Bumped::Token(self.next_token()))
+            }
             Reply::Conditional {
                 applied: false,
                 current,
             } => {
-                self.tries += 1;
-                if self.tries > 64 {
-                    return Err(Error::new(
-                        ErrorKind::StoreError,
-                        "the fencing counter changed 64 times during one grant; is the lock table shared with another program?",
-                    ));
+                if current.as_deref() == Some(self.next_value().as_str()) {
+                    // An earlier send of ours was applied after all.
+                    return Ok(Bumped::Token(self.next_token()));
+                }
+                if self.fresh {
+                    return Ok(Bumped::Moved(current.unwrap_or_default()));
                 }
                 self.expected = current.as_deref().map(Fence::decode).transpose()?;
-                Ok(None)
+                self.fresh = true;
+                Ok(Bumped::Retry)
             }
             other => Err(unexpected("fencing counter update", &other)),
         }

@@ -14,7 +14,10 @@
 //!    store's clock (`cell_ttl − remaining TTL`) reached its lease TTL is *stale*: its holder's
 //!    deadline has passed. Exactly one live, non-stale lock column, ours, and the reply arrived
 //!    before our deadline: we won; bump the counter; delete stale columns on the way (or fail with
-//!    [`ErrorKind::StaleLock`](crate::ErrorKind::StaleLock) under `fail_on_stale_lock`).
+//!    [`ErrorKind::StaleLock`](crate::ErrorKind::StaleLock) under `fail_on_stale_lock`). A stale
+//!    column is deleted *by version* ([`Command::DeleteVersion`](crate::Command::DeleteVersion)
+//!    with the stamp the read returned): if its owner wrote it again since (a new acquisition
+//!    reusing the owner id, with `cell_ttl > ttl`), the newer version survives.
 //!    Any other non-stale column: delete ours, then busy or back off and retry.
 //! 3. Release: delete our column (or, with a mutation, write the data columns and delete ours in
 //!    one batch: Astyanax's `releaseWithMutation`).
@@ -55,8 +58,8 @@ pub(crate) struct Classified {
     pub ours: bool,
     /// Other live, non-stale lock columns.
     pub others: Vec<String>,
-    /// Stale lock columns.
-    pub stale: Vec<String>,
+    /// Stale lock columns, each with the stamp of the version found (delete exactly that).
+    pub stale: Vec<(String, u64)>,
     /// The fencing counter's value.
     pub fence: Option<String>,
     /// Cells outside the lock prefix.
@@ -83,7 +86,7 @@ pub(crate) fn classify(layout: &Layout, cells: Vec<Cell>, my_column: &str) -> Cl
             out.ours = true;
         } else if layout.is_entry(&cell.column) {
             if is_stale(&cell) {
-                out.stale.push(cell.column);
+                out.stale.push((cell.column, cell.stamp));
             } else {
                 out.others.push(cell.column);
             }

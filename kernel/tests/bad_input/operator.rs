@@ -77,15 +77,17 @@ fn forced_release_removes_the_holder_keeps_the_counter() {
         let cells = h.table.read(NAME, &ColumnFilter::All, h.now());
         assert_eq!(cells.len(), before - 1, "{strategy}: {cells:?}");
         assert!(
-            cells.iter().all(|c| c.value.starts_with("token=1 ")),
-            "{strategy}: only the counter is left: {cells:?}"
+            cells
+                .iter()
+                .all(|c| c.value == "token=2 owner=forced-release"),
+            "{strategy}: only the counter is left, moved on by the forced release: {cells:?}"
         );
         // The removed holder hears of it at its next renewal.
         let e = err(drive(&mut h, "A", Renew::new(&a.lease)), "force-released");
         assert_eq!(e.kind(), ErrorKind::Lost, "{strategy}: {e}");
         // The next grant's token is larger.
         let b = hold(&mut h, strategy, "b");
-        assert_eq!(b.lease.token(), 2, "{strategy}");
+        assert_eq!(b.lease.token(), 3, "{strategy}");
         // Forcing an unheld lock removes nothing.
         drive(&mut h, "B", Release::new(&b.lease)).expect("release");
         let removed = drive(
@@ -116,9 +118,10 @@ fn forced_release_removes_every_bakery_entry() {
     )
     .expect("force");
     assert_eq!(removed.len(), 2);
-    // B notices its ticket is gone and starts over; it then gets the lock.
+    // B notices its ticket is gone and starts over; it then gets the lock (token 3: the forced
+    // release took 2).
     let g = h.finish(&mut b).expect("B acquires");
-    assert_eq!(g.lease.token(), 2);
+    assert_eq!(g.lease.token(), 3);
 }
 
 #[test]
@@ -197,7 +200,7 @@ fn purge_removes_stale_prefix_columns_when_the_cell_ttl_is_longer() {
         t=61000ms P: <- purged []
         t=61000ms P: read "job" prefix "_LOCK_" quorum
         t=61000ms P: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=1000" ttl=59s]
-        t=61000ms P: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=61000ms P: delete "job"/"_LOCK_a:1:0000000000000001" at version 1 quorum
         t=61000ms P: <- written
         t=61000ms P: => removed ["job"/"_LOCK_a:1:0000000000000001"]
         t=61000ms I: read "job" prefix "_LOCK_" quorum

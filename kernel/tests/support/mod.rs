@@ -139,6 +139,15 @@ pub fn render_command(c: &Command) -> String {
             column,
             consistency,
         } => format!("delete {row:?}/{column:?} {}", cl(*consistency)),
+        Command::DeleteVersion {
+            row,
+            column,
+            stamp,
+            consistency,
+        } => format!(
+            "delete {row:?}/{column:?} at version {stamp} {}",
+            cl(*consistency)
+        ),
         Command::InsertIfAbsent {
             row,
             column,
@@ -323,6 +332,13 @@ pub enum Fault {
     TimeoutUnapplied,
     /// The store answers `Failed(Rejected)`.
     Reject,
+    /// The command is held up on its way (a pooler's queue, a socket buffer): the operation
+    /// gets `Failed(Timeout)` now, and the store applies it at [`Harness::apply_late`], with the
+    /// stamp it was given when sent.
+    Late,
+    /// The store applies the command and answers `Failed(Unavailable)` (Cassandra, when a
+    /// lightweight transaction's commit round fails after a quorum accepted its proposal).
+    UnavailableApplied,
 }
 
 /// Which commands a fault hits.
@@ -430,6 +446,14 @@ impl<O: Operation> Actor<O> {
         self.pending.is_some()
     }
 
+    /// The command it sent that the store has not applied yet.
+    pub fn peek(&self) -> Option<&Command> {
+        match &self.pending {
+            Some(Pending::Command(_, command, _)) => Some(command),
+            _ => None,
+        }
+    }
+
     /// Whether it has a command outstanding that the store has not applied yet.
     pub fn has_unapplied(&self) -> bool {
         matches!(self.pending, Some(Pending::Command(..)))
@@ -469,6 +493,12 @@ pub struct Harness {
     pub record: bool,
     /// How many commands the store received (applied or not).
     pub commands: u32,
+    /// Stamp plain writes in the order they reach the store, not when they were sent (a store
+    /// that orders writes by arrival: what every store did before stamps).
+    pub arrival_stamps: bool,
+    last_stamp: u64,
+    /// Commands held by [`Fault::Late`], with their stamps.
+    late: Vec<(&'static str, Command, u64)>,
 }
 
 impl Default for Harness {
@@ -487,6 +517,44 @@ impl Harness {
             faults: Vec::new(),
             record: true,
             commands: 0,
+            arrival_stamps: false,
+            last_stamp: 0,
+            late: Vec::new(),
+        }
+    }
+
+    /// The store applies every command held by [`Fault::Late`] now, in the order they were
+    /// sent. Returns how many.
+    pub fn apply_late(&mut self) -> usize {
+        let late = std::mem::take(&mut self.late);
+        for (who, command, stamp) in &late {
+            let stamp = self.store_stamp(*stamp);
+            let reply = self.table.apply_stamped(command, self.now, stamp);
+            if self.record {
+                self.log(
+                    who,
+                    format!(
+                        "[late] {} <- {}",
+                        render_command(command),
+                        render_reply(&reply)
+                    ),
+                );
+            }
+        }
+        late.len()
+    }
+
+    fn stamp(&mut self) -> u64 {
+        self.last_stamp += 1;
+        self.last_stamp
+    }
+
+    /// The stamp a command given `sent` when sent is applied with.
+    fn store_stamp(&mut self, sent: u64) -> u64 {
+        if self.arrival_stamps {
+            self.stamp()
+        } else {
+            sent
         }
     }
 
@@ -578,6 +646,7 @@ impl Harness {
 
     fn execute_sent_at(&mut self, who: &'static str, command: &Command, sent: Instant) -> Reply {
         self.commands += 1;
+        let stamp = self.stamp();
         if self.record {
             let late = if sent == self.now {
                 String::new()
@@ -588,15 +657,20 @@ impl Harness {
         }
         let reply = match self.take_fault(who, command) {
             None => {
-                let reply = self.table.apply(command, self.now);
+                let stamp = self.store_stamp(stamp);
+                let reply = self.table.apply_stamped(command, self.now, stamp);
                 if self.record {
                     self.log(who, format!("<- {}", render_reply(&reply)));
                 }
                 reply
             }
-            Some(Fault::LoseReply) => {
-                let applied = self.table.apply(command, self.now);
-                let reply = Reply::Failed(Failure::Timeout("reply lost".into()));
+            Some(fault @ (Fault::LoseReply | Fault::UnavailableApplied)) => {
+                let stamp = self.store_stamp(stamp);
+                let applied = self.table.apply_stamped(command, self.now, stamp);
+                let reply = Reply::Failed(match fault {
+                    Fault::LoseReply => Failure::Timeout("reply lost".into()),
+                    _ => Failure::Unavailable("commit round failed".into()),
+                });
                 if self.record {
                     self.log(
                         who,
@@ -606,6 +680,14 @@ impl Harness {
                             render_reply(&reply)
                         ),
                     );
+                }
+                reply
+            }
+            Some(Fault::Late) => {
+                self.late.push((who, command.clone(), stamp));
+                let reply = Reply::Failed(Failure::Timeout("held up on its way".into()));
+                if self.record {
+                    self.log(who, format!("<- [store: not yet] {}", render_reply(&reply)));
                 }
                 reply
             }

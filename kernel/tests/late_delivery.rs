@@ -1,0 +1,284 @@
+//! Reproductions of the double grants a review found when a store applies a command after the
+//! client gave up on it, and of the release and fencing findings that came with them. Each test
+//! drives the operations by hand against the reference table and runs its scenario twice: with
+//! the kernel as it is (safe), and with the behaviour before the fix (a deliberately broken
+//! variant, or a store that orders writes by arrival), where the scenario must go wrong, so the
+//! test is known to be able to fail.
+
+mod support;
+
+use std::time::Duration;
+
+use baton_kernel::{
+    Acquire, Command, Error, ErrorKind, ForceRelease, Grant, LockOptions, Purge, Release,
+    RetryPolicy, Sabotage, Strategy, Wait,
+};
+use support::*;
+
+fn options(strategy: Strategy, who: &str, acquisition: u64) -> LockOptions {
+    LockOptions {
+        wait: Wait::TryOnce,
+        acquisition,
+        ..opts(strategy, if who == "a" { 1000 } else { 2000 })
+    }
+}
+
+fn acquire(strategy: Strategy, who: &str, acquisition: u64) -> Acquire {
+    Acquire::new(name(NAME), owner(who), options(strategy, who, acquisition)).expect("valid")
+}
+
+fn held(r: Result<Grant, Error>) -> Grant {
+    r.unwrap_or_else(|e| panic!("expected a grant, got {e}"))
+}
+
+/// Finding 1. A release's delete is held up (a pooler's queue); the client gives up, resends,
+/// and later acquires again with the same owner id. The old delete then lands. Ordered by
+/// arrival it removes the new, live cell and lets B in; ordered by stamps it changes nothing.
+fn late_delete_of_the_same_owner(strategy: Strategy, arrival_stamps: bool) -> Result<Grant, Error> {
+    let mut h = Harness::new();
+    h.arrival_stamps = arrival_stamps;
+    let first = held(drive(&mut h, "A", acquire(strategy, "a", 1)));
+    h.once("A", delete, Fault::Late);
+    drive(&mut h, "A", Release::new(&first.lease)).expect("the resent delete releases");
+    let _second = held(drive(&mut h, "A", acquire(strategy, "a", 2)));
+    assert_eq!(h.apply_late(), 1);
+    drive(&mut h, "B", acquire(strategy, "b", 3))
+}
+
+#[test]
+fn a_late_delete_never_removes_a_newer_cell_of_its_owner() {
+    for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+        let b = late_delete_of_the_same_owner(strategy, false);
+        assert_eq!(
+            b.map(|_| ()).map_err(|e| e.kind()),
+            Err(ErrorKind::Busy),
+            "{strategy}"
+        );
+        let b = late_delete_of_the_same_owner(strategy, true);
+        assert!(
+            b.is_ok(),
+            "{strategy}: arrival order must show the double grant"
+        );
+    }
+}
+
+/// Finding 2. A's first insert is held up while H holds; A hears a timeout, reads back, finds
+/// H and backs off. H releases; A's old insert lands and starts its TTL; A's second attempt
+/// comes later. Taking the old record for this attempt's win starts A's deadline too late, so
+/// C gets the lock at the old record's expiry while A still believes.
+fn late_insert_of_an_earlier_attempt(sabotage: Sabotage) -> (bool, Result<Grant, Error>) {
+    let mut h = Harness::new();
+    let ttl = Duration::from_secs(1);
+    let holder = held(drive(&mut h, "C", {
+        let mut o = options(Strategy::UniqueInsert, "c", 9);
+        o.ttl = ttl;
+        Acquire::new(name(NAME), owner("c"), o).expect("valid")
+    }));
+    let mut o = options(Strategy::UniqueInsert, "a", 1);
+    o.ttl = ttl;
+    o.wait = Wait::Timeout(Duration::from_secs(10));
+    o.retry = RetryPolicy {
+        initial: Duration::from_millis(500),
+        max: Duration::from_millis(500),
+        ..RetryPolicy::default()
+    };
+    o.sabotage = sabotage;
+    let mut a = Actor::new("A", Acquire::new(name(NAME), owner("a"), o).expect("valid"));
+    h.once("A", lock_cell, Fault::Late);
+    // The insert times out; A reads the cell back, finds the holder, and backs off.
+    let Step::Wait(read_back) = h.run(&mut a) else {
+        panic!("A waits to read back:\n{}", h.transcript())
+    };
+    h.advance_to(read_back);
+    let Step::Wait(retry_at) = h.run(&mut a) else {
+        panic!("A backs off behind the holder:\n{}", h.transcript())
+    };
+    drive(&mut h, "C", Release::new(&holder.lease)).expect("release");
+    assert_eq!(h.apply_late(), 1, "A's first insert lands now");
+    let landed = h.now();
+    h.advance_to(retry_at);
+    let a = held(h.finish(&mut a));
+    // Just after the old record's TTL ends at the store:
+    h.advance_to(landed.saturating_add(ttl + Duration::from_millis(1)));
+    let believes = a.lease.is_valid_at(h.now());
+    let mut o = options(Strategy::UniqueInsert, "b", 7);
+    o.ttl = ttl;
+    let b = drive(
+        &mut h,
+        "B",
+        Acquire::new(name(NAME), owner("b"), o).expect("valid"),
+    );
+    (believes, b)
+}
+
+#[test]
+fn an_earlier_attempts_late_insert_is_not_taken_for_a_win() {
+    let (believes, b) = late_insert_of_an_earlier_attempt(Sabotage::None);
+    assert!(believes, "A's lease runs from its own attempt");
+    assert_eq!(b.map(|_| ()).map_err(|e| e.kind()), Err(ErrorKind::Busy));
+    let (believes, b) = late_insert_of_an_earlier_attempt(Sabotage::SameValueEveryAttempt);
+    assert!(
+        believes && b.is_ok(),
+        "one value for every attempt must show the double grant"
+    );
+}
+
+/// Finding 3. With a cell TTL longer than the lease, a purge reads A's stale column; before the
+/// purge deletes it, A takes the lock again with the same owner id (the same column). A blind
+/// delete then removes A's live column and lets B in; a delete of the version read does not.
+fn purge_racing_a_new_acquisition(sabotage: Sabotage) -> Result<Grant, Error> {
+    let mut h = Harness::new();
+    let ttl = Duration::from_secs(1);
+    let prefix_opts = |who: &str, acquisition: u64| {
+        let mut o = options(Strategy::ColumnPrefix, who, acquisition);
+        o.ttl = ttl;
+        o.prefix.cell_ttl = Some(ttl * 3);
+        o
+    };
+    let _stale = held(drive(
+        &mut h,
+        "A",
+        Acquire::new(name(NAME), owner("a"), prefix_opts("a", 1)).expect("valid"),
+    ));
+    h.advance(Duration::from_millis(1500));
+    let mut purge_opts = prefix_opts("p", 0);
+    purge_opts.sabotage = sabotage;
+    let mut p = Actor::new("P", Purge::new(Some(name(NAME)), &purge_opts));
+    // The purge of expired cells, then the read that finds A's column stale (each sent and
+    // answered); the delete is not sent yet.
+    assert_eq!(h.step(&mut p), Step::Sent);
+    assert_eq!(h.step(&mut p), Step::Sent);
+    let _again = held(drive(
+        &mut h,
+        "A",
+        Acquire::new(name(NAME), owner("a"), prefix_opts("a", 2)).expect("valid"),
+    ));
+    let removed = h.finish(&mut p).expect("purge");
+    assert_eq!(removed.len(), 1, "{}", h.transcript());
+    drive(
+        &mut h,
+        "B",
+        Acquire::new(name(NAME), owner("b"), prefix_opts("b", 3)).expect("valid"),
+    )
+}
+
+#[test]
+fn purge_deletes_only_the_stale_version_it_read() {
+    let b = purge_racing_a_new_acquisition(Sabotage::None);
+    assert_eq!(b.map(|_| ()).map_err(|e| e.kind()), Err(ErrorKind::Busy));
+    let b = purge_racing_a_new_acquisition(Sabotage::BlindStaleDelete);
+    assert!(b.is_ok(), "a blind delete must show the double grant");
+}
+
+/// Finding 4a. A holds; an operator breaks the lock; B takes it; A's release reply is lost.
+/// The record is gone either way, so "released" is not known: the release must not say `Ok`.
+fn release_after_force_with_lost_reply(sabotage: Sabotage) -> Result<(), Error> {
+    let mut h = Harness::new();
+    let mut o = options(Strategy::UniqueInsert, "a", 1);
+    o.sabotage = sabotage;
+    let a = held(drive(
+        &mut h,
+        "A",
+        Acquire::new(name(NAME), owner("a"), o).expect("valid"),
+    ));
+    let broken = drive(
+        &mut h,
+        "F",
+        ForceRelease::new(name(NAME), &opts(Strategy::UniqueInsert, 0)),
+    )
+    .expect("forced release");
+    assert_eq!(broken.len(), 1);
+    let b = held(drive(&mut h, "B", acquire(Strategy::UniqueInsert, "b", 2)));
+    assert!(
+        b.lease.token() > a.lease.token() + 1,
+        "the forced release moved the counter"
+    );
+    h.once("A", lock_cell, Fault::LoseReply);
+    drive(&mut h, "A", Release::new(&a.lease))
+}
+
+#[test]
+fn a_release_after_a_forced_release_is_never_ok() {
+    let r = release_after_force_with_lost_reply(Sabotage::None);
+    assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::Ambiguous));
+    let r = release_after_force_with_lost_reply(Sabotage::ReleaseTrustsReadBack);
+    assert_eq!(r, Ok(()), "trusting the read-back must show the false Ok");
+    // With its reply, the same release says Lost; bakery and column prefix read first and
+    // say Lost too (they used to say Ok).
+    for strategy in Strategy::ALL {
+        let mut h = Harness::new();
+        let a = held(drive(&mut h, "A", acquire(strategy, "a", 1)));
+        drive(
+            &mut h,
+            "F",
+            ForceRelease::new(name(NAME), &opts(strategy, 0)),
+        )
+        .expect("force");
+        let e = drive(&mut h, "A", Release::new(&a.lease)).expect_err("broken");
+        assert_eq!(e.kind(), ErrorKind::Lost, "{strategy}: {e}");
+        assert!(e.message().contains("force"), "{strategy}: {e}");
+    }
+}
+
+/// Finding 4b. The release's compare-and-set is applied but answered `Unavailable` (the
+/// commit round failed after a quorum accepted it); the resend finds the record gone. That is
+/// our own release: `Ok`, settled from the fencing counter (it used to be `Lost`).
+#[test]
+fn an_applied_release_answered_unavailable_is_ok() {
+    let mut h = Harness::new();
+    let a = held(drive(&mut h, "A", acquire(Strategy::UniqueInsert, "a", 1)));
+    h.once("A", lock_cell, Fault::UnavailableApplied);
+    let r = drive(&mut h, "A", Release::new(&a.lease));
+    assert_eq!(r, Ok(()), "{}", h.transcript());
+    assert!(h.transcript().contains(r#"read "job" all serial"#));
+}
+
+/// Finding 5. Another owner moves the fencing counter between A's winning read and A's own
+/// counter update: a second grant, or a forced release. A must not take the next token quietly:
+/// it abandons its cell and starts again.
+#[test]
+fn a_counter_moved_during_a_grant_restarts_the_acquisition() {
+    for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+        let mut h = Harness::new();
+        let mut o = options(strategy, "a", 1);
+        o.wait = Wait::Timeout(Duration::from_secs(10));
+        let mut a = Actor::new("A", Acquire::new(name(NAME), owner("a"), o).expect("valid"));
+        // Every step up to the counter update, which is held on its way.
+        loop {
+            assert_eq!(h.send_unapplied(&mut a), Step::Sent, "{}", h.transcript());
+            if a.peek().is_some_and(fence) {
+                break;
+            }
+            h.deliver(&mut a);
+        }
+        let column = if strategy == Strategy::Bakery {
+            "fence"
+        } else {
+            "_LOCK_"
+        };
+        h.execute(
+            "X",
+            &Command::InsertIfAbsent {
+                row: NAME.into(),
+                column: column.into(),
+                value: "token=1 owner=x:1:0000000000000009".into(),
+                ttl: None,
+                serial: Default::default(),
+                consistency: Default::default(),
+            },
+        );
+        assert!(h.deliver(&mut a));
+        assert_eq!(h.send_unapplied(&mut a), Step::Sent);
+        assert!(
+            matches!(a.peek(), Some(Command::Delete { column: c, .. }) if c.ends_with(&owner("a").key())),
+            "{strategy}: A abandons its cell after the counter moved:\n{}",
+            h.transcript()
+        );
+        let g = held(h.finish(&mut a));
+        assert_eq!(
+            g.lease.token(),
+            2,
+            "{strategy}: a fresh attempt takes the next token"
+        );
+    }
+}
