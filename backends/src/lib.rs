@@ -79,6 +79,13 @@ mod request;
 mod slots;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub mod sql;
+#[cfg(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "cassandra"
+))]
+mod stamps;
 pub mod store;
 mod url;
 

@@ -12,6 +12,8 @@ use crate::store::{may_free_a_lock, Store, StoreFuture};
 /// each other (within this process only: use a database store across processes). Commands apply
 /// at the store's *own* clock: the tokio clock since the store was created, so TTLs expire on
 /// schedule under `tokio::time::pause()` too. Releases bump [`Store::changes`], waking waiters.
+/// Writes are stamped by the table itself ([`MemoryTable::apply`]) in the order they are
+/// applied, which is the order they were sent: a command is applied as soon as it is sent.
 #[derive(Clone, Debug)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
@@ -159,8 +161,15 @@ mod tests {
             consistency: Consistency::Quorum,
         });
         assert_eq!(count(), 3);
+        store.apply(&Command::DeleteVersion {
+            row: "r".into(),
+            column: "a".into(),
+            stamp: 1,
+            consistency: Consistency::Quorum,
+        });
+        assert_eq!(count(), 4, "a delete-version");
         store.apply(&Command::Purge { row: None });
-        assert_eq!(count(), 3, "a purge that removed nothing");
+        assert_eq!(count(), 4, "a purge that removed nothing");
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub type StoreFuture<'a> = Pin<Box<dyn Future<Output = Reply> + Send + 'a>>;
 ///   the consistency the command names.
 /// - **Linearizable conditionals.** [`Command::InsertIfAbsent`] and [`Command::CompareAndSet`]
 ///   are linearizable with each other and with serial reads.
+/// - **Stamped plain writes.** The store stamps every [`Command::stamped`] command when it sends
+///   it, from a generator that never goes backwards in the process, keeps each cell's stamp and
+///   returns it in reads ([`Cell::stamp`](baton_kernel::Cell::stamp)), and applies a put only
+///   over an older version and a delete only over a version at most as new (a
+///   [`Command::DeleteVersion`] at the stamp it carries). So a write that reaches the database
+///   late never undoes a later write of the same owner.
 /// - **Failures are replies.** A store that cannot execute a command answers
 ///   [`Reply::Failed`]: [`Failure::Unavailable`](baton_kernel::Failure::Unavailable) when the
 ///   command was certainly not applied, [`Failure::Timeout`](baton_kernel::Failure::Timeout)
@@ -41,8 +47,8 @@ pub trait Store: Send + Sync {
     /// [`Reply::Failed`].
     fn execute(&self, command: Command) -> StoreFuture<'_>;
 
-    /// A counter bumped whenever a lock may have been freed (a delete, a conditional delete, a
-    /// batch that deletes, a purge that removed something), so waiters retry at once instead of
+    /// A counter bumped whenever a lock may have been freed (a delete, a delete-version, a
+    /// conditional delete, a batch that deletes, a purge that removed something), so waiters retry at once instead of
     /// at the end of their backoff. Spurious bumps only cost an early retry; a store that cannot
     /// tell returns `None` (the default) and waiters rely on their backoff alone.
     fn changes(&self) -> Option<watch::Receiver<u64>> {
@@ -66,7 +72,7 @@ pub trait Store: Send + Sync {
 pub(crate) fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
     match (command, reply) {
         (_, Reply::Failed(_)) => false,
-        (Command::Delete { .. }, _) => true,
+        (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
         (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
         (Command::Batch { writes, .. }, _) => {
             writes.iter().any(|w| matches!(w, Write::Delete { .. }))

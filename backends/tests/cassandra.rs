@@ -117,14 +117,15 @@ fn cas(row: &str, column: &str, expected: &str, new: Option<&str>) -> Command {
     }
 }
 
-/// A reply with each cell's remaining TTL reduced to whether it has one, for comparing with
-/// the reference table (whose clock is not Cassandra's).
+/// A reply with each cell's remaining TTL reduced to whether it has one and its stamp to 0,
+/// for comparing with the reference table (whose clock and stamps are not Cassandra's).
 fn shape(reply: Reply) -> Reply {
     let strip = |cells: Vec<Cell>| {
         cells
             .into_iter()
             .map(|c| Cell {
                 ttl_remaining: c.ttl_remaining.map(|_| Duration::ZERO),
+                stamp: 0,
                 ..c
             })
             .collect::<Vec<_>>()
@@ -198,6 +199,46 @@ async fn every_command_matches_the_reference_table() {
                     column: "data2".into(),
                 },
             ],
+            consistency: quorum,
+        },
+        read("r", ColumnFilter::All),
+        // One timestamp for the whole batch: a second put of a column the batch wrote changes
+        // nothing (the reference table's rule), a put after a delete recreates the cell.
+        Command::Batch {
+            row: "r".into(),
+            writes: vec![
+                Write::Put {
+                    column: "twice".into(),
+                    value: "first".into(),
+                    ttl: long,
+                },
+                Write::Put {
+                    column: "twice".into(),
+                    value: "second".into(),
+                    ttl: None,
+                },
+                Write::Delete {
+                    column: "data".into(),
+                },
+                Write::Put {
+                    column: "data".into(),
+                    value: "d4".into(),
+                    ttl: long,
+                },
+                Write::Put {
+                    column: "data".into(),
+                    value: "d5".into(),
+                    ttl: None,
+                },
+            ],
+            consistency: quorum,
+        },
+        read("r", ColumnFilter::All),
+        // No version is as old as stamp 0: nothing removed.
+        Command::DeleteVersion {
+            row: "r".into(),
+            column: "data".into(),
+            stamp: 0,
             consistency: quorum,
         },
         read("r", ColumnFilter::All),
@@ -582,4 +623,221 @@ async fn every_strategy_locks_through_a_url() {
         let again = b.try_lock(&name).await.expect("free");
         assert!(again.token() > held.token(), "{strategy}");
     }
+}
+
+/// The live cells of `row` as `(column, value, stamp)`.
+async fn versions(store: &CassandraStore, row: &str) -> Vec<(String, String, u64)> {
+    match store.execute(read(row, ColumnFilter::All)).await {
+        Reply::Cells(cells) => cells
+            .into_iter()
+            .map(|c| (c.column, c.value, c.stamp))
+            .collect(),
+        other => panic!("read answered {other:?}"),
+    }
+}
+
+/// The stamp (`WRITETIME`) of the live cell `(row, column)`.
+async fn stamp_of(store: &CassandraStore, row: &str, column: &str) -> u64 {
+    versions(store, row)
+        .await
+        .into_iter()
+        .find(|(c, _, _)| c == column)
+        .map(|(_, _, s)| s)
+        .unwrap_or_else(|| panic!("no cell {column} in {row}"))
+}
+
+fn micros_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn delete(row: &str, column: &str) -> Command {
+    Command::Delete {
+        row: row.into(),
+        column: column.into(),
+        consistency: Consistency::Quorum,
+    }
+}
+
+fn delete_version(row: &str, column: &str, stamp: u64) -> Command {
+    Command::DeleteVersion {
+        row: row.into(),
+        column: column.into(),
+        stamp,
+        consistency: Consistency::Quorum,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_return_the_stamps_plain_writes_carry() {
+    let Some(base) = base_url() else { return };
+    let store = store(&fresh_url(&base));
+    store.ensure_schema().await.expect("schema");
+    let mut last = 0;
+    for i in 0..5 {
+        let before = micros_now();
+        let value = format!("v{i}");
+        assert_eq!(
+            store.execute(put("r", "c", &value, None)).await,
+            Reply::Written
+        );
+        let after = micros_now();
+        let stamp = stamp_of(&store, "r", "c").await;
+        assert!(stamp > last, "put {i}: {stamp} after {last}");
+        // The client's stamp (wall-clock microseconds when it was sent), not the server's.
+        assert!(
+            stamp >= before && stamp <= after + 1_000_000,
+            "{before} <= {stamp} <= {after}"
+        );
+        last = stamp;
+    }
+    // A batch writes every cell at one timestamp.
+    let batch = Command::Batch {
+        row: "r".into(),
+        writes: ["x", "y"]
+            .into_iter()
+            .map(|c| Write::Put {
+                column: c.into(),
+                value: c.into(),
+                ttl: Some(Duration::from_secs(60)),
+            })
+            .collect(),
+        consistency: Consistency::Quorum,
+    };
+    assert_eq!(store.execute(batch).await, Reply::Written);
+    let x = stamp_of(&store, "r", "x").await;
+    assert_eq!(x, stamp_of(&store, "r", "y").await);
+    assert!(x > last, "{x} after {last}");
+    // Lightweight transactions carry no timestamp of ours, but reads still return theirs
+    // (the ballot's).
+    assert!(matches!(
+        store.execute(iia("u", "lock", "a")).await,
+        Reply::Conditional { applied: true, .. }
+    ));
+    assert!(stamp_of(&store, "u", "lock").await > 0);
+    // Scans return the same stamps as reads.
+    let Reply::Rows(rows) = store
+        .execute(Command::Scan {
+            after: None,
+            limit: 10,
+            consistency: Consistency::Quorum,
+        })
+        .await
+    else {
+        panic!("rows")
+    };
+    let (_, cells) = rows.into_iter().find(|(r, _)| r == "r").expect("row r");
+    assert_eq!(
+        cells
+            .into_iter()
+            .map(|c| (c.column, c.value, c.stamp))
+            .collect::<Vec<_>>(),
+        versions(&store, "r").await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_plain_writes_do_not_undo_later_ones() {
+    let Some(base) = base_url() else { return };
+    let store = store(&fresh_url(&base));
+    store.ensure_schema().await.expect("schema");
+    store.execute(put("r", "c", "v1", None)).await;
+    let s1 = stamp_of(&store, "r", "c").await;
+    store.execute(put("r", "c", "v2", None)).await;
+    let s2 = stamp_of(&store, "r", "c").await;
+    assert!(s2 > s1);
+    let v2 = vec![("c".to_owned(), "v2".to_owned(), s2)];
+    // A put, a delete or a batch that reaches the cluster after a later write (an older
+    // stamp: held in a coordinator's queue, replayed from a hint) changes nothing.
+    for stamp in [s1, s2 - 1] {
+        assert_eq!(
+            store
+                .execute_stamped(put("r", "c", "late", None), stamp)
+                .await,
+            Reply::Written
+        );
+        assert_eq!(versions(&store, "r").await, v2, "a put stamped {stamp}");
+        assert_eq!(
+            store.execute_stamped(delete("r", "c"), stamp).await,
+            Reply::Written
+        );
+        assert_eq!(versions(&store, "r").await, v2, "a delete stamped {stamp}");
+        let batch = Command::Batch {
+            row: "r".into(),
+            writes: vec![
+                Write::Delete { column: "c".into() },
+                Write::Put {
+                    column: "c".into(),
+                    value: "batch".into(),
+                    ttl: None,
+                },
+            ],
+            consistency: Consistency::Quorum,
+        };
+        assert_eq!(store.execute_stamped(batch, stamp).await, Reply::Written);
+        assert_eq!(versions(&store, "r").await, v2, "a batch stamped {stamp}");
+    }
+    // A newer put applies; a delete at least as new removes the cell.
+    store
+        .execute_stamped(put("r", "c", "v3", None), s2 + 1)
+        .await;
+    assert_eq!(
+        versions(&store, "r").await,
+        vec![("c".to_owned(), "v3".to_owned(), s2 + 1)]
+    );
+    store.execute_stamped(delete("r", "c"), s2 + 1).await;
+    assert_eq!(versions(&store, "r").await, vec![]);
+    // Cassandra keeps the delete as a tombstone: a put older than it does not bring the cell
+    // back (the reference table, like SQL, keeps no tombstone and would: both are allowed).
+    store
+        .execute_stamped(put("r", "c", "ghost", None), s1)
+        .await;
+    assert_eq!(versions(&store, "r").await, vec![]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_version_removes_only_the_version_read() {
+    let Some(base) = base_url() else { return };
+    let store = store(&fresh_url(&base));
+    store.ensure_schema().await.expect("schema");
+    let changes = store
+        .changes()
+        .expect("the Cassandra store reports changes");
+    store.execute(put("r", "c", "v1", None)).await;
+    let s1 = stamp_of(&store, "r", "c").await;
+    // An older version than the cell's: nothing removed.
+    assert_eq!(
+        store.execute(delete_version("r", "c", s1 - 1)).await,
+        Reply::Written
+    );
+    assert_eq!(versions(&store, "r").await.len(), 1);
+    // The version a read returned: removed, and waiters are told.
+    let seen = *changes.borrow();
+    assert_eq!(
+        store.execute(delete_version("r", "c", s1)).await,
+        Reply::Written
+    );
+    assert_eq!(versions(&store, "r").await, vec![]);
+    assert!(*changes.borrow() > seen, "a delete-version may free a lock");
+    // Read a version, then the owner writes the cell again: the newer version survives a
+    // delete of the one that was read, and goes with its own.
+    store.execute(put("r", "c", "v2", None)).await;
+    let s2 = stamp_of(&store, "r", "c").await;
+    store.execute(put("r", "c", "v3", None)).await;
+    let s3 = stamp_of(&store, "r", "c").await;
+    assert!(s3 > s2);
+    store.execute(delete_version("r", "c", s2)).await;
+    assert_eq!(
+        versions(&store, "r").await,
+        vec![("c".to_owned(), "v3".to_owned(), s3)]
+    );
+    // A delete-version keeps its own stamp when executed with another.
+    store
+        .execute_stamped(delete_version("r", "c", s2), s3 + 1)
+        .await;
+    assert_eq!(versions(&store, "r").await.len(), 1);
+    store.execute(delete_version("r", "c", s3)).await;
+    assert_eq!(versions(&store, "r").await, vec![]);
 }

@@ -42,14 +42,18 @@ async fn read_row_returns_data_columns_and_release_with_writes_them() {
         .lock_with("account 7", LockRequest::new().read_row(true))
         .await
         .expect("lock");
+    let row = guard.row();
     assert_eq!(
-        guard.row(),
+        row,
         [Cell {
             column: "balance".into(),
             value: "10".into(),
-            ttl_remaining: None
+            ttl_remaining: None,
+            // The version the put made, whatever stamp the store gave it.
+            stamp: row.first().map_or(0, |c| c.stamp),
         }]
     );
+    assert!(row[0].stamp > 0, "{row:?}");
     guard
         .release_with(vec![
             Write::Put {

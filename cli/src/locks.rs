@@ -314,6 +314,8 @@ mod tests {
             token: Some(12),
             ticket: None,
             created_unix_ms: None,
+            acquisition: 0,
+            value: format!("owner={owner} ttl_ms=60000 cell_ttl_ms=60000 created_ms=0"),
             expires_in: Some(Duration::from_secs(57)),
         }
     }

@@ -87,6 +87,12 @@ impl Lease {
         &self.column
     }
 
+    /// The exact value this lease's lock cell holds (what renewal and release compare with);
+    /// [`LockInfo::value`] shows the same for an entry in a listing.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
     /// A hint for the next acquisition of the same name: the fencing counter as this lease
     /// left it, which saves the unique-insert strategy one round trip when it is still current.
     pub fn fence_hint(&self) -> FenceHint {
@@ -164,6 +170,8 @@ pub struct LockInfo {
     pub created_unix_ms: Option<u64>,
     /// The acquisition id written in the entry ([`LockOptions::acquisition`](crate::LockOptions::acquisition)), 0 when none.
     pub acquisition: u64,
+    /// The entry's value as stored (see the `record` encodings in the README's lock table).
+    pub value: String,
     /// Time left before the store expires it, by the store's clock.
     pub expires_in: Option<Duration>,
 }

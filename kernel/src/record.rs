@@ -126,12 +126,15 @@ pub(crate) fn decode_bakery(value: &str) -> Result<(BakeryState, u64)> {
 }
 
 /// The value of a fencing counter cell: the last token issued, to whom, and for which
-/// acquisition (so a reused owner id never writes a value identical to an earlier one).
+/// acquisition (so a reused owner id never writes a value identical to an earlier one), and how
+/// many forced releases the lock has seen (carried forward by every grant, so a waiter can tell
+/// that one happened since it joined the queue even after later grants moved the counter).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Fence {
     pub token: u64,
     pub owner: String,
     pub acq: u64,
+    pub forced: u64,
 }
 
 /// The owner a forced release writes into the fencing counter when it breaks a lock, so the
@@ -141,8 +144,13 @@ pub(crate) const FORCED: &str = "forced-release";
 
 impl Fence {
     pub fn encode(&self) -> String {
+        let forced = if self.forced > 0 {
+            format!(" forced={}", self.forced)
+        } else {
+            String::new()
+        };
         format!(
-            "token={} owner={}{}",
+            "token={} owner={}{}{forced}",
             self.token,
             self.owner,
             acq_field(self.acq)
@@ -155,8 +163,16 @@ impl Fence {
             token: number(value, "token").ok_or_else(bad)?,
             owner: field(value, "owner").ok_or_else(bad)?.to_string(),
             acq: acq_of(value),
+            forced: number(value, "forced").unwrap_or(0),
         })
     }
+}
+
+/// How many forced releases the counter value `value` has seen (0 for no counter).
+pub(crate) fn forced_count(value: Option<&str>) -> u64 {
+    value
+        .and_then(|v| Fence::decode(v).ok())
+        .map_or(0, |f| f.forced)
 }
 
 /// The acquisition id written in a value (0 when absent).
@@ -186,6 +202,7 @@ mod tests {
             token: 42,
             owner: "h:1:0000000000000002".into(),
             acq: 7,
+            forced: 3,
         };
         assert_eq!(Fence::decode(&f.encode()), Ok(f));
         for s in [BakeryState::Entering, BakeryState::Ticket(17)] {

@@ -1,9 +1,11 @@
-//! The simulator as tests: every strategy over many seeds, and broken variants that must be
-//! caught. `BATON_SIM_SEEDS` overrides the number of seeds per strategy (default 10 000); the
-//! long mode is `cargo run --release -p baton-tests --bin simulate -- --seeds 1000000`.
+//! The simulator as tests: every strategy over many seeds with every fault class, and one
+//! deliberately broken variant per safety rule, each of which must be caught, so the checker is
+//! known to be able to fail. `BATON_SIM_SEEDS` overrides the number of seeds per strategy
+//! (default 10 000); the long mode is
+//! `cargo run --release -p baton-tests --bin simulate -- --seeds 1000000`.
 
 use baton_kernel::{Sabotage, Strategy};
-use baton_tests::sim::{self, replay_command, Tally, PROFILES};
+use baton_tests::sim::{self, replay_command, Outcome, Tally, PROFILES};
 
 fn seeds() -> u64 {
     std::env::var("BATON_SIM_SEEDS")
@@ -12,40 +14,54 @@ fn seeds() -> u64 {
         .unwrap_or(10_000)
 }
 
-fn report(strategy: Strategy, sabotage: Sabotage, t: &Tally) -> String {
+fn describe(o: &Outcome) -> String {
+    let mut out = String::new();
+    for v in &o.violations {
+        out += &format!("  seed {} ({}): {v}\n", o.seed, o.config.profile);
+    }
+    if let Some(s) = &o.stuck {
+        out += &format!("  seed {} ({}): {s}\n", o.seed, o.config.profile);
+    }
+    out + &format!(
+        "  replay: {}\n",
+        replay_command(o.config.strategy, o.config.sabotage, o.seed)
+    )
+}
+
+fn report(strategy: Strategy, t: &Tally) -> String {
     let mut out = format!(
-        "{strategy} ({sabotage:?}): {} seeds, {} failed, {} grants, {} events\n",
+        "{strategy}: {} seeds, {} failed, {} grants, {} events, faults {:?}\n",
         t.runs,
         t.failed.len(),
         t.grants,
-        t.events
+        t.events,
+        t.faults
     );
     for o in t.failed.iter().take(5) {
-        for v in &o.violations {
-            out += &format!("  seed {} ({}): {v}\n", o.seed, o.config.profile);
-        }
-        if let Some(s) = &o.stuck {
-            out += &format!("  seed {} ({}): {s}\n", o.seed, o.config.profile);
-        }
-        out += &format!("  replay: {}\n", replay_command(strategy, sabotage, o.seed));
+        out += &describe(o);
     }
     out
 }
 
 fn safe_and_live(strategy: Strategy) {
     let n = seeds();
-    let t = sim::run_many(strategy, Sabotage::None, 0, n, 1, 5);
-    println!("{}", report(strategy, Sabotage::None, &t));
-    assert_eq!(t.runs, n, "{}", report(strategy, Sabotage::None, &t));
-    assert!(
-        t.failed.is_empty(),
-        "{}",
-        report(strategy, Sabotage::None, &t)
-    );
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let t = sim::run_many(strategy, Sabotage::None, 0, n, threads, 5);
+    println!("{}", report(strategy, &t));
+    assert_eq!(t.runs, n, "{}", report(strategy, &t));
+    assert!(t.failed.is_empty(), "{}", report(strategy, &t));
     assert!(
         t.grants > n,
         "too few grants: the simulation is not exercising the lock"
     );
+    // Every fault class was injected (the operator's forced releases included).
+    for (class, count) in t.faults.named() {
+        let minority_needs_replicas = class == "minority";
+        assert!(
+            count > 0 || (minority_needs_replicas && n < 100),
+            "{strategy}: no {class} fault in {n} seeds"
+        );
+    }
 }
 
 #[test]
@@ -63,45 +79,161 @@ fn column_prefix_is_safe_and_live() {
     safe_and_live(Strategy::ColumnPrefix);
 }
 
-/// The checker can fail: a broken variant must be caught within `budget` seeds.
-fn caught(strategy: Strategy, sabotage: Sabotage, budget: u64) {
-    let t = sim::run_many(strategy, sabotage, 0, budget, 1, 1);
-    let found = t.failed.iter().find(|o| !o.violations.is_empty());
-    assert!(
-        found.is_some(),
-        "{strategy} with {sabotage:?} ran {} seeds without a violation",
-        t.runs
+/// A broken variant must be caught within `budget` seeds of `profile` (`None`: every profile).
+fn caught(strategy: Strategy, sabotage: Sabotage, profile: Option<&str>, budget: u64) {
+    let step = PROFILES.len() as u64;
+    let offset = profile.map(|p| {
+        PROFILES
+            .iter()
+            .position(|q| *q == p)
+            .unwrap_or_else(|| panic!("no profile {p}")) as u64
+    });
+    let mut tried = 0;
+    for k in 0..budget {
+        let seed = match offset {
+            Some(o) => k * step + o,
+            None => k,
+        };
+        tried += 1;
+        let out = sim::run(strategy, sabotage, seed);
+        if !out.violations.is_empty() {
+            println!(
+                "{strategy} with {sabotage:?} caught after {tried} seeds:\n{}",
+                describe(&out)
+            );
+            return;
+        }
+    }
+    panic!(
+        "{strategy} with {sabotage:?} ran {tried} seeds of {} without a violation",
+        profile.unwrap_or("every profile")
     );
-    println!("{}", report(strategy, sabotage, &t));
 }
 
 #[test]
 fn bakery_without_waiting_on_entering_is_caught() {
-    caught(Strategy::Bakery, Sabotage::BakeryIgnoresEntering, 2_000);
+    caught(
+        Strategy::Bakery,
+        Sabotage::BakeryIgnoresEntering,
+        None,
+        2_000,
+    );
 }
 
 #[test]
 fn unique_insert_with_blind_delete_of_expired_rows_is_caught() {
-    caught(Strategy::UniqueInsert, Sabotage::UniqueBlindDelete, 2_000);
+    caught(
+        Strategy::UniqueInsert,
+        Sabotage::UniqueBlindDelete,
+        None,
+        2_000,
+    );
 }
 
 #[test]
 fn renewal_and_wins_without_the_continuity_check_are_caught() {
-    caught(Strategy::Bakery, Sabotage::NoContinuity, 2_000);
-    caught(Strategy::ColumnPrefix, Sabotage::NoContinuity, 5_000);
+    caught(Strategy::Bakery, Sabotage::NoContinuity, None, 2_000);
+    caught(Strategy::ColumnPrefix, Sabotage::NoContinuity, None, 5_000);
+}
+
+#[test]
+fn a_fencing_counter_written_without_compare_and_set_is_caught() {
+    for strategy in Strategy::ALL {
+        caught(strategy, Sabotage::FenceBlindWrite, None, 2_000);
+    }
+}
+
+#[test]
+fn leases_without_a_drift_margin_are_caught() {
+    for strategy in Strategy::ALL {
+        caught(
+            strategy,
+            Sabotage::NoDriftMargin,
+            Some("clock-edge"),
+            20_000,
+        );
+    }
+}
+
+#[test]
+fn deleting_stale_entries_whatever_their_version_is_caught() {
+    caught(
+        Strategy::ColumnPrefix,
+        Sabotage::BlindStaleDelete,
+        Some("operators"),
+        5_000,
+    );
+    caught(Strategy::Bakery, Sabotage::BlindStaleDelete, None, 5_000);
+}
+
+#[test]
+fn one_value_for_every_unique_insert_attempt_is_caught() {
+    caught(
+        Strategy::UniqueInsert,
+        Sabotage::SameValueEveryAttempt,
+        Some("late"),
+        10_000,
+    );
+}
+
+#[test]
+fn a_release_trusting_its_read_back_is_caught() {
+    caught(
+        Strategy::UniqueInsert,
+        Sabotage::ReleaseTrustsReadBack,
+        None,
+        2_000,
+    );
+}
+
+#[test]
+fn plain_writes_ordered_by_arrival_are_caught() {
+    for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+        caught(strategy, Sabotage::ArrivalOrderStamps, Some("late"), 5_000);
+    }
+}
+
+#[test]
+fn a_monotonic_clock_that_stops_in_suspend_is_caught() {
+    for strategy in Strategy::ALL {
+        caught(
+            strategy,
+            Sabotage::ClockStopsInSuspend,
+            Some("pauses"),
+            5_000,
+        );
+    }
+}
+
+#[test]
+fn every_broken_variant_has_a_test() {
+    // The list above names each variant once; a new one must get a test here too.
+    let tested = [
+        Sabotage::BakeryIgnoresEntering,
+        Sabotage::UniqueBlindDelete,
+        Sabotage::NoContinuity,
+        Sabotage::FenceBlindWrite,
+        Sabotage::NoDriftMargin,
+        Sabotage::BlindStaleDelete,
+        Sabotage::SameValueEveryAttempt,
+        Sabotage::ReleaseTrustsReadBack,
+        Sabotage::ArrivalOrderStamps,
+        Sabotage::ClockStopsInSuspend,
+    ];
+    assert_eq!(tested, Sabotage::ALL);
 }
 
 #[test]
 fn a_seed_replays_exactly() {
     for strategy in Strategy::ALL {
-        for seed in [1, 6, 7] {
+        for seed in [1, 6, 7, 9, 10] {
             let (a, b) = (
                 sim::run(strategy, Sabotage::None, seed),
                 sim::run(strategy, Sabotage::None, seed),
             );
             assert_eq!(
-                (a.grants, a.events, a.end),
-                (b.grants, b.events, b.end),
+                (a.grants, a.events, a.end, a.faults),
+                (b.grants, b.events, b.end, b.faults),
                 "{strategy} seed {seed}"
             );
         }
@@ -110,14 +242,11 @@ fn a_seed_replays_exactly() {
 
 #[test]
 fn every_fault_profile_is_exercised() {
-    let mut seen: Vec<&str> = (0..PROFILES.len() as u64)
+    let seen: Vec<&str> = (0..PROFILES.len() as u64)
         .map(|seed| sim::Config::from_seed(Strategy::Bakery, Sabotage::None, seed).profile)
         .collect();
-    seen.dedup();
     assert_eq!(seen, PROFILES.to_vec());
     // Faulty profiles actually produce failed acquisitions somewhere (the faults bite).
-    let t = sim::run_many(Strategy::UniqueInsert, Sabotage::None, 0, 64, 1, 1);
-    assert!(t.failed.is_empty());
     let errors: usize = (0..64)
         .map(|s| {
             sim::run(Strategy::UniqueInsert, Sabotage::None, s)

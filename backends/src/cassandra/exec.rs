@@ -1,5 +1,9 @@
 //! Executing one kernel command: binding the prepared statement, setting its consistency, and
 //! turning the result into a [`Reply`].
+//!
+//! Stamps: a plain write (put, delete, batch) is bound with a fresh stamp from the process's
+//! generator as its `USING TIMESTAMP`, taken when the statement is built, just before it is
+//! sent; a delete-version with its own stamp. Reads return each cell's `WRITETIME`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +24,7 @@ use scylla::value::CqlValue;
 
 use super::errors::failure;
 use super::statements::{prefix_end, ttl_seconds, Statements};
+use crate::stamps::next_stamp;
 
 /// Levels that override the commands' own (the URL's `consistency=` and `serial=`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,8 +80,16 @@ fn bind(p: &PreparedStatement, values: Vec<CqlValue>) -> Result<BoundStatement, 
         .map_err(|e| Failure::Rejected(format!("cannot bind the statement's values: {e}")))
 }
 
-/// The statement(s) of `command`, with consistency set.
-pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<Plan, Failure> {
+/// The statement(s) of `command`, with consistency set, and with `given` as the timestamp of
+/// a plain write, or a fresh stamp from [`next_stamp`] when `None` (always, but in tests that
+/// play a write arriving late).
+pub(crate) fn plan(
+    st: &Statements,
+    o: &Overrides,
+    command: &Command,
+    given: Option<u64>,
+) -> Result<Plan, Failure> {
+    let stamp = || cql_stamp(given.unwrap_or_else(next_stamp));
     let plan = match command {
         Command::Read {
             row,
@@ -107,7 +120,7 @@ pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<
             ttl,
             consistency,
         } => {
-            let mut bound = bind(&st.put, put_values(row, column, value, *ttl))?;
+            let mut bound = bind(&st.put, stamped_put(stamp(), row, column, value, *ttl))?;
             bound.set_consistency(o.plain(*consistency));
             Plan::One(bound)
         }
@@ -116,7 +129,20 @@ pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<
             column,
             consistency,
         } => {
-            let mut bound = bind(&st.delete, vec![text(row), text(column)])?;
+            let mut bound = bind(&st.delete, stamped_delete(stamp(), row, column))?;
+            bound.set_consistency(o.plain(*consistency));
+            Plan::One(bound)
+        }
+        Command::DeleteVersion {
+            row,
+            column,
+            stamp: version,
+            consistency,
+        } => {
+            // A tombstone at the version's timestamp shadows that version and every older one
+            // (a tie goes to the tombstone), never a newer write.
+            let values = stamped_delete(cql_stamp(*version), row, column);
+            let mut bound = bind(&st.delete, values)?;
             bound.set_consistency(o.plain(*consistency));
             Plan::One(bound)
         }
@@ -164,15 +190,16 @@ pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<
         } => {
             let mut batch = Batch::new(BatchType::Logged);
             let mut values = Vec::new();
-            for write in last_write_per_column(writes) {
+            let stamp = stamp();
+            for write in effective_writes(writes) {
                 match write {
                     Write::Put { column, value, ttl } => {
                         batch.append_statement(st.put.clone());
-                        values.push(put_values(row, column, value, *ttl));
+                        values.push(stamped_put(stamp, row, column, value, *ttl));
                     }
                     Write::Delete { column } => {
                         batch.append_statement(st.delete.clone());
-                        values.push(vec![text(row), text(column)]);
+                        values.push(stamped_delete(stamp, row, column));
                     }
                 }
             }
@@ -194,6 +221,14 @@ pub(crate) fn plan(st: &Statements, o: &Overrides, command: &Command) -> Result<
     Ok(plan)
 }
 
+/// A stamp as CQL's `bigint` timestamp. Every stamp the generator gives fits; a larger one,
+/// which only a [`Command::DeleteVersion`] could carry, means "every version" and becomes
+/// `i64::MAX`.
+fn cql_stamp(stamp: u64) -> i64 {
+    i64::try_from(stamp).unwrap_or(i64::MAX)
+}
+
+/// The values of a conditional write: `TTL ?`, `value = ?`, the key.
 fn put_values(row: &str, column: &str, value: &str, ttl: Option<Duration>) -> Vec<CqlValue> {
     vec![
         CqlValue::Int(ttl_seconds(ttl)),
@@ -203,34 +238,70 @@ fn put_values(row: &str, column: &str, value: &str, ttl: Option<Duration>) -> Ve
     ]
 }
 
-/// The writes of a batch that matter: the last one per column, in order. The kernel's batches
-/// apply in order, while every statement of a Cassandra batch gets the same timestamp (and a
-/// delete wins a tie), so two writes of one column would not apply in order. Keeping only the
-/// last write per column gives the in-order result.
-fn last_write_per_column(writes: &[Write]) -> Vec<&Write> {
+/// The values of a plain put: `USING TIMESTAMP ? AND TTL ?`, `value = ?`, the key.
+fn stamped_put(
+    stamp: i64,
+    row: &str,
+    column: &str,
+    value: &str,
+    ttl: Option<Duration>,
+) -> Vec<CqlValue> {
+    let mut values = vec![CqlValue::BigInt(stamp)];
+    values.extend(put_values(row, column, value, ttl));
+    values
+}
+
+/// The values of a plain delete: `USING TIMESTAMP ?`, the key.
+fn stamped_delete(stamp: i64, row: &str, column: &str) -> Vec<CqlValue> {
+    vec![CqlValue::BigInt(stamp), text(row), text(column)]
+}
+
+/// The writes of a batch that matter, at most one per column, in the batch's order: the first
+/// put after the column's last delete, or that delete if no put follows it.
+///
+/// Every statement of a Cassandra batch carries the batch's one timestamp, and at one timestamp
+/// the statements of a column do not apply in order (a delete wins a tie, and of two puts the
+/// greater value). The kernel's reference table applies the writes in order, each under the
+/// rules of its stamp, the same for all of them: a delete removes whatever the batch wrote
+/// before it (its version is not newer), and a put applies only over an older version, so
+/// after a put of the column, later puts change nothing until a delete. Sending only the write
+/// that decides the outcome gives Cassandra the same result, whatever the cell held before.
+fn effective_writes(writes: &[Write]) -> Vec<&Write> {
     let column = |w: &Write| match w {
         Write::Put { column, .. } | Write::Delete { column } => column.clone(),
     };
-    let mut last: BTreeMap<String, usize> = BTreeMap::new();
+    let mut decisive: BTreeMap<String, usize> = BTreeMap::new();
     for (i, w) in writes.iter().enumerate() {
-        last.insert(column(w), i);
+        match w {
+            Write::Delete { .. } => {
+                decisive.insert(column(w), i);
+            }
+            Write::Put { .. } => {
+                let slot = decisive.entry(column(w)).or_insert(i);
+                if matches!(writes[*slot], Write::Delete { .. }) {
+                    *slot = i;
+                }
+            }
+        }
     }
     writes
         .iter()
         .enumerate()
-        .filter(|(i, w)| last.get(&column(w)) == Some(i))
+        .filter(|(i, w)| decisive.get(&column(w)) == Some(i))
         .map(|(_, w)| w)
         .collect()
 }
 
-/// Executes `command` on `session`, with tracing if asked. Returns the reply.
+/// Executes `command` on `session`, with `stamp` as the timestamp of a plain write (a fresh
+/// one when `None`). Returns the reply.
 pub(crate) async fn execute(
     session: &Session,
     st: &Statements,
     overrides: &Overrides,
     command: &Command,
+    stamp: Option<u64>,
 ) -> Reply {
-    match run(session, st, overrides, command, false).await {
+    match run_stamped(session, st, overrides, command, false, stamp).await {
         Ok((reply, _)) => reply,
         Err(f) => Reply::Failed(f),
     }
@@ -244,7 +315,19 @@ pub(crate) async fn run(
     command: &Command,
     trace: bool,
 ) -> Result<(Reply, Option<QueryResult>), Failure> {
-    match plan(st, overrides, command)? {
+    run_stamped(session, st, overrides, command, trace, None).await
+}
+
+/// [`run`], with `given` as the timestamp of a plain write instead of a fresh stamp.
+pub(crate) async fn run_stamped(
+    session: &Session,
+    st: &Statements,
+    overrides: &Overrides,
+    command: &Command,
+    trace: bool,
+    given: Option<u64>,
+) -> Result<(Reply, Option<QueryResult>), Failure> {
+    match plan(st, overrides, command, given)? {
         Plan::Nothing => Ok((nothing_reply(command), None)),
         Plan::Scan => {
             let Command::Scan {
@@ -292,7 +375,7 @@ pub(crate) async fn execute_raw(
     overrides: &Overrides,
     command: &Command,
 ) -> Result<Option<QueryResult>, ExecutionError> {
-    match plan(st, overrides, command) {
+    match plan(st, overrides, command, None) {
         Ok(Plan::One(bound)) => session.execute_bound_unpaged(&bound).await.map(Some),
         Ok(Plan::Batch(batch, values)) => session.batch(&batch, values).await.map(Some),
         _ => Ok(None),
@@ -317,12 +400,12 @@ fn decode(command: &Command, result: QueryResult) -> Result<Reply, Failure> {
             let rows = result.into_rows_result().map_err(bad_result)?;
             let mut cells = Vec::new();
             for row in rows
-                .rows::<(String, Option<String>, Option<i32>)>()
+                .rows::<(String, Option<String>, Option<i32>, Option<i64>)>()
                 .map_err(bad_result)?
             {
-                let (column, value, ttl) = row.map_err(bad_result)?;
+                let (column, value, ttl, written) = row.map_err(bad_result)?;
                 if let Some(value) = value {
-                    cells.push(cell(column, value, ttl));
+                    cells.push(cell(column, value, ttl, written));
                 }
             }
             Ok(Reply::Cells(cells))
@@ -357,13 +440,16 @@ fn decode(command: &Command, result: QueryResult) -> Result<Reply, Failure> {
     }
 }
 
-fn cell(column: String, value: String, ttl: Option<i32>) -> Cell {
+/// A cell from its column, value, `TTL(value)` (seconds) and `WRITETIME(value)` (microseconds:
+/// the stamp of a plain write, the ballot's time for a conditional one).
+fn cell(column: String, value: String, ttl: Option<i32>, written: Option<i64>) -> Cell {
     Cell {
         column,
         value,
         ttl_remaining: ttl
             .and_then(|s| u64::try_from(s).ok())
             .map(Duration::from_secs),
+        stamp: written.map_or(0, |w| u64::try_from(w).unwrap_or(0)),
     }
 }
 
@@ -392,18 +478,19 @@ async fn scan(
             .map_err(|e| failure(&e))?;
         let rows = result.into_rows_result().map_err(bad_result)?;
         for row in rows
-            .rows::<(String, String, Option<String>, Option<i32>)>()
+            .rows::<(String, String, Option<String>, Option<i32>, Option<i64>)>()
             .map_err(bad_result)?
         {
-            let (name, column, value, ttl) = row.map_err(bad_result)?;
+            let (name, column, value, ttl, written) = row.map_err(bad_result)?;
             let Some(value) = value else { continue };
+            let cell = cell(column, value, ttl, written);
             match out.last_mut() {
-                Some((last, cells)) if *last == name => cells.push(cell(column, value, ttl)),
+                Some((last, cells)) if *last == name => cells.push(cell),
                 _ => {
                     if out.len() == limit {
                         return Ok(out);
                     }
-                    out.push((name, vec![cell(column, value, ttl)]));
+                    out.push((name, vec![cell]));
                 }
             }
         }
@@ -418,22 +505,91 @@ async fn scan(
 mod tests {
     use super::*;
 
-    #[test]
-    fn batches_keep_the_last_write_per_column() {
-        let put = |c: &str, v: &str| Write::Put {
+    use baton_kernel::{Instant, MemoryTable};
+
+    fn put(c: &str, v: &str) -> Write {
+        Write::Put {
             column: c.into(),
             value: v.into(),
             ttl: None,
-        };
-        let del = |c: &str| Write::Delete { column: c.into() };
+        }
+    }
+
+    fn del(c: &str) -> Write {
+        Write::Delete { column: c.into() }
+    }
+
+    #[test]
+    fn batches_keep_the_write_that_decides_each_column() {
         let writes = vec![
             put("a", "1"),
             del("b"),
             del("a"),
             put("b", "2"),
             put("c", "3"),
+            put("c", "4"),
+            put("b", "5"),
+            del("d"),
+            put("d", "6"),
+            del("d"),
         ];
-        let kept: Vec<&Write> = last_write_per_column(&writes);
-        assert_eq!(kept, vec![&writes[2], &writes[3], &writes[4]]);
+        let kept: Vec<&Write> = effective_writes(&writes);
+        assert_eq!(kept, vec![&writes[2], &writes[3], &writes[4], &writes[9]]);
+    }
+
+    /// The kept writes, applied as Cassandra applies one batch (one timestamp: a delete wins a
+    /// tie with a put), leave the table as the reference table leaves it after the whole batch.
+    #[test]
+    fn batches_match_the_reference_table() {
+        let now = Instant::from_nanos(0);
+        let columns = ["a", "b"];
+        let mut scripts: Vec<Vec<Write>> = vec![vec![]];
+        for _ in 0..4 {
+            let mut longer = Vec::new();
+            for script in &scripts {
+                for (i, c) in columns.iter().enumerate() {
+                    for w in [put(c, &format!("v{i}{}", script.len())), del(c)] {
+                        let mut s = script.clone();
+                        s.push(w);
+                        longer.push(s);
+                    }
+                }
+            }
+            scripts.extend(longer);
+        }
+        for start in [None, Some("old")] {
+            for script in &scripts {
+                let mut reference = MemoryTable::new();
+                let mut cassandra = MemoryTable::new();
+                if let Some(v) = start {
+                    for table in [&mut reference, &mut cassandra] {
+                        for c in columns {
+                            let before = Command::Put {
+                                row: "r".into(),
+                                column: c.into(),
+                                value: v.into(),
+                                ttl: None,
+                                consistency: Consistency::Quorum,
+                            };
+                            table.apply_stamped(&before, now, 1);
+                        }
+                    }
+                }
+                let batch = |writes: Vec<Write>| Command::Batch {
+                    row: "r".into(),
+                    writes,
+                    consistency: Consistency::Quorum,
+                };
+                reference.apply_stamped(&batch(script.clone()), now, 2);
+                // One write per column: no ties within the batch, so order is irrelevant.
+                let kept = effective_writes(script).into_iter().cloned().collect();
+                cassandra.apply_stamped(&batch(kept), now, 2);
+                assert_eq!(
+                    cassandra.read("r", &ColumnFilter::All, now),
+                    reference.read("r", &ColumnFilter::All, now),
+                    "{script:?} over {start:?}"
+                );
+            }
+        }
     }
 }

@@ -31,9 +31,13 @@
 //!
 //! # Timestamp discipline for plain writes
 //! Cassandra orders the writes of one cell by their timestamps, not by their arrival. Every
-//! plain write carries a **client-side timestamp from one process-wide monotonic generator**
-//! (the driver's `MonotonicTimestampGenerator`, shared by every `CassandraStore` of the
-//! process). Why that is enough:
+//! plain write carries the kernel's **stamp** as its timestamp (`USING TIMESTAMP ?`): a fresh
+//! one for a put, a delete and a batch (one for the whole batch), taken when the statement is
+//! sent from the process-wide generator every store shares (wall-clock microseconds, strictly
+//! increasing in the process); the read's own stamp for a delete-version. Reads return each
+//! cell's `WRITETIME`, so Cassandra applies exactly the kernel's stamp rules: a put wins over
+//! older versions only, and a tombstone at stamp `s` removes every version up to `s`. Why that
+//! is enough:
 //!
 //! - A plain lock cell is written only by its owner, one command at a time (the kernel never has
 //!   two commands of one operation outstanding, and an owner id is in use by one operation at a
@@ -46,15 +50,18 @@
 //! - With server-side timestamps, each write would be stamped by its coordinator's clock, and
 //!   two coordinators' clocks disagree: a put coordinated by a node whose clock runs ahead could
 //!   shadow the owner's later delete.
-//! - The one plain write of someone else's cell is a contender deleting a *stale* column-prefix
-//!   cell, which by definition its owner no longer believes in (its lease deadline passed, and
-//!   the kernel treats a renewal that arrives after the deadline as lost). Whichever of that
-//!   delete and a late re-write wins, the late owner does not hold.
+//! - A plain delete of someone else's cell (a contender removing a *stale* column-prefix cell)
+//!   is a delete-version at the stamp its read returned: it removes the version that was judged
+//!   stale and nothing newer, so an owner that wrote its cell again since keeps it, whatever
+//!   the two hosts' clocks say.
 //! - Across processes reusing one owner id (which the Rust API never does: owner ids carry the
 //!   process id and a nonce), ordering would rest on the hosts' clocks.
 //!
-//! Conditional commands are ordered by Paxos ballots; their timestamps come from the ballot,
-//! not the generator.
+//! Conditional commands carry no timestamp: Cassandra refuses `USING TIMESTAMP` on them, and
+//! writes a lightweight transaction's changes at its Paxos ballot's time (the coordinator's
+//! clock), whatever the client sends (`Commit.Proposal.of` in Cassandra 5.0). Their cells are
+//! never written by plain writes (above), so the two kinds of timestamps never compete. The
+//! session has no timestamp generator of its own: nothing it would stamp needs one.
 //!
 //! # Tombstones
 //! Every acquire reads its lock's partition (bakery and column prefix read it on every attempt,
@@ -98,7 +105,7 @@ pub mod schema;
 pub mod statements;
 
 use std::any::Any;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
@@ -107,7 +114,6 @@ use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::errors::ExecutionError;
 use scylla::policies::retry::DefaultRetryPolicy;
-use scylla::policies::timestamp_generator::MonotonicTimestampGenerator;
 use scylla::response::query_result::QueryResult;
 use tokio::sync::{watch, OnceCell};
 
@@ -147,14 +153,6 @@ impl std::fmt::Debug for CassandraStore {
             .field("options", &self.inner.options)
             .finish_non_exhaustive()
     }
-}
-
-/// The process-wide client-side timestamp generator (see the module docs).
-fn timestamps() -> Arc<MonotonicTimestampGenerator> {
-    static GENERATOR: OnceLock<Arc<MonotonicTimestampGenerator>> = OnceLock::new();
-    GENERATOR
-        .get_or_init(|| Arc::new(MonotonicTimestampGenerator::new()))
-        .clone()
 }
 
 /// What a traced command read, from Cassandra's trace events.
@@ -326,7 +324,18 @@ impl CassandraStore {
             .await
     }
 
-    async fn execute_command(&self, command: &Command) -> Reply {
+    /// Executes `command` with `stamp` as the timestamp of its plain writes instead of a fresh
+    /// one from the process's generator: a write that reaches the cluster after later ones, as
+    /// a mutation held in a coordinator's queue would. For tests of the stamp rules only; a
+    /// [`Command::DeleteVersion`] keeps its own stamp, and conditional commands carry none.
+    #[doc(hidden)]
+    pub async fn execute_stamped(&self, command: Command, stamp: u64) -> Reply {
+        let reply = self.execute_command(&command, Some(stamp)).await;
+        self.notify(&command, &reply);
+        reply
+    }
+
+    async fn execute_command(&self, command: &Command, stamp: Option<u64>) -> Reply {
         let ready = match self.ready().await {
             Ok(r) => r,
             Err(f) => return Reply::Failed(f),
@@ -336,8 +345,16 @@ impl CassandraStore {
             &ready.statements,
             &self.inner.overrides,
             command,
+            stamp,
         )
         .await
+    }
+
+    /// Tells this process's waiters that a lock may have been freed.
+    fn notify(&self, command: &Command, reply: &Reply) {
+        if may_free_a_lock(command, reply) {
+            self.inner.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 }
 
@@ -362,7 +379,6 @@ async fn connect(options: &CassandraOptions) -> std::result::Result<Session, Fai
     let mut builder = SessionBuilder::new()
         .known_nodes(&hosts)
         .connection_timeout(options.connect_timeout)
-        .timestamp_generator(timestamps())
         .default_execution_profile_handle(profile.into_handle())
         .keyspaces_to_fetch([options.keyspace.clone()]);
     if let (Some(user), Some(password)) = (&options.user, &options.password) {
@@ -396,10 +412,8 @@ fn error(f: Failure) -> Error {
 impl Store for CassandraStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         Box::pin(async move {
-            let reply = self.execute_command(&command).await;
-            if may_free_a_lock(&command, &reply) {
-                self.inner.changes.send_modify(|n| *n = n.wrapping_add(1));
-            }
+            let reply = self.execute_command(&command, None).await;
+            self.notify(&command, &reply);
             reply
         })
     }

@@ -13,6 +13,15 @@
 //! statement's liveness test and the expiry it writes consistent; as the instant is the
 //! statement's start, which is after the client sent it, an expiry measured from it is never
 //! earlier than the client's own deadline (send time + TTL), which is all the kernel needs.
+//!
+//! Stamps: every row carries the `stamp` of the write that made it (see `stamps.rs`), and the
+//! plain writes compare it in the statement itself, so that a write the server applies late
+//! cannot undo a later one: a put replaces a row only if the row's stamp is smaller than the
+//! put's (`… DO UPDATE … WHERE <t>.stamp < excluded.stamp`, MariaDB `IF(stamp < VALUES(stamp),
+//! …)` per column), and a delete removes a row only if its stamp is at most the delete's
+//! (`… AND stamp <= ?`). Conditional statements write their stamp too, so that reads return a
+//! meaningful one. A delete removes the row: no tombstone is kept, so a put that arrives after
+//! a delete of a newer version recreates the cell (as in the kernel's reference table).
 
 use baton_kernel::{Error, ErrorKind, Result};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
@@ -140,7 +149,7 @@ pub fn validate_table(table: &str) -> Result<()> {
 #[derive(Debug)]
 pub(crate) struct Statements {
     pub dialect: Dialect,
-    /// `(row)` → `(cell, value, remaining_ms)` of every live cell.
+    /// `(row)` → `(cell, value, remaining_ms, stamp)` of every live cell.
     pub read_all: SqlStr,
     /// `(row, from, to)` → live cells with `from <= cell < to`.
     pub read_range: SqlStr,
@@ -148,13 +157,14 @@ pub(crate) struct Statements {
     pub read_from: SqlStr,
     /// `(row, cell)` → the live cell.
     pub read_exact: SqlStr,
-    /// `(row, cell, value, ttl_ms)`: upsert.
+    /// `(row, cell, value, ttl_ms, stamp)`: insert, or replace a row with a smaller stamp.
     pub put: SqlStr,
-    /// `(row, cell)`.
+    /// `(row, cell, stamp)`: remove the row if its stamp is at most `stamp`.
     pub delete: SqlStr,
-    /// `(row, cell, value, ttl_ms)`: insert, or take over an expired row; see [`Statements::applied`].
+    /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; see
+    /// [`Statements::applied`].
     pub insert_if_absent: SqlStr,
-    /// `(new, ttl_ms, row, cell, expected)`: one row affected when applied.
+    /// `(new, ttl_ms, stamp, row, cell, expected)`: one row affected when applied.
     pub cas_update: SqlStr,
     /// `(row, cell, expected)`: one row affected when applied.
     pub cas_delete: SqlStr,
@@ -168,7 +178,8 @@ pub(crate) struct Statements {
     pub scan_first: SqlStr,
     /// `(after, limit)` → live row names after `after`.
     pub scan_after: SqlStr,
-    /// `(first, last)` → `(row, cell, value, remaining_ms)` of live cells of rows in `[first, last]`.
+    /// `(first, last)` → `(row, cell, value, remaining_ms, stamp)` of live cells of rows in
+    /// `[first, last]`.
     pub scan_cells: SqlStr,
     /// `(table)` → the names of the table's columns (no rows if it does not exist).
     pub columns: SqlStr,
@@ -176,6 +187,10 @@ pub(crate) struct Statements {
     pub create: Vec<SqlStr>,
     /// The same, as text to show an operator.
     pub ddl: String,
+    /// Adds the `stamp` column to a table made before it existed.
+    pub add_stamp: SqlStr,
+    /// The same, as text to show an operator.
+    pub add_stamp_ddl: String,
     /// The table's name as the catalog query of `columns` expects it.
     pub catalog_name: String,
 }
@@ -188,37 +203,43 @@ impl Statements {
         let t = d.quote(table);
         let live = d.live();
         let rem = d.remaining();
-        let select = format!("SELECT cell, value, {rem} FROM {t} WHERE lock_name = ?");
+        let select = format!("SELECT cell, value, {rem}, stamp FROM {t} WHERE lock_name = ?");
         let insert = format!(
-            "INSERT INTO {t} (lock_name, cell, value, expires_at) VALUES (?, ?, ?, {})",
+            "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (?, ?, ?, {}, ?)",
             d.expiry()
         );
         let (put, insert_if_absent) = match d {
             Dialect::Sqlite | Dialect::Postgres => (
+                // The conflicting row is replaced only by a newer write: a put that reaches the
+                // server after a later write of the same cell changes nothing.
                 format!(
-                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE {t}.stamp < excluded.stamp"
                 ),
                 // The conflicting row is replaced only if it has expired; otherwise nothing is
                 // written and no row is counted. Atomic: the unique key serializes contenders.
                 format!(
-                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {}",
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {}",
                     d.now()
                 ),
             ),
             Dialect::MySql => {
                 let expired = d.expired();
+                let newer = "stamp < VALUES(stamp)";
                 (
+                    // MariaDB evaluates the assignments left to right, and each one sees the
+                    // columns assigned before it: `stamp` is assigned last, so the tests before
+                    // it compare the old row's stamp.
                     format!(
-                        "{insert} ON DUPLICATE KEY UPDATE value = VALUES(value), expires_at = VALUES(expires_at)"
+                        "{insert} ON DUPLICATE KEY UPDATE value = IF({newer}, VALUES(value), value), expires_at = IF({newer}, VALUES(expires_at), expires_at), stamp = GREATEST(stamp, VALUES(stamp))"
                     ),
-                    // MariaDB evaluates the assignments left to right, so `value` is assigned
-                    // first, while `expires_at` still holds the old row's expiry. The driver
-                    // reports found rows rather than changed ones (CLIENT_FOUND_ROWS), so an
-                    // unchanged row and an inserted one both count 1; LAST_INSERT_ID(x) tells
-                    // them apart: the OK packet carries 1 when a live row was kept, 2 when an
-                    // expired row was taken over, and 0 after a plain insert.
+                    // Left to right as well: `value` and `stamp` are assigned while `expires_at`
+                    // still holds the old row's expiry. The driver reports found rows rather
+                    // than changed ones (CLIENT_FOUND_ROWS), so an unchanged row and an
+                    // inserted one both count 1; LAST_INSERT_ID(x) tells them apart: the OK
+                    // packet carries 1 when a live row was kept, 2 when an expired row was
+                    // taken over, and 0 after a plain insert.
                     format!(
-                        "{insert} ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({expired}, 2, 1)) = 2, VALUES(value), value), expires_at = IF({expired}, VALUES(expires_at), expires_at)"
+                        "{insert} ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({expired}, 2, 1)) = 2, VALUES(value), value), stamp = IF({expired}, VALUES(stamp), stamp), expires_at = IF({expired}, VALUES(expires_at), expires_at)"
                     ),
                 )
             }
@@ -244,6 +265,7 @@ impl Statements {
             ),
         };
         let create_sql = create_table(d, table);
+        let add_stamp = add_stamp_column(d, table);
         Ok(Statements {
             dialect: d,
             read_all: d.finish(&format!("{select} AND {live} ORDER BY cell")),
@@ -254,11 +276,11 @@ impl Statements {
             read_exact: d.finish(&format!("{select} AND cell = ? AND {live}")),
             put: d.finish(&put),
             delete: d.finish(&format!(
-                "DELETE FROM {t} WHERE lock_name = ? AND cell = ?"
+                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"
             )),
             insert_if_absent: d.finish(&insert_if_absent),
             cas_update: d.finish(&format!(
-                "UPDATE {t} SET value = ?, expires_at = {} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
+                "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
                 d.expiry()
             )),
             cas_delete: d.finish(&format!(
@@ -282,11 +304,13 @@ impl Statements {
                 "SELECT DISTINCT lock_name FROM {t} WHERE lock_name > ? AND {live} ORDER BY lock_name LIMIT ?"
             )),
             scan_cells: d.finish(&format!(
-                "SELECT lock_name, cell, value, {rem} FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
+                "SELECT lock_name, cell, value, {rem}, stamp FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
             )),
             columns: d.finish(&columns),
             ddl: create_sql.join(";\n") + ";",
             create: create_sql.iter().map(|s| d.finish(s)).collect(),
+            add_stamp_ddl: format!("{add_stamp};"),
+            add_stamp: d.finish(&add_stamp),
             catalog_name,
         })
     }
@@ -303,28 +327,57 @@ impl Statements {
 }
 
 /// The columns every lock table has (checked when `create` is off).
-pub(crate) const COLUMNS: [&str; 4] = ["lock_name", "cell", "value", "expires_at"];
+pub(crate) const COLUMNS: [&str; 5] = ["lock_name", "cell", "value", "expires_at", "stamp"];
+
+/// The column added after the first release of the table: a table that lacks only this one is
+/// altered (with `create` on) rather than refused.
+pub(crate) const STAMP_COLUMN: &str = "stamp";
+
+/// The definition of the `stamp` column, in `CREATE TABLE` and in `ALTER TABLE … ADD COLUMN`:
+/// the stamp of the write that made the row (rows written before the column existed have 0).
+fn stamp_definition(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "stamp INTEGER NOT NULL DEFAULT 0",
+        Dialect::Postgres => "stamp bigint NOT NULL DEFAULT 0",
+        Dialect::MySql => "stamp BIGINT NOT NULL DEFAULT 0",
+    }
+}
 
 /// `CREATE TABLE IF NOT EXISTS` and its index, for `dialect`.
 pub(crate) fn create_table(dialect: Dialect, table: &str) -> Vec<String> {
     let t = dialect.quote(table);
     let index = dialect.quote(&format!("{table}_expires"));
+    let stamp = stamp_definition(dialect);
     match dialect {
         Dialect::Sqlite => vec![
             format!(
-                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
             ),
             format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
         ],
         Dialect::Postgres => vec![
             format!(
-                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  PRIMARY KEY (lock_name, cell)\n)"
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n)"
             ),
             format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
         ],
         Dialect::MySql => vec![format!(
-            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  PRIMARY KEY (lock_name, cell),\n  KEY {index} (expires_at)\n) ENGINE=InnoDB"
+            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell),\n  KEY {index} (expires_at)\n) ENGINE=InnoDB"
         )],
+    }
+}
+
+/// `ALTER TABLE … ADD COLUMN` of the `stamp` column, for a table created before it existed.
+/// PostgreSQL and MariaDB skip it if a concurrent store added the column first; SQLite has no
+/// `IF NOT EXISTS` here, and its caller checks the columns again after a failure.
+pub(crate) fn add_stamp_column(dialect: Dialect, table: &str) -> String {
+    let t = dialect.quote(table);
+    let stamp = stamp_definition(dialect);
+    match dialect {
+        Dialect::Sqlite => format!("ALTER TABLE {t} ADD COLUMN {stamp}"),
+        Dialect::Postgres | Dialect::MySql => {
+            format!("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {stamp}")
+        }
     }
 }
 
@@ -397,7 +450,54 @@ mod tests {
         let my = Statements::new(Dialect::MySql, "t").expect("valid");
         assert_eq!(
             my.delete.as_str(),
-            "DELETE FROM `t` WHERE lock_name = ? AND cell = ?"
+            "DELETE FROM `t` WHERE lock_name = ? AND cell = ? AND stamp <= ?"
         );
+    }
+
+    #[test]
+    fn puts_replace_only_older_rows() {
+        let pg = Statements::new(Dialect::Postgres, "t").expect("valid");
+        assert!(
+            pg.put.as_str().ends_with(
+                "DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE \"t\".stamp < excluded.stamp"
+            ),
+            "{}",
+            pg.put.as_str()
+        );
+        assert_eq!(pg.put.as_str().matches('$').count(), 5);
+        let my = Statements::new(Dialect::MySql, "t").expect("valid");
+        // `stamp` is assigned last: MariaDB's later assignments see the earlier ones' values.
+        assert!(
+            my.put
+                .as_str()
+                .ends_with(", stamp = GREATEST(stamp, VALUES(stamp))"),
+            "{}",
+            my.put.as_str()
+        );
+        // In insert-if-absent, `expires_at` is assigned last, after the tests that read it.
+        assert!(
+            my.insert_if_absent
+                .as_str()
+                .ends_with(", expires_at = IF((expires_at IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6)), VALUES(expires_at), expires_at)"),
+            "{}",
+            my.insert_if_absent.as_str()
+        );
+    }
+
+    #[test]
+    fn every_table_definition_has_a_stamp_column() {
+        for d in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            let st = Statements::new(d, "t").expect("valid");
+            assert!(st.ddl.contains(stamp_definition(d)), "{}", st.ddl);
+            assert!(
+                st.add_stamp_ddl.starts_with("ALTER TABLE ")
+                    && st.add_stamp_ddl.contains(stamp_definition(d)),
+                "{}",
+                st.add_stamp_ddl
+            );
+            for c in COLUMNS {
+                assert!(st.ddl.contains(&format!("  {c} ")), "{c}: {}", st.ddl);
+            }
+        }
     }
 }

@@ -4,6 +4,10 @@
 //!
 //! The `SELECT` after an unapplied conditional only tells the kernel who is in the way; it is
 //! informational and may be a moment newer than the conditional itself.
+//!
+//! Stamps: every command that writes gets one stamp, taken from the process's generator
+//! ([`next_stamp`]) just before its first statement is sent (a [`Command::DeleteVersion`] uses
+//! its own); a batch's writes all carry the same stamp, as in the reference table.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,6 +16,7 @@ use baton_kernel::{Cell, ColumnFilter, Command, Reply, Write};
 
 use super::conn::{Arg, Kind, Sealed, Val};
 use super::dialect::{prefix_end, Statements};
+use crate::stamps::next_stamp;
 
 /// The longest row or column name the SQL lock table holds, in bytes.
 pub(crate) const MAX_KEY_BYTES: usize = 255;
@@ -32,13 +37,16 @@ impl From<sqlx::Error> for ExecError {
     }
 }
 
-/// Runs `command` on `conn`.
+/// Runs `command` on `conn`, with `given` as its write stamp, or a fresh one from
+/// [`next_stamp`] when `None` (always, but in tests that play a write arriving late).
 pub(crate) async fn execute<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     command: &Command,
+    given: Option<u64>,
 ) -> Result<Reply, ExecError> {
     check_keys(command)?;
+    let stamp = || sql_stamp(given.unwrap_or_else(next_stamp));
     match command {
         Command::Read { row, filter, .. } => Ok(Reply::Cells(read(conn, st, row, filter).await?)),
         Command::Put {
@@ -53,13 +61,28 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
                 Arg::Text(column),
                 Arg::Text(value),
                 Arg::Int(ttl_ms(*ttl)),
+                Arg::Int(Some(stamp())),
             ];
             conn.run(&st.put, &args).await?;
             Ok(Reply::Written)
         }
         Command::Delete { row, column, .. } => {
-            conn.run(&st.delete, &[Arg::Text(row), Arg::Text(column)])
-                .await?;
+            let args = [Arg::Text(row), Arg::Text(column), Arg::Int(Some(stamp()))];
+            conn.run(&st.delete, &args).await?;
+            Ok(Reply::Written)
+        }
+        Command::DeleteVersion {
+            row,
+            column,
+            stamp: version,
+            ..
+        } => {
+            let args = [
+                Arg::Text(row),
+                Arg::Text(column),
+                Arg::Int(Some(sql_stamp(*version))),
+            ];
+            conn.run(&st.delete, &args).await?;
             Ok(Reply::Written)
         }
         Command::InsertIfAbsent {
@@ -74,6 +97,7 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
                 Arg::Text(column),
                 Arg::Text(value),
                 Arg::Int(ttl_ms(*ttl)),
+                Arg::Int(Some(stamp())),
             ];
             let done = conn.run(&st.insert_if_absent, &args).await?;
             conditional(conn, st, row, column, st.applied(done.rows, done.insert_id)).await
@@ -91,6 +115,7 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
                     let args = [
                         Arg::Text(new),
                         Arg::Int(ttl_ms(*ttl)),
+                        Arg::Int(Some(stamp())),
                         Arg::Text(row),
                         Arg::Text(column),
                         Arg::Text(expected),
@@ -105,6 +130,10 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
             conditional(conn, st, row, column, done.rows > 0).await
         }
         Command::Batch { row, writes, .. } => {
+            // One stamp for every write, applied in order: a put after a delete of the same
+            // cell recreates it, a second put of a cell the batch already wrote changes nothing
+            // (its stamp is not newer), exactly as in the reference table.
+            let stamp = Some(stamp());
             let ttls: Vec<Option<i64>> = writes
                 .iter()
                 .map(|w| match w {
@@ -123,11 +152,13 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
                             Arg::Text(column),
                             Arg::Text(value),
                             Arg::Int(*ttl),
+                            Arg::Int(stamp),
                         ],
                     ),
-                    Write::Delete { column } => {
-                        (&st.delete, vec![Arg::Text(row), Arg::Text(column)])
-                    }
+                    Write::Delete { column } => (
+                        &st.delete,
+                        vec![Arg::Text(row), Arg::Text(column), Arg::Int(stamp)],
+                    ),
                 })
                 .collect();
             if !statements.is_empty() {
@@ -198,7 +229,7 @@ async fn read<C: Sealed + ?Sized>(
     row: &str,
     filter: &ColumnFilter,
 ) -> Result<Vec<Cell>, ExecError> {
-    let kinds = [Kind::Text, Kind::Text, Kind::Int];
+    let kinds = [Kind::Text, Kind::Text, Kind::Int, Kind::Int];
     let rows = match filter {
         ColumnFilter::All => conn.fetch(&st.read_all, &[Arg::Text(row)], &kinds).await?,
         ColumnFilter::Exact(c) => {
@@ -219,7 +250,7 @@ async fn read<C: Sealed + ?Sized>(
     Ok(rows.into_iter().map(cell).collect())
 }
 
-/// A cell from `(cell, value, ms left)` (`(row, …)` rows have the row removed first).
+/// A cell from `(cell, value, ms left, stamp)` (`(row, …)` rows have the row removed first).
 fn cell(row: Vec<Val>) -> Cell {
     let mut vals = row.into_iter();
     let column = vals.next().map(Val::into_text).unwrap_or_default();
@@ -228,10 +259,15 @@ fn cell(row: Vec<Val>) -> Cell {
         .next()
         .and_then(|v| v.int())
         .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+    let stamp = vals
+        .next()
+        .and_then(|v| v.int())
+        .map_or(0, |s| u64::try_from(s).unwrap_or(0));
     Cell {
         column,
         value,
         ttl_remaining,
+        stamp,
     }
 }
 
@@ -265,7 +301,7 @@ async fn scan<C: Sealed + ?Sized>(
         let (Some(first), Some(last)) = (names.first(), names.last()) else {
             break;
         };
-        let kinds = [Kind::Text, Kind::Text, Kind::Text, Kind::Int];
+        let kinds = [Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind::Int];
         let args = [Arg::Text(first), Arg::Text(last)];
         let rows = conn.fetch(&st.scan_cells, &args, &kinds).await?;
         let mut by_name: HashMap<String, Vec<Cell>> = HashMap::new();
@@ -294,12 +330,20 @@ pub(crate) fn ttl_ms(ttl: Option<Duration>) -> Option<i64> {
     i64::try_from(ms).ok().filter(|ms| *ms <= MAX_TTL_MS)
 }
 
+/// A stamp as the `stamp` column's signed 64-bit integer. Every stamp the generator gives fits
+/// (microseconds since 1970 reach 2^63 in the year 294 247); a larger one, which only a
+/// [`Command::DeleteVersion`] could carry, means "every version" and becomes `i64::MAX`.
+fn sql_stamp(stamp: u64) -> i64 {
+    i64::try_from(stamp).unwrap_or(i64::MAX)
+}
+
 /// Rejects rows and columns longer than the table's key columns hold.
 fn check_keys(command: &Command) -> Result<(), ExecError> {
     let mut keys: Vec<&str> = command.row().into_iter().collect();
     match command {
         Command::Put { column, .. }
         | Command::Delete { column, .. }
+        | Command::DeleteVersion { column, .. }
         | Command::InsertIfAbsent { column, .. }
         | Command::CompareAndSet { column, .. } => keys.push(column),
         Command::Read {

@@ -8,8 +8,11 @@
 //! | `cell` | the cell (the kernel's column), up to 255 bytes, byte order |
 //! | `value` | the cell's value, in the kernel's documented text encoding |
 //! | `expires_at` | when the cell expires by the database server's clock; NULL: never |
+//! | `stamp` | the stamp of the write that made the row (microseconds since 1970 by the writer's clock, from a generator that never goes back in a process); 0 for rows written before the column existed |
 //!
-//! with the primary key `(lock_name, cell)` and an index on `expires_at`. Expired rows stay until
+//! with the primary key `(lock_name, cell)` and an index on `expires_at`. A table made before
+//! the `stamp` column existed gets it on first use (`ALTER TABLE … ADD COLUMN`), or, with
+//! `create=false`, is refused with the statement to run. Expired rows stay until
 //! they are taken over, overwritten or purged, invisible to every read. "Live" below means
 //! `expires_at IS NULL OR expires_at > <server now>`, with the server's clock read once per
 //! statement (PostgreSQL `statement_timestamp()`, MariaDB `UTC_TIMESTAMP(6)`, SQLite
@@ -17,12 +20,13 @@
 //!
 //! | kernel command | statements (prepared; one round trip each) |
 //! | --- | --- |
-//! | read | `SELECT cell, value, <ms left> … WHERE lock_name = ? [AND cell >= ? AND cell < ?] AND <live> ORDER BY cell` (a prefix is a byte range, never a `LIKE` pattern) |
-//! | put | upsert: `INSERT … ON CONFLICT (lock_name, cell) DO UPDATE` (MariaDB `ON DUPLICATE KEY UPDATE`) |
-//! | delete | `DELETE … WHERE lock_name = ? AND cell = ?` |
+//! | read | `SELECT cell, value, <ms left>, stamp … WHERE lock_name = ? [AND cell >= ? AND cell < ?] AND <live> ORDER BY cell` (a prefix is a byte range, never a `LIKE` pattern) |
+//! | put | upsert that replaces only an older row: `INSERT … ON CONFLICT (lock_name, cell) DO UPDATE SET … WHERE <t>.stamp < excluded.stamp` (MariaDB `ON DUPLICATE KEY UPDATE` with `IF(stamp < VALUES(stamp), new, old)` per column) |
+//! | delete | `DELETE … WHERE lock_name = ? AND cell = ? AND stamp <= ?`, with a fresh stamp |
+//! | delete-version | the same statement, with the command's stamp |
 //! | insert-if-absent | one upsert that replaces the row only if it has expired (`… DO UPDATE … WHERE <old row expired>`; MariaDB `IF(<expired>, new, old)` per column); when not applied, a `SELECT` of the live value in the way |
 //! | compare-and-set | `UPDATE … SET … WHERE … AND value = ? AND <live>` or `DELETE … WHERE … AND value = ? AND <live>`; when not applied, the same `SELECT` |
-//! | batch | its puts and deletes in one transaction (a savepoint inside a caller's transaction) |
+//! | batch | its puts and deletes in one transaction (a savepoint inside a caller's transaction), all with one fresh stamp |
 //! | purge | `DELETE … WHERE expires_at <= <now> RETURNING lock_name, cell` |
 //! | scan | `SELECT DISTINCT lock_name … ORDER BY lock_name LIMIT ?`, then the live cells of that page |
 //!
@@ -33,6 +37,14 @@
 //! Opening never connects: the first operation does, and an unreachable server makes it fail
 //! with [`ErrorKind::StoreUnavailable`] after the
 //! connection timeout.
+//!
+//! Stamps: each command that writes gets a fresh stamp from the process's generator when it is
+//! sent, and the conditional commands write theirs too. A plain write changes a row only if the
+//! row's stamp is older (a put) or at most as new (a delete), so an owner's writes apply in the
+//! order it sent them even when one reaches the server late: a statement the client gave up on
+//! can still be waiting in a connection pooler's queue or a socket buffer, and start after the
+//! owner's next write. The statement timeout bounds a statement only once the server has started
+//! it.
 //!
 //! Transactions: [`Locker::lock_in`](crate::Locker::lock_in) and
 //! [`Guard::release_in`](crate::Guard::release_in) run a lock operation on the caller's
@@ -235,22 +247,38 @@ impl SqlStore {
             .map_err(|e| failure(&e, self.dialect(), Phase::Connect))
     }
 
-    /// Runs `command` on a pooled connection.
-    async fn execute_pooled(&self, command: &Command) -> Reply {
+    /// Executes `command` with `stamp` as its write stamp instead of a fresh one from the
+    /// process's generator: a write that reaches the database after later ones, as a statement
+    /// held in a pooler's queue would. For tests of the stamp rules only; the stamp of a
+    /// [`Command::DeleteVersion`] is its own, whatever `stamp` says.
+    #[doc(hidden)]
+    pub async fn execute_stamped(&self, command: Command, stamp: u64) -> Reply {
+        let reply = self.execute_pooled(&command, Some(stamp)).await;
+        self.notify(&command, &reply);
+        reply
+    }
+
+    /// Runs `command` on a pooled connection, with a fresh stamp unless `stamp` is given.
+    async fn execute_pooled(&self, command: &Command, stamp: Option<u64>) -> Reply {
         if let Err(f) = self.ready().await {
             return Reply::Failed(f);
         }
         match &self.inner.pool {
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(p) => self.execute_on(p, command).await,
+            SqlPool::Sqlite(p) => self.execute_on(p, command, stamp).await,
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(p) => self.execute_on(p, command).await,
+            SqlPool::Postgres(p) => self.execute_on(p, command, stamp).await,
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(p) => self.execute_on(p, command).await,
+            SqlPool::MySql(p) => self.execute_on(p, command, stamp).await,
         }
     }
 
-    async fn execute_on<DB>(&self, pool: &sqlx::Pool<DB>, command: &Command) -> Reply
+    async fn execute_on<DB>(
+        &self,
+        pool: &sqlx::Pool<DB>,
+        command: &Command,
+        stamp: Option<u64>,
+    ) -> Reply
     where
         DB: sqlx::Database,
         DB::Connection: conn::Sealed,
@@ -259,7 +287,7 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, &self.inner.statements, command);
+        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp);
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(reply) => self.reply(reply),
             Err(_) => {
@@ -275,8 +303,10 @@ impl SqlStore {
         }
     }
 
-    /// How long baton waits for a statement: the server's timeout plus a second, so the
-    /// server gives up (and rolls back) first.
+    /// How long baton waits for a statement: the server's timeout plus a second, so that a
+    /// statement the server has started is given up (and rolled back) by the server first. A
+    /// statement still queued on its way to the server (in a pooler, in a socket buffer) can
+    /// start after that; the stamps make such a late write harmless.
     pub(crate) fn client_timeout(&self) -> Duration {
         self.inner.options.timeout + Duration::from_secs(1)
     }
@@ -309,7 +339,7 @@ impl SqlStore {
 impl Store for SqlStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         Box::pin(async move {
-            let reply = self.execute_pooled(&command).await;
+            let reply = self.execute_pooled(&command, None).await;
             self.notify(&command, &reply);
             reply
         })

@@ -29,8 +29,13 @@ pub struct SqlOptions {
     pub create: bool,
     /// The statement timeout (default 5 s), enforced by the server where it has one
     /// (PostgreSQL `statement_timeout`, MariaDB `max_statement_time`; SQLite's busy timeout),
-    /// with a client-side timeout 1 s longer, so a timed-out statement cannot apply later. Also
-    /// bounds the wait for a pooled connection (at most 2 s per attempt).
+    /// with a client-side timeout 1 s longer, so that a statement the server has *started* and
+    /// baton gave up on has been rolled back by then. That holds only once the server started
+    /// it: a statement still queued before the server (in a connection pooler such as
+    /// PgBouncer, or unread in a socket buffer) can start, and apply, after baton gave up. The
+    /// write stamps make that harmless: a late put or delete never undoes a later write of the
+    /// same owner (see the [module docs](crate::sql)). Also bounds the wait for a pooled connection
+    /// (at most 2 s per attempt).
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
     pub pool: Option<u32>,

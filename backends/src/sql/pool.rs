@@ -153,11 +153,15 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         #[cfg(feature = "sqlite")]
         Target::SqliteFile(path) => {
             use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+            // synchronous=FULL, not WAL's usual NORMAL: NORMAL may lose the last commits on a
+            // power loss or OS crash (they are in the WAL but not yet on disk), and a lost
+            // commit can take a fencing counter back to a token already handed out, or forget
+            // a granted lock. FULL syncs the WAL at every commit.
             let connect = SqliteConnectOptions::new()
                 .filename(path)
                 .create_if_missing(true)
                 .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal)
+                .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(timeout);
             Ok(SqlPool::Sqlite(
                 pool_options!(sqlx::Sqlite).connect_lazy_with(connect),

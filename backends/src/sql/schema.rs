@@ -1,14 +1,17 @@
 //! The lock table: created on first use when allowed, otherwise checked, with errors that name
-//! what is missing and print the DDL.
+//! what is missing and print the DDL. A table made before the `stamp` column existed is
+//! brought up to date when allowed (`ALTER TABLE … ADD COLUMN`), otherwise refused with that
+//! statement.
 
 use baton_kernel::Failure;
 
 use super::conn::{Arg, Kind, Sealed, Val};
-use super::dialect::{Statements, COLUMNS};
+use super::dialect::{Statements, COLUMNS, STAMP_COLUMN};
 use super::errors::{failure, Phase};
 
 /// Makes sure the lock table exists with every column: creates it when missing and `create`
-/// is on (race-safe: concurrent creators across processes all succeed), and fails with
+/// is on (race-safe: concurrent creators across processes all succeed), adds the `stamp`
+/// column when it is the only one missing and `create` is on (race-safe too), and fails with
 /// [`Failure::Rejected`] naming the table, the missing column and the DDL otherwise. Runs
 /// once per store (the caller caches success).
 pub(crate) async fn ensure<C: Sealed + ?Sized>(
@@ -42,11 +45,35 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
         );
         present = columns(conn, st).await?;
     }
-    let missing: Vec<&str> = COLUMNS
-        .iter()
-        .copied()
-        .filter(|c| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
-        .collect();
+    let mut missing = missing_columns(&present);
+    if missing == [STAMP_COLUMN] {
+        if !create {
+            return Err(Failure::Rejected(format!(
+                "the lock table {table:?} has no column {STAMP_COLUMN} (it was made by an older version of baton) and the store may not alter it (create=false); add the column with:\n{}",
+                st.add_stamp_ddl
+            )));
+        }
+        if let Err(e) = conn.run(&st.add_stamp, &[]).await {
+            // Another process may have added it at the same moment (SQLite has no
+            // `ADD COLUMN IF NOT EXISTS`): fine if the column is there now.
+            if !missing_columns(&columns(conn, st).await?).is_empty() {
+                return Err(match failure(&e, st.dialect, Phase::Connect) {
+                    Failure::Rejected(m) => Failure::Rejected(format!(
+                        "the lock table {table:?} has no column {STAMP_COLUMN} (it was made by an older version of baton), and adding it failed: {m}; add it with:\n{}",
+                        st.add_stamp_ddl
+                    )),
+                    other => other,
+                });
+            }
+        }
+        tracing::info!(
+            table,
+            database = st.dialect.name(),
+            "added the stamp column to the lock table"
+        );
+        present = columns(conn, st).await?;
+        missing = missing_columns(&present);
+    }
     if missing.is_empty() {
         return Ok(());
     }
@@ -63,9 +90,16 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
 }
 
 fn has_all(present: &[String]) -> bool {
+    missing_columns(present).is_empty()
+}
+
+/// The columns of [`COLUMNS`] that `present` lacks.
+fn missing_columns(present: &[String]) -> Vec<&'static str> {
     COLUMNS
         .iter()
-        .all(|c| present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+        .copied()
+        .filter(|c| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+        .collect()
 }
 
 /// The table's column names (empty when the table does not exist).

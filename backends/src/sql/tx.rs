@@ -86,7 +86,9 @@ impl<C: SqlConn + ?Sized> Store for ConnStore<'_, C> {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         Box::pin(async move {
             let mut conn = self.conn.lock().await;
-            let run = exec::execute(&mut **conn, self.sql.statements(), &command);
+            // Stamped like the pool's commands, from the same generator: a release in the
+            // caller's transaction follows the same rules as any other write.
+            let run = exec::execute(&mut **conn, self.sql.statements(), &command, None);
             let reply: Reply = match tokio::time::timeout(self.sql.client_timeout(), run).await {
                 Ok(outcome) => self.sql.reply(outcome),
                 Err(_) => Reply::Failed(self.sql.client_timed_out()),

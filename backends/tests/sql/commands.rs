@@ -55,6 +55,23 @@ fn cas(row: &str, column: &str, expected: &str, new: Option<&str>) -> Command {
     }
 }
 
+fn delete(row: &str, column: &str) -> Command {
+    Command::Delete {
+        row: row.into(),
+        column: column.into(),
+        consistency: Consistency::Quorum,
+    }
+}
+
+fn delete_version(row: &str, column: &str, stamp: u64) -> Command {
+    Command::DeleteVersion {
+        row: row.into(),
+        column: column.into(),
+        stamp,
+        consistency: Consistency::Quorum,
+    }
+}
+
 fn conditional(applied: bool, current: Option<&str>) -> Reply {
     Reply::Conditional {
         applied,
@@ -69,13 +86,15 @@ fn columns(reply: Reply) -> Vec<String> {
     }
 }
 
-/// The reply with remaining TTLs reduced to whether there is one (they differ by clock).
+/// The reply with remaining TTLs reduced to whether there is one (they differ by clock), and
+/// stamps to 0 (the reference table counts commands, the store reads the clock).
 fn normalized(reply: Reply) -> Reply {
     let cells = |cells: Vec<Cell>| {
         cells
             .into_iter()
             .map(|c| Cell {
                 ttl_remaining: c.ttl_remaining.map(|_| Duration::ZERO),
+                stamp: 0,
                 ..c
             })
             .collect()
@@ -142,6 +161,43 @@ per_db!(
                 column: "lx".into(),
                 consistency: Consistency::Quorum,
             },
+            // One stamp for a whole batch: a second put of a cell the batch wrote changes
+            // nothing, a put after a delete recreates the cell.
+            Command::Batch {
+                row: "job".into(),
+                writes: vec![
+                    Write::Put {
+                        column: "twice".into(),
+                        value: "first".into(),
+                        ttl: None,
+                    },
+                    Write::Put {
+                        column: "twice".into(),
+                        value: "second".into(),
+                        ttl: None,
+                    },
+                    Write::Put {
+                        column: "again".into(),
+                        value: "gone".into(),
+                        ttl: None,
+                    },
+                    Write::Delete {
+                        column: "again".into(),
+                    },
+                    Write::Put {
+                        column: "again".into(),
+                        value: "back".into(),
+                        ttl: LONG,
+                    },
+                ],
+                consistency: Consistency::Quorum,
+            },
+            read("job", ColumnFilter::All),
+            // Versions: no cell is as old as stamp 0; every one is at most u64::MAX.
+            delete_version("job", "twice", 0),
+            delete_version("job", "again", u64::MAX),
+            delete_version("job", "absent", u64::MAX),
+            read("job", ColumnFilter::All),
             put("other", "c", "1", None),
             put("a-row", "c", "1", LONG),
             Command::Scan {
@@ -430,5 +486,243 @@ per_db!(
             store.execute(put("r", &"x".repeat(255), "v", None)).await,
             Reply::Written
         );
+    }
+);
+
+/// The live cells of `row` as `(column, value, stamp)`.
+async fn versions(store: &SqlStore, row: &str) -> Vec<(String, String, u64)> {
+    match store.execute(read(row, ColumnFilter::All)).await {
+        Reply::Cells(cells) => cells
+            .into_iter()
+            .map(|c| (c.column, c.value, c.stamp))
+            .collect(),
+        other => panic!("read answered {other:?}"),
+    }
+}
+
+/// The stamp of the live cell `(row, column)`.
+async fn stamp_of(store: &SqlStore, row: &str, column: &str) -> u64 {
+    versions(store, row)
+        .await
+        .into_iter()
+        .find(|(c, _, _)| c == column)
+        .map(|(_, _, s)| s)
+        .unwrap_or_else(|| panic!("no cell {column} in {row}"))
+}
+
+/// The wall clock in microseconds since 1970, the unit of the stores' stamps.
+fn micros_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+per_db!(reads_return_increasing_stamps, |url: String| async move {
+    let store = open(&url);
+    let mut last = 0;
+    for i in 0..5 {
+        let before = micros_now();
+        let value = format!("v{i}");
+        assert_eq!(
+            store.execute(put("r", "c", &value, LONG)).await,
+            Reply::Written
+        );
+        let after = micros_now();
+        let cells = versions(&store, "r").await;
+        assert_eq!(cells.len(), 1, "{cells:?}");
+        let (_, got, stamp) = &cells[0];
+        assert_eq!(got, &value);
+        assert!(*stamp > last, "put {i}: {stamp} after {last}");
+        // Wall-clock microseconds, taken when the statement was sent.
+        assert!(
+            *stamp >= before && *stamp <= after + 1_000_000,
+            "{before} <= {stamp} <= {after}"
+        );
+        last = *stamp;
+    }
+    // Conditional writes stamp their cells too.
+    assert_eq!(
+        store.execute(iia("r", "lock", "a", LONG)).await,
+        conditional(true, None)
+    );
+    let inserted = stamp_of(&store, "r", "lock").await;
+    assert!(inserted > last, "{inserted} after {last}");
+    assert_eq!(
+        store.execute(cas("r", "lock", "a", Some("b"))).await,
+        conditional(true, None)
+    );
+    let swapped = stamp_of(&store, "r", "lock").await;
+    assert!(swapped > inserted, "{swapped} after {inserted}");
+    // A batch stamps all its writes with one stamp.
+    let batch = Command::Batch {
+        row: "r".into(),
+        writes: ["x", "y"]
+            .into_iter()
+            .map(|c| Write::Put {
+                column: c.into(),
+                value: c.into(),
+                ttl: None,
+            })
+            .collect(),
+        consistency: Consistency::Quorum,
+    };
+    assert_eq!(store.execute(batch).await, Reply::Written);
+    let (x, y) = (
+        stamp_of(&store, "r", "x").await,
+        stamp_of(&store, "r", "y").await,
+    );
+    assert_eq!(x, y);
+    assert!(x > swapped, "{x} after {swapped}");
+    // Scans return the same stamps as reads.
+    let Reply::Rows(rows) = store
+        .execute(Command::Scan {
+            after: None,
+            limit: 10,
+            consistency: Consistency::Quorum,
+        })
+        .await
+    else {
+        panic!("rows")
+    };
+    let scanned: Vec<(String, String, u64)> = rows
+        .into_iter()
+        .flat_map(|(_, cells)| cells)
+        .map(|c| (c.column, c.value, c.stamp))
+        .collect();
+    assert_eq!(scanned, versions(&store, "r").await);
+});
+
+per_db!(
+    late_writes_do_not_undo_later_ones,
+    |url: String| async move {
+        let store = open(&url);
+        store.execute(put("r", "c", "v1", LONG)).await;
+        let s1 = stamp_of(&store, "r", "c").await;
+        store.execute(put("r", "c", "v2", LONG)).await;
+        let s2 = stamp_of(&store, "r", "c").await;
+        assert!(s2 > s1);
+        let now = || versions(&store, "r");
+        let v2 = vec![("c".to_owned(), "v2".to_owned(), s2)];
+        // A put that reaches the database after a later write (an older stamp), or a second
+        // time (the same stamp), changes nothing.
+        for stamp in [s1, s2 - 1, s2] {
+            assert_eq!(
+                store
+                    .execute_stamped(put("r", "c", "late", None), stamp)
+                    .await,
+                Reply::Written
+            );
+            assert_eq!(now().await, v2, "a put stamped {stamp}");
+        }
+        // Nor does a late delete, or a late batch.
+        for stamp in [s1, s2 - 1] {
+            assert_eq!(
+                store.execute_stamped(delete("r", "c"), stamp).await,
+                Reply::Written
+            );
+            assert_eq!(now().await, v2, "a delete stamped {stamp}");
+            let batch = Command::Batch {
+                row: "r".into(),
+                writes: vec![
+                    Write::Delete { column: "c".into() },
+                    Write::Put {
+                        column: "c".into(),
+                        value: "batch".into(),
+                        ttl: None,
+                    },
+                ],
+                consistency: Consistency::Quorum,
+            };
+            assert_eq!(store.execute_stamped(batch, stamp).await, Reply::Written);
+            assert_eq!(now().await, v2, "a batch stamped {stamp}");
+        }
+        // A newer put applies, with its TTL; a delete at least as new removes the cell.
+        store
+            .execute_stamped(put("r", "c", "v3", SHORT), s2 + 1)
+            .await;
+        let cells = now().await;
+        assert_eq!(
+            cells,
+            vec![("c".to_owned(), "v3".to_owned(), s2 + 1)],
+            "a newer put"
+        );
+        store.execute_stamped(delete("r", "c"), s2 + 1).await;
+        assert_eq!(now().await, vec![], "a delete as new as the cell");
+        // No tombstones in SQL: a late put after the delete recreates the cell, as in the
+        // reference table (it only adds a contender, until its TTL ends).
+        store
+            .execute_stamped(put("r", "c", "ghost", SHORT), s1)
+            .await;
+        assert_eq!(now().await, vec![("c".to_owned(), "ghost".to_owned(), s1)]);
+        // An expired row is replaced only by a newer write too.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(now().await, vec![]);
+        store
+            .execute_stamped(put("r", "c", "older", None), s1 - 1)
+            .await;
+        assert_eq!(now().await, vec![], "an older put over an expired row");
+        store.execute(put("r", "c", "fresh", None)).await;
+        assert!(
+            matches!(&now().await[..], [(_, v, s)] if v == "fresh" && *s > s2),
+            "{:?}",
+            now().await
+        );
+    }
+);
+
+per_db!(
+    delete_version_removes_only_the_version_read,
+    |url: String| async move {
+        let store = open(&url);
+        let changes = store.changes().expect("the SQL store reports changes");
+        store.execute(put("r", "c", "v1", LONG)).await;
+        let s1 = stamp_of(&store, "r", "c").await;
+        // An older version than the cell's: nothing removed.
+        assert_eq!(
+            store.execute(delete_version("r", "c", s1 - 1)).await,
+            Reply::Written
+        );
+        assert_eq!(versions(&store, "r").await.len(), 1);
+        // The version a read returned: removed, and waiters are told.
+        let seen = *changes.borrow();
+        assert_eq!(
+            store.execute(delete_version("r", "c", s1)).await,
+            Reply::Written
+        );
+        assert_eq!(versions(&store, "r").await, vec![]);
+        assert!(*changes.borrow() > seen, "a delete-version may free a lock");
+        // Read a version, then the owner writes the cell again: the newer version survives
+        // a delete of the one that was read...
+        store.execute(put("r", "c", "v2", LONG)).await;
+        let s2 = stamp_of(&store, "r", "c").await;
+        store.execute(put("r", "c", "v3", LONG)).await;
+        let s3 = stamp_of(&store, "r", "c").await;
+        assert!(s3 > s2);
+        store.execute(delete_version("r", "c", s2)).await;
+        assert_eq!(
+            versions(&store, "r").await,
+            vec![("c".to_owned(), "v3".to_owned(), s3)]
+        );
+        // ... and goes with its own version. A cell that is not there is fine.
+        store.execute(delete_version("r", "c", s3)).await;
+        assert_eq!(versions(&store, "r").await, vec![]);
+        assert_eq!(
+            store.execute(delete_version("r", "c", s3)).await,
+            Reply::Written
+        );
+        // A stamp past the column's range (only a delete-version can carry one) means every
+        // version. A delete-version keeps its own stamp when executed with another.
+        store.execute(put("r", "c", "v4", None)).await;
+        let s4 = stamp_of(&store, "r", "c").await;
+        assert_eq!(
+            store
+                .execute_stamped(delete_version("r", "c", s4 - 1), s4 + 1)
+                .await,
+            Reply::Written
+        );
+        assert_eq!(versions(&store, "r").await.len(), 1);
+        store.execute(delete_version("r", "c", u64::MAX)).await;
+        assert_eq!(versions(&store, "r").await, vec![]);
     }
 );

@@ -188,7 +188,9 @@ per_db!(list_force_and_purge, |url: String| async move {
         .try_lock("list-unique-insert")
         .await
         .expect("broken lock is free");
-    assert_eq!(taken.token(), 2, "fencing continues after a force");
+    // Larger than the broken holder's 1 (the force itself moves the counter, so the broken
+    // holder can tell: the next token is not simply 2).
+    assert!(taken.token() > 1, "fencing continues after a force");
     taken.release().await.expect("release");
     // Purge removes only expired entries.
     let short = a

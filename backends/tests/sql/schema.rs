@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use baton::{ErrorKind, Locker, SqlStore};
+use baton::baton_kernel::{ColumnFilter, ReadConsistency};
+use baton::sql::Dialect;
+use baton::{Command, Consistency, ErrorKind, Locker, Reply, SqlStore, Store};
 
 use crate::common::{base_url, exec_raw, table, with_param, Db};
 use crate::per_db;
@@ -95,6 +97,90 @@ per_db!(
         let store = SqlStore::open(&url.replace("create=false", "create=true")).expect("valid");
         let e = store.ensure_schema().await.expect_err("no expires_at");
         assert!(e.message().contains("expires_at"), "{e}");
+    }
+);
+
+per_db!(
+    a_table_without_the_stamp_column_is_altered_or_refused,
+    |url: String| async move {
+        let url = with_param(&url, "create=false");
+        let store = SqlStore::open(&url).expect("valid");
+        let table = store.options().table.clone();
+        let expires_at = match store.dialect() {
+            Dialect::Sqlite => "INTEGER",
+            Dialect::Postgres => "timestamptz",
+            Dialect::MySql => "DATETIME(6)",
+        };
+        // The table as baton made it before stamps, with a fencing counter in it.
+        exec_raw(
+            &store,
+            &format!("CREATE TABLE {table} (lock_name VARCHAR(255) NOT NULL, cell VARCHAR(255) NOT NULL, value TEXT NOT NULL, expires_at {expires_at}, PRIMARY KEY (lock_name, cell))"),
+        )
+        .await
+        .expect("create by hand");
+        exec_raw(
+            &store,
+            &format!(
+                "INSERT INTO {table} (lock_name, cell, value) VALUES ('job', 'fence', 'token=7')"
+            ),
+        )
+        .await
+        .expect("an old row");
+        // Without create: refused, naming the column and the statement that adds it.
+        let e = store.ensure_schema().await.expect_err("no stamp column");
+        assert_eq!(e.kind(), ErrorKind::StoreError, "{e}");
+        assert!(e.message().contains(&table), "{e}");
+        assert!(e.message().contains("no column stamp"), "{e}");
+        assert!(e.message().contains("ALTER TABLE"), "{e}");
+        assert!(e.message().contains("ADD COLUMN"), "{e}");
+        // With create: added, by whichever of several concurrent stores gets there first.
+        let url = url.replace("create=false", "create=true");
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let s = SqlStore::open(&url).expect("valid");
+                tokio::spawn(async move { s.ensure_schema().await })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("task").expect("every store succeeds");
+        }
+        let store = SqlStore::open(&url).expect("valid");
+        // Old rows read with stamp 0, and any new write replaces them.
+        let read = Command::Read {
+            row: "job".into(),
+            filter: ColumnFilter::All,
+            consistency: ReadConsistency::Plain(Consistency::Quorum),
+        };
+        let Reply::Cells(cells) = store.execute(read.clone()).await else {
+            panic!("cells")
+        };
+        assert_eq!(
+            cells
+                .iter()
+                .map(|c| (c.column.as_str(), c.value.as_str(), c.stamp))
+                .collect::<Vec<_>>(),
+            [("fence", "token=7", 0)]
+        );
+        let put = Command::Put {
+            row: "job".into(),
+            column: "fence".into(),
+            value: "token=8".into(),
+            ttl: None,
+            consistency: Consistency::Quorum,
+        };
+        assert_eq!(store.execute(put).await, Reply::Written);
+        let Reply::Cells(cells) = store.execute(read).await else {
+            panic!("cells")
+        };
+        assert!(
+            matches!(&cells[..], [c] if c.value == "token=8" && c.stamp > 0),
+            "{cells:?}"
+        );
+        let locker = Locker::new(store);
+        locker.lock("after the upgrade").await.expect("lock");
+        // And the altered table passes the check without create.
+        let checked = SqlStore::open(&url.replace("create=true", "create=false")).expect("valid");
+        checked.ensure_schema().await.expect("complete now");
     }
 );
 

@@ -3,8 +3,12 @@
 
 use std::time::Duration;
 
+use baton::baton_kernel::{ColumnFilter, ReadConsistency};
 use baton::sqlx::{self, AssertSqlSafe};
-use baton::{EntryState, ErrorKind, LockRequest, Locker, SqlStore, Strategy};
+use baton::{
+    Command, Consistency, EntryState, ErrorKind, LockRequest, Locker, Reply, SqlStore, Store,
+    Strategy,
+};
 
 use crate::common::{table, url, Db};
 
@@ -46,6 +50,27 @@ impl Cleanup {
             crate::common::exec_raw(&self.store, &format!("DROP TABLE IF EXISTS {}", self.data))
                 .await;
         crate::common::drop_table(&self.url).await;
+    }
+}
+
+/// The wall clock in microseconds since 1970, the unit of the stores' stamps.
+fn micros_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The `(cell, stamp)` of every live cell of `row`.
+async fn stamps(store: &SqlStore, row: &str) -> Vec<(String, u64)> {
+    let read = Command::Read {
+        row: row.into(),
+        filter: ColumnFilter::All,
+        consistency: ReadConsistency::Plain(Consistency::Quorum),
+    };
+    match store.execute(read).await {
+        Reply::Cells(cells) => cells.into_iter().map(|c| (c.column, c.stamp)).collect(),
+        other => panic!("read answered {other:?}"),
     }
 }
 
@@ -199,6 +224,7 @@ macro_rules! tx_tests {
                     return;
                 };
                 let pool = store.pool().$pool().expect("pool").clone();
+                let began = micros_now();
                 let mut tx = pool.begin().await.expect("begin");
                 let mut guard = locker
                     .lock_in(&mut *tx, "invoice", LockRequest::new())
@@ -212,12 +238,46 @@ macro_rules! tx_tests {
                 assert!(held(&locker, "invoice").await);
                 let e = locker.try_lock("invoice").await.expect_err("held");
                 assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+                // The lock row carries the stamp of the write, as outside transactions.
+                let stamps = stamps(&store, "invoice").await;
+                assert!(
+                    !stamps.is_empty() && stamps.iter().all(|(_, s)| *s >= began),
+                    "{stamps:?} (began {began})"
+                );
                 // Take the lock and release it in one transaction of the caller's.
                 let mut tx = pool.begin().await.expect("begin");
                 guard.release_in(&mut *tx).await.expect("release");
                 tx.commit().await.expect("commit");
                 assert!(!held(&locker, "invoice").await);
                 assert_eq!(count(&store, &data).await, 1);
+                cleanup.run().await;
+            }
+
+            /// A release in the caller's transaction writes with the same stamp rules as any
+            /// other: the plain deletes of bakery and column prefix carry a fresh stamp, newer
+            /// than the version they remove, so the lock is free after the commit.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn every_strategy_releases_in_a_transaction() {
+                let Some((locker, store, _data, cleanup)) = setup($db).await else {
+                    return;
+                };
+                let pool = store.pool().$pool().expect("pool").clone();
+                for strategy in Strategy::ALL {
+                    let name = format!("invoice-{strategy}");
+                    let request = LockRequest::new().strategy(strategy);
+                    let mut guard = locker
+                        .lock_with(&name, request.clone())
+                        .await
+                        .expect("lock");
+                    let mut tx = pool.begin().await.expect("begin");
+                    guard.release_in(&mut *tx).await.expect("release");
+                    tx.commit().await.expect("commit");
+                    let mut next = locker
+                        .lock_with(&name, request.try_once())
+                        .await
+                        .unwrap_or_else(|e| panic!("{strategy}: still held: {e}"));
+                    next.release().await.expect("release");
+                }
                 cleanup.run().await;
             }
 

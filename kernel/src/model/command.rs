@@ -173,7 +173,8 @@ pub enum Command {
         consistency: Consistency,
     },
     /// Plain writes to one row applied together (a logged batch on Cassandra, one transaction
-    /// on SQL). Used by release-with-mutation. Answered by [`Reply::Written`].
+    /// on SQL), all with one stamp; each column appears at most once. Used by
+    /// release-with-mutation. Answered by [`Reply::Written`].
     Batch {
         /// The row.
         row: String,

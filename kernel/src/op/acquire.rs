@@ -55,6 +55,10 @@ enum Phase {
     PrefixWrite,
     PrefixRead,
     Fence(FenceBump),
+    /// Unique insert without a trustworthy guess of the counter: a serial read of the row,
+    /// which gives the counter and shows our record is still the lock's (someone else moving
+    /// the counter since our insert means it may not be: a forced release removed it).
+    FenceRead,
     DeleteStale(u64),
     Abandon(Then),
     Done,
@@ -95,6 +99,10 @@ pub struct Acquire {
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
     stale: Vec<(String, u64)>,
+    /// Bakery: how many forced releases the counter showed when this attempt read the queue
+    /// (after its `entering` write). More at a later read: a forced release may have deleted
+    /// our cell, and our own refresh recreated it, so others may have passed us unseen.
+    forced_seen: u64,
     data: Vec<Cell>,
     woken: bool,
     result: Option<Result<Grant>>,
@@ -149,6 +157,7 @@ impl Acquire {
             fence_hint: None,
             fence_value: String::new(),
             stale: Vec::new(),
+            forced_seen: 0,
             data: Vec::new(),
             woken: false,
             result: None,
@@ -268,6 +277,10 @@ impl Acquire {
                 self.io.send(self.put(self.value.clone(), self.opts.ttl));
             }
             Strategy::ColumnPrefix => {
+                // A value of its own for every attempt too: a forced release or a stale delete
+                // aimed at an earlier attempt's column never matches this one's.
+                self.record.att = self.attempts;
+                self.value = self.record.encode();
                 self.phase = Phase::PrefixWrite;
                 self.io
                     .send(self.put(self.value.clone(), self.opts.cell_ttl()));
@@ -422,6 +435,25 @@ impl Acquire {
         self.finish(Ok(Grant { lease, row }));
     }
 
+    /// Unique insert: reads the row back (serial) for the counter and our record.
+    fn read_fence(&mut self) {
+        self.phase = Phase::FenceRead;
+        self.io.send(Command::Read {
+            row: self.row(),
+            filter: crate::model::ColumnFilter::All,
+            consistency: ReadConsistency::Serial(self.opts.serial),
+        });
+    }
+
+    /// How many forced releases the counter in `cells` has seen.
+    fn forced_in(&self, cells: &[Cell]) -> u64 {
+        let fence = cells
+            .iter()
+            .find(|c| c.column == self.layout.fence)
+            .map(|c| c.value.as_str());
+        crate::record::forced_count(fence)
+    }
+
     fn bakery_check(&mut self, ticket: u64, now: Instant) {
         let validity = self.opts.lease_validity();
         let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
@@ -442,8 +474,10 @@ impl Acquire {
                 if applied || current.as_deref() == Some(self.value.as_str()) {
                     self.wrote = true;
                     self.cell_deadline = sent.saturating_add(validity);
-                    let hint = self.fence_hint.take().map(|h| h.value);
-                    return self.start_fence(hint, false);
+                    return match self.fence_hint.take() {
+                        Some(hint) => self.start_fence(Some(hint.value), false),
+                        None => self.read_fence(),
+                    };
                 }
                 self.wrote = false;
                 let current = current.unwrap_or_default();
@@ -494,6 +528,7 @@ impl Acquire {
                 self.io.send(self.read_row(false));
             }
             (Phase::BakeryReadMax, Reply::Cells(cells)) => {
+                self.forced_seen = self.forced_in(&cells);
                 let ticket = bakery::max_ticket(&cells).saturating_add(1);
                 self.value = encode_bakery(
                     BakeryState::Ticket(ticket),
@@ -517,7 +552,10 @@ impl Acquire {
                     .iter()
                     .find(|c| c.column == self.column)
                     .map(|c| c.value.as_str());
-                if mine != Some(self.value.as_str()) || self.lapsed(now) {
+                if mine != Some(self.value.as_str())
+                    || self.lapsed(now)
+                    || self.forced_in(&cells) > self.forced_seen
+                {
                     return self.abandon(Then::Restart);
                 }
                 let ignore_entering = self.opts.sabotage == Sabotage::BakeryIgnoresEntering;
@@ -608,12 +646,28 @@ impl Acquire {
                 // release. Never take a token interleaved with another grant: start again.
                 Ok(Bumped::Moved(_)) => self.abandon(Then::Restart),
                 Ok(Bumped::Retry) if self.lapsed(now) => self.abandon(Then::Restart),
+                Ok(Bumped::Retry) if self.opts.strategy == Strategy::UniqueInsert => {
+                    self.read_fence();
+                }
                 Ok(Bumped::Retry) => {
                     self.io.send(bump.command());
                     self.phase = Phase::Fence(bump);
                 }
                 Err(e) => self.abandon(Then::Fail(e)),
             },
+            (Phase::FenceRead, Reply::Cells(cells)) => {
+                let still_ours = cells
+                    .iter()
+                    .any(|c| c.column == self.column && c.value == self.value);
+                if !still_ours || self.lapsed(now) {
+                    return self.abandon(Then::Restart);
+                }
+                let fence = cells
+                    .into_iter()
+                    .find(|c| c.column == self.layout.fence)
+                    .map(|c| c.value);
+                self.start_fence(fence, true);
+            }
             (Phase::Abandon(then), Reply::Written | Reply::Conditional { .. }) => {
                 self.wrote = false;
                 match then {

@@ -41,6 +41,7 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
             ticket: None,
             created_unix_ms: None,
             acquisition: crate::record::acq_of(&cell.value),
+            value: cell.value.clone(),
             expires_in: cell.ttl_remaining,
         };
         let info = match opts.strategy {
@@ -418,17 +419,21 @@ impl Operation for Purge {
 /// every entry of the lock, whoever owns it, and returns what was removed.
 ///
 /// First it moves the fencing counter to the next token, written by the owner `forced-release`
-/// (compare-and-set, as grants do), so the broken holder can tell its lease was broken: its
-/// next renewal reports [`ErrorKind::Lost`], and so does its release; the next holder's token is
-/// still larger. Then it removes each entry it read: unique insert by compare-and-set of the
-/// record found (never a blind delete of a conditional cell); bakery and column prefix by a
-/// delete of the version read ([`Command::DeleteVersion`]). It reads the lock again afterwards
-/// and repeats for an entry that is still there with the same value (a plain-strategy renewal
-/// racing it wrote it again), up to 3 reads; an entry of a new acquisition is left alone.
+/// with its count of forced releases one higher (compare-and-set, as grants do), so the broken
+/// holder can tell its lease was broken: its next renewal reports [`ErrorKind::Lost`], and so
+/// does its release; the next holder's token is still larger. Then it removes each entry it
+/// read: unique insert by compare-and-set of the record found (never a blind delete of a
+/// conditional cell); bakery and column prefix by a delete of the version read
+/// ([`Command::DeleteVersion`]). Then it moves the counter once more, so a bakery waiter whose
+/// ticket it deleted, and who read the queue between the two moves, still sees the count rise
+/// at its next read and starts over instead of recreating its ticket in a queue others passed
+/// it in. It reads the lock again afterwards and repeats for an entry that is still there with
+/// the same value (a plain-strategy renewal racing it wrote it again), up to 3 reads; an entry
+/// of a new acquisition is left alone.
 ///
 /// Until the holder learns of it (within a third of its TTL, at its next renewal), it still
 /// believes it holds: breaking a lock is an operator's decision to allow that overlap. Cost:
-/// one read and one counter update, plus one command per entry removed, and one read to check.
+/// one read and two counter updates, plus one command per entry removed, and one read to check.
 pub struct ForceRelease {
     name: LockName,
     opts: LockOptions,
@@ -436,13 +441,26 @@ pub struct ForceRelease {
     pending: Vec<(LockInfo, String, u64)>,
     /// Values of the entries targeted so far.
     targeted: Vec<String>,
+    /// Every entry a removal was sent for (it may have been applied even if the operation
+    /// then failed).
+    attempted: Vec<LockInfo>,
     removed: Vec<LockInfo>,
     bump: Option<FenceBump>,
+    /// Whether the counter update under way is the one after the deletes.
+    closing: bool,
+    /// The counter as our last update wrote it.
+    written: Option<String>,
     reads: u32,
     steps: Steps<Vec<LockInfo>>,
 }
 
 impl ForceRelease {
+    /// The entries this forced release sent a removal for so far: after a failure, the lock
+    /// may already be broken for these holders (the error message names them too).
+    pub fn attempted(&self) -> &[LockInfo] {
+        &self.attempted
+    }
+
     /// A forced release of `name` as laid out by `opts.strategy`.
     pub fn new(name: LockName, opts: &LockOptions) -> Self {
         ForceRelease {
@@ -450,8 +468,11 @@ impl ForceRelease {
             opts: opts.clone(),
             pending: Vec::new(),
             targeted: Vec::new(),
+            attempted: Vec::new(),
             removed: Vec::new(),
             bump: None,
+            closing: false,
+            written: None,
             reads: 0,
             steps: Steps::new(opts),
         }
@@ -462,19 +483,68 @@ impl ForceRelease {
 enum ForceNext {
     Read,
     Remove,
+    /// Move the counter again after the deletes.
+    Close,
     Done,
+}
+
+/// The forced release's update of the counter from `current`.
+fn forced_bump(
+    name: &str,
+    fence: &str,
+    current: Option<&str>,
+    opts: &LockOptions,
+) -> Result<FenceBump> {
+    FenceBump::new(
+        name,
+        fence,
+        String::from(crate::record::FORCED),
+        0,
+        current,
+        false,
+        opts.consistency,
+        opts.serial,
+    )
 }
 
 impl Operation for ForceRelease {
     type Output = Vec<LockInfo>;
 
     fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
+        match self.poll_steps(now) {
+            Poll::Ready(Err(e)) if !self.attempted.is_empty() => {
+                let who: Vec<&str> = self.attempted.iter().map(|a| a.owner.as_str()).collect();
+                Poll::Ready(Err(Error::new(
+                    e.kind(),
+                    format!(
+                        "{} (the forced release had already sent the removal of the entries of {})",
+                        e.message(),
+                        who.join(", ")
+                    ),
+                )))
+            }
+            other => other,
+        }
+    }
+
+    fn handle(&mut self, id: CommandId, reply: Reply) {
+        self.steps.io.handle(id, reply);
+    }
+
+    fn wake(&mut self) {}
+}
+
+impl ForceRelease {
+    fn poll_steps(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
         let (name, opts) = (&self.name, &self.opts);
-        let (pending, targeted, removed, bump, reads) = (
+        let (pending, targeted, attempted, removed, bump, closing, written, reads) = (
             &mut self.pending,
             &mut self.targeted,
+            &mut self.attempted,
             &mut self.removed,
             &mut self.bump,
+            &mut self.closing,
+            &mut self.written,
             &mut self.reads,
         );
         let layout = Layout::of(opts);
@@ -499,19 +569,11 @@ impl Operation for ForceRelease {
                             .iter()
                             .find(|c| c.column == layout.fence)
                             .map(|c| c.value.as_str());
-                        match FenceBump::new(
-                            name.as_str(),
-                            &layout.fence,
-                            String::from(crate::record::FORCED),
-                            0,
-                            fence,
-                            false,
-                            opts.consistency,
-                            opts.serial,
-                        ) {
+                        match forced_bump(name.as_str(), &layout.fence, fence, opts) {
                             Ok(b) => {
                                 io.send(b.command());
                                 *bump = Some(b);
+                                *closing = false;
                                 return None;
                             }
                             Err(e) => return Some(Err(e)),
@@ -523,13 +585,30 @@ impl Operation for ForceRelease {
                         return Some(Err(unexpected("forced release step", &reply)));
                     };
                     match b.on_reply(reply) {
+                        Ok(Bumped::Token(_)) if *closing => {
+                            *bump = None;
+                            ForceNext::Read
+                        }
                         Ok(Bumped::Token(_)) => {
+                            *written = Some(b.next_value());
                             *bump = None;
                             ForceNext::Remove
                         }
                         Ok(Bumped::Retry) => {
                             io.send(b.command());
                             return None;
+                        }
+                        // The closing update always lands, from whatever the counter holds
+                        // now, so a grant that raced the deletes still sees the break counted.
+                        Ok(Bumped::Moved(current)) if *closing => {
+                            match forced_bump(name.as_str(), &layout.fence, Some(&current), opts) {
+                                Ok(b) => {
+                                    io.send(b.command());
+                                    *bump = Some(b);
+                                    return None;
+                                }
+                                Err(e) => return Some(Err(e)),
+                            }
                         }
                         // The counter moved under us (a grant): read the lock again.
                         Ok(Bumped::Moved(_)) => {
@@ -550,11 +629,23 @@ impl Operation for ForceRelease {
                 Some(other) => return Some(Err(unexpected("forced release step", &other))),
             };
             let next = match next {
-                ForceNext::Remove if pending.is_empty() => ForceNext::Read,
+                ForceNext::Remove if pending.is_empty() => ForceNext::Close,
                 other => other,
             };
             match next {
                 ForceNext::Done => Some(Ok(removed.clone())),
+                ForceNext::Close => {
+                    // From the counter as our first update left it (read by compare-and-set).
+                    let current = written.as_deref();
+                    let b = match forced_bump(name.as_str(), &layout.fence, current, opts) {
+                        Ok(b) => b,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    io.send(b.command());
+                    *bump = Some(b);
+                    *closing = true;
+                    None
+                }
                 ForceNext::Read => {
                     if *reads >= 3 {
                         // Removed, but written again by a racing renewal: the counter has moved,
@@ -576,6 +667,12 @@ impl Operation for ForceRelease {
                 }
                 ForceNext::Remove => {
                     let (next, value, stamp) = pending.last()?;
+                    if !attempted
+                        .iter()
+                        .any(|a| a.column == next.column && a.value == next.value)
+                    {
+                        attempted.push(next.clone());
+                    }
                     let row = String::from(name.as_str());
                     io.send(match opts.strategy {
                         Strategy::UniqueInsert => Command::CompareAndSet {
@@ -600,10 +697,4 @@ impl Operation for ForceRelease {
             }
         })
     }
-
-    fn handle(&mut self, id: CommandId, reply: Reply) {
-        self.steps.io.handle(id, reply);
-    }
-
-    fn wake(&mut self) {}
 }

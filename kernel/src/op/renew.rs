@@ -67,7 +67,9 @@ enum RenewPhase {
 /// Unique insert: one compare-and-set of our record onto itself with a fresh TTL (1 round
 /// trip). Bakery and column prefix (2 round trips): read the lock's entries and its fencing
 /// counter, then re-write our cell. The read notices a forced release: our cell is gone, or the
-/// counter names a later grant (every grant moves it), in which case our cell is deleted. The
+/// counter names a later grant or a forced release (every grant moves it, and so does a forced
+/// release); the renewal then reports the loss at once and leaves our cell for the release that
+/// follows (removing it first would free the lock while the holder still believes). The
 /// re-write counts only if it answered before the current deadline, otherwise it may have revived
 /// a cell that had already expired, so it is deleted and the lease is lost.
 ///
@@ -122,9 +124,11 @@ impl Renew {
                 let fence = Layout::of(&self.lease.opts).fence;
                 let counter = cells.iter().find(|c| c.column == fence);
                 if let Some(c) = counter.filter(|c| c.value != self.lease.fence_value) {
+                    // Report it at once: deleting our cell first would free the lock while the
+                    // holder still believes it holds it (until this renewal answers). The
+                    // release that follows a loss removes the cell.
                     let why = granted_since(&c.value);
-                    self.phase = RenewPhase::Cleanup(lost(&self.lease, &why));
-                    self.io.send(delete_mine(&self.lease));
+                    self.result = Some(Err(lost(&self.lease, &why)));
                     return;
                 }
                 let ttl = self.lease.opts.cell_ttl();
@@ -309,10 +313,21 @@ impl Release {
             ));
         }
         let layout = Layout::of(&lease.opts);
-        for w in &writes {
+        for (i, w) in writes.iter().enumerate() {
             let column = match w {
                 Write::Put { column, .. } | Write::Delete { column } => column,
             };
+            // A batch's writes share one stamp, so two writes of one column would not apply in
+            // order on every store (the first put wins over a second one at an equal stamp).
+            let again = writes[..i].iter().any(|earlier| match earlier {
+                Write::Put { column: c, .. } | Write::Delete { column: c } => c == column,
+            });
+            if again {
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!("mutation writes column {column:?} twice; write each column once"),
+                ));
+            }
             if column == &layout.fence || layout.is_entry(column) || column.is_empty() {
                 return Err(Error::new(
                     ErrorKind::InvalidOption,
@@ -427,7 +442,11 @@ impl Release {
             (ReleasePhase::Settle, Reply::Cells(cells)) => {
                 let fence = Layout::of(&self.lease.opts).fence;
                 let counter = cells.iter().find(|c| c.column == fence).map(|c| &c.value);
-                if counter.is_some_and(|v| self.handed_on(v)) {
+                let record = cells
+                    .iter()
+                    .find(|c| c.column == self.lease.column)
+                    .map(|c| c.value.as_str());
+                if counter.is_some_and(|v| self.handed_on(v, record)) {
                     Ok(())
                 } else {
                     Err(Error::new(
@@ -448,14 +467,22 @@ impl Release {
         });
     }
 
-    /// Whether the fencing counter `value` shows that nothing but a normal hand-off followed
-    /// our grant: still our value, or the very next token issued by a normal grant.
-    fn handed_on(&self, value: &str) -> bool {
+    /// Whether the fencing counter `value` and the lock record found (`record`) show that
+    /// nothing but a normal hand-off followed our grant: the counter still ours and the record
+    /// gone (our release freed it and no one took it yet), or the very next token issued by a
+    /// normal grant, with no forced release counted since ours, and the record, if any, that
+    /// grant's. Anything else (another owner's record under our counter, a forced release
+    /// counted, a later token) may hide a forced release that broke us first.
+    fn handed_on(&self, value: &str, record: Option<&str>) -> bool {
         if value == self.lease.fence_value {
-            return true;
+            return record.is_none();
         }
+        let ours = crate::record::forced_count(Some(&self.lease.fence_value));
         Fence::decode(value).is_ok_and(|f| {
-            f.token == self.lease.token.saturating_add(1) && f.owner != crate::record::FORCED
+            f.token == self.lease.token.saturating_add(1)
+                && f.owner != crate::record::FORCED
+                && f.forced == ours
+                && record.is_none_or(|r| unique::owner_of(r) == f.owner)
         })
     }
 }

@@ -101,10 +101,17 @@ impl FenceBump {
 
     /// The value this bump writes.
     pub fn next_value(&self) -> String {
+        let forced = self.expected.as_ref().map_or(0, |f| f.forced);
+        let forced = if self.owner == crate::record::FORCED {
+            forced + 1
+        } else {
+            forced
+        };
         Fence {
             token: self.next_token(),
             owner: self.owner.clone(),
             acq: self.acq,
+            forced,
         }
         .encode()
     }

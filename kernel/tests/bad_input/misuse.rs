@@ -187,11 +187,23 @@ fn renewal_racing_a_forced_release(strategy: Strategy) {
         b.lease.token(),
         racing.as_ref().map_or_else(|e| e.to_string(), Render::render),
     );
-    assert_eq!(live, vec![key("b")], "{strategy}");
     assert_eq!(
         next.map_err(|e| e.kind()),
         Err(ErrorKind::Lost),
         "{strategy}"
+    );
+    // A renewal that finds the lock broken reports it without touching the store (A may still
+    // be acting until it hears); A's release, which follows a loss, removes whatever A left.
+    let released = drive(&mut h, "A", Release::new(&lease));
+    assert_eq!(
+        released.map_err(|e| e.kind()),
+        Err(ErrorKind::Lost),
+        "{strategy}"
+    );
+    assert_eq!(
+        owners(&mut h, strategy),
+        vec![key("b")],
+        "{strategy}: {live:?}"
     );
 }
 

@@ -1,4 +1,10 @@
-//! The safety checker: mutual exclusion among believed leases, and fencing-token order.
+//! The safety checker: mutual exclusion among believed leases, fencing-token order, and what
+//! every release reported.
+//!
+//! A forced release (`baton release --force`) is an operator's decision to let a new holder in
+//! while the old one still believes, so an overlap with a grant that an operator broke before
+//! the overlap began is not a mutual-exclusion violation. But the broken holder must hear of it:
+//! its release must not report `Ok` (which promises that nobody else held the lock meanwhile).
 
 use std::fmt;
 
@@ -16,6 +22,10 @@ pub struct GrantRecord {
     /// Intervals (simulated time, half-open) during which the client believed it held the lock:
     /// from the grant or a renewal to the lease deadline, cut at release or crash.
     pub belief: Vec<(u64, u64)>,
+    /// When an operator's forced release that removed this grant's entry started.
+    pub forced_at: Option<u64>,
+    /// What its release returned: `Ok(())` or the error kind (`None`: never released).
+    pub released: Option<Result<(), baton_kernel::ErrorKind>>,
 }
 
 impl GrantRecord {
@@ -42,6 +52,15 @@ pub enum Violation {
         /// When the overlap started (simulated ns).
         at: u64,
     },
+    /// A release returned `Ok` although another client held the lock during the grant.
+    ReleaseOk {
+        /// Lock name.
+        name: String,
+        /// The client whose release said `Ok`, and its token.
+        client: (usize, u64),
+        /// The client that held the lock meanwhile, and its token.
+        other: (usize, u64),
+    },
     /// A grant delivered later carried a token not larger than an earlier one.
     TokenOrder {
         /// Lock name.
@@ -64,6 +83,11 @@ impl fmt::Display for Violation {
                 a.1,
                 b.0,
                 b.1
+            ),
+            Violation::ReleaseOk { name, client, other } => write!(
+                f,
+                "release reporting violated on {name:?}: client {} (token {}) was told Ok although client {} (token {}) held the lock during its grant",
+                client.0, client.1, other.0, other.1
             ),
             Violation::TokenOrder { name, earlier, later } => write!(
                 f,
@@ -96,6 +120,13 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
         mine.sort_by_key(|(i, g)| (g.at, *i));
         for pair in mine.windows(2) {
             let (a, b) = (pair[0].1, pair[1].1);
+            // A grant an operator broke before it was delivered may arrive after its successor's
+            // with a smaller token: that is fencing working (the resource refuses the broken
+            // holder), not a fault.
+            let broken_late = |g: &GrantRecord| g.forced_at.is_some_and(|f| f <= b.at);
+            if broken_late(a) || broken_late(b) {
+                continue;
+            }
             if b.token <= a.token {
                 violations.push(Violation::TokenOrder {
                     name: name.to_string(),
@@ -121,12 +152,7 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
             if let Some((far, other)) = reach {
                 if start < far && other != grant {
                     let (a, b) = (&grants[other], &grants[grant]);
-                    violations.push(Violation::Overlap {
-                        name: name.to_string(),
-                        a: (a.client, a.token),
-                        b: (b.client, b.token),
-                        at: start,
-                    });
+                    violations.extend(judge(name, a, b, start));
                 }
             }
             if reach.is_none_or(|(far, _)| end > far) {
@@ -135,6 +161,32 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// The verdict on grants `a` and `b` believing at once from `at`.
+fn judge(name: &str, a: &GrantRecord, b: &GrantRecord, at: u64) -> Option<Violation> {
+    let broken = |g: &GrantRecord| g.forced_at.is_some_and(|f| f <= at);
+    if !broken(a) && !broken(b) {
+        return Some(Violation::Overlap {
+            name: name.to_string(),
+            a: (a.client, a.token),
+            b: (b.client, b.token),
+            at,
+        });
+    }
+    // Excused by the operator; but the broken holder must not be told Ok. When both count as
+    // broken (a waiter whose entry the operator removed may write the same value again and
+    // win properly), the broken holder is the earlier grant: the later one is its successor.
+    let (victim, other) = match (broken(a), broken(b)) {
+        (true, true) if b.token < a.token => (b, a),
+        (true, _) => (a, b),
+        _ => (b, a),
+    };
+    (victim.released == Some(Ok(()))).then(|| Violation::ReleaseOk {
+        name: name.to_string(),
+        client: (victim.client, victim.token),
+        other: (other.client, other.token),
+    })
 }
 
 #[cfg(test)]
@@ -148,6 +200,8 @@ mod tests {
             token,
             at,
             belief,
+            forced_at: None,
+            released: None,
         }
     }
 
@@ -169,5 +223,21 @@ mod tests {
         );
         // A renewal of the same grant may overlap itself.
         assert_eq!(check(&[g(0, 1, 0, vec![(0, 10), (5, 15)])]), vec![]);
+        // An overlap after a forced release is excused, unless the broken holder was told Ok.
+        let mut forced = g(0, 1, 0, vec![(0, 10)]);
+        forced.forced_at = Some(3);
+        forced.released = Some(Err(baton_kernel::ErrorKind::Lost));
+        let next = g(1, 3, 5, vec![(5, 20)]);
+        assert_eq!(check(&[forced.clone(), next.clone()]), vec![]);
+        forced.released = Some(Ok(()));
+        let v = check(&[forced.clone(), next.clone()]);
+        assert!(
+            matches!(v.as_slice(), [Violation::ReleaseOk { .. }]),
+            "{v:?}"
+        );
+        // Forced only after the overlap began: no excuse.
+        forced.forced_at = Some(7);
+        let v = check(&[forced, next]);
+        assert!(matches!(v.as_slice(), [Violation::Overlap { .. }]), "{v:?}");
     }
 }

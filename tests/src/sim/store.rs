@@ -1,5 +1,11 @@
-//! Simulated stores: a single linearizable copy (the kernel's reference table), and a
-//! three-replica store answering at QUORUM with one lagging replica.
+//! Simulated stores: one copy with the server's clock deciding expiry (SQL's model), and three
+//! replicas written and read at QUORUM with client-side timestamps and per-replica clocks
+//! (Cassandra's model).
+//!
+//! Both apply plain writes by their stamps (see `Command::stamped`), as the real stores do: a
+//! write that arrives late never undoes a newer write of the same owner. The stamp comes with
+//! the command, set by the simulated client when it sent it (its own wall clock, skewed), or,
+//! under the deliberately broken `ArrivalOrderStamps`, by the store when the command arrives.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,8 +15,11 @@ use baton_kernel::{
     Write,
 };
 
-/// What the network does to one command.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000 * MS;
+
+/// What the network and the store do to one command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Fate {
     /// Applied, answered.
     Normal,
@@ -21,29 +30,111 @@ pub enum Fate {
     Dropped,
     /// Refused before doing anything: the client sees "unavailable".
     Unavailable,
+    /// Held up (a pooler's queue, a socket buffer, a coordinator's queue): the client sees a
+    /// timeout, and the store applies the command later, up to one TTL after that timeout,
+    /// typically after the client's read-back.
+    Late,
+    /// Applied and answered, and applied once more later (a retransmission).
+    Duplicated,
+    /// Replicated store, conditional commands: the Paxos proposal is accepted by one replica
+    /// only; the client sees a timeout or `Unavailable`; the next Paxos round on the partition
+    /// either completes it or supersedes it.
+    Minority,
 }
 
-/// A simulated store. `at` is the store time (ns) the command reaches the coordinator; the
-/// result is the reply and the store time it is ready to leave.
+/// A simulated store. `at` is the simulated time (ns) the command reaches the store, `stamp`
+/// its write stamp; the result is the reply and the simulated time it is ready to leave.
 pub trait SimStore {
     /// Executes `command` with `fate`.
     fn execute(
         &mut self,
         command: &Command,
         at: u64,
+        stamp: u64,
         fate: Fate,
         rng: &mut SplitMix64,
     ) -> (Reply, u64);
+
+    /// The next stamp when the store stamps writes itself (arrival order).
+    fn arrival_stamp(&mut self) -> u64;
+
+    /// How many times the store's clock stepped.
+    fn clock_steps(&self) -> u64 {
+        0
+    }
 }
 
 fn timeout() -> Reply {
     Reply::Failed(Failure::Timeout("simulated timeout".into()))
 }
 
-/// One linearizable copy: the kernel's reference table.
+fn unavailable() -> Reply {
+    Reply::Failed(Failure::Unavailable("simulated outage".into()))
+}
+
+/// A store clock that steps: the store's reading is simulated time plus an offset that jumps
+/// now and then (NTP stepping a database server's wall clock).
+#[derive(Clone, Debug, Default)]
+pub struct SteppingClock {
+    offset: i64,
+    /// Largest step, ns, either way.
+    pub max_step: u64,
+    /// Steps so far.
+    pub steps: u64,
+}
+
+impl SteppingClock {
+    /// A clock that steps by up to `max_step` ns either way.
+    pub fn new(max_step: u64) -> Self {
+        SteppingClock {
+            max_step,
+            ..SteppingClock::default()
+        }
+    }
+
+    /// The store's time at simulated time `t` (after maybe stepping, with probability `p`).
+    pub fn read(&mut self, t: u64, p: f64, rng: &mut SplitMix64) -> u64 {
+        if self.max_step > 0 && chance(rng, p) {
+            let step = rng.below(2 * self.max_step + 1) as i64 - self.max_step as i64;
+            self.offset += step;
+            // Keep the total within the same bound: a clock kept in sync steps back again.
+            let bound = self.max_step as i64;
+            self.offset = self.offset.clamp(-bound, bound);
+            self.steps += 1;
+        }
+        shift(t, self.offset)
+    }
+}
+
+fn shift(t: u64, offset: i64) -> u64 {
+    u64::try_from(i128::from(t) + i128::from(offset)).unwrap_or(0)
+}
+
+fn chance(rng: &mut SplitMix64, p: f64) -> bool {
+    p > 0.0 && (rng.next_u64() as f64 / u64::MAX as f64) < p
+}
+
+/// One copy (SQL's model): the kernel's reference table, applied at the store's own clock.
 #[derive(Default)]
 pub struct SingleCopy {
     table: MemoryTable,
+    /// The server's clock.
+    pub clock: SteppingClock,
+    /// Probability of a clock step per command.
+    pub step_chance: f64,
+    arrivals: u64,
+}
+
+impl SingleCopy {
+    /// A store whose clock steps by up to `max_step` ns either way, with probability
+    /// `step_chance` per command.
+    pub fn new(max_step: u64, step_chance: f64) -> Self {
+        SingleCopy {
+            clock: SteppingClock::new(max_step),
+            step_chance,
+            ..SingleCopy::default()
+        }
+    }
 }
 
 impl SimStore for SingleCopy {
@@ -51,30 +142,48 @@ impl SimStore for SingleCopy {
         &mut self,
         command: &Command,
         at: u64,
+        stamp: u64,
         fate: Fate,
-        _rng: &mut SplitMix64,
+        rng: &mut SplitMix64,
     ) -> (Reply, u64) {
+        let now = Instant::from_nanos(self.clock.read(at, self.step_chance, rng));
         match fate {
-            Fate::Unavailable => (
-                Reply::Failed(Failure::Unavailable("simulated outage".into())),
-                at,
-            ),
-            Fate::Dropped => (timeout(), at),
-            Fate::Normal => (self.table.apply(command, Instant::from_nanos(at)), at),
+            Fate::Unavailable => (unavailable(), at),
+            Fate::Dropped | Fate::Late => (timeout(), at),
+            Fate::Normal | Fate::Duplicated | Fate::Minority => {
+                (self.table.apply_stamped(command, now, stamp), at)
+            }
             Fate::LostReply => {
-                let _ = self.table.apply(command, Instant::from_nanos(at));
+                let _ = self.table.apply_stamped(command, now, stamp);
                 (timeout(), at)
             }
         }
     }
+
+    fn arrival_stamp(&mut self) -> u64 {
+        self.arrivals += 1;
+        self.arrivals
+    }
+
+    fn clock_steps(&self) -> u64 {
+        self.clock.steps
+    }
 }
 
-/// A cell version on one replica: last write wins by timestamp, deletes are tombstones.
+/// A cell version on one replica: last write wins by timestamp (a tombstone wins a tie), and
+/// expiry is an absolute time on the writing coordinator's clock in whole seconds.
 #[derive(Clone, Debug)]
 struct Version {
-    ts: (u64, u64),
+    ts: u64,
     value: Option<String>,
+    /// Expiry, ns of the coordinator's clock, already truncated to whole seconds.
     expires: Option<u64>,
+}
+
+impl Version {
+    fn beats(&self, old: &Version) -> bool {
+        self.ts > old.ts || (self.ts == old.ts && self.value.is_none())
+    }
 }
 
 #[derive(Default)]
@@ -90,34 +199,73 @@ impl Replica {
             self.pending.drain(..).partition(|(t, _, _)| *t <= now);
         self.pending = later;
         for (_, key, v) in due {
-            let newer = self.cells.get(&key).is_none_or(|old| old.ts < v.ts);
-            if newer {
+            if self.cells.get(&key).is_none_or(|old| v.beats(old)) {
                 self.cells.insert(key, v);
             }
         }
     }
 }
 
-/// Three replicas of the plain cells, written and read at QUORUM; one replica lags behind by up
-/// to `lag`. Conditional cells live in a linearizable Paxos register (a [`MemoryTable`]), as
-/// Cassandra's lightweight transactions give; they are never written with plain commands.
+/// The TTL the Cassandra store sends for `ttl`, in whole seconds, and the expiry a node
+/// computes from it: the coordinator's clock truncated to whole seconds, plus that many
+/// seconds. Mirrors `backends/src/cassandra/statements.rs` (`ttl_seconds`), which rounds up and
+/// adds one second for the truncation.
+pub fn cql_expiry(coordinator_now: u64, ttl: Duration) -> u64 {
+    let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
+    let seconds = ttl_ns.div_ceil(SEC) + 1;
+    (coordinator_now / SEC) * SEC + seconds * SEC
+}
+
+/// `command` with its TTL replaced by what Cassandra keeps when a coordinator whose clock reads
+/// `now` writes it (see [`cql_expiry`]).
+fn whole_second_ttl(command: &Command, now: u64) -> Command {
+    let mut command = command.clone();
+    if let Command::InsertIfAbsent { ttl, .. } | Command::CompareAndSet { ttl, .. } = &mut command {
+        if let Some(t) = ttl {
+            *t = Duration::from_nanos(cql_expiry(now, *t) - now);
+        }
+    }
+    command
+}
+
+/// Three replicas of the plain cells, written and read at QUORUM, with client-side timestamps
+/// and one replica lagging behind by up to `lag`. Each node has its own clock offset, and
+/// expiry is decided in whole seconds on the coordinator's clock, as Cassandra does.
+/// Conditional cells live in a linearizable Paxos register (a [`MemoryTable`]), as Cassandra's
+/// lightweight transactions give; they are never written with plain commands. A proposal
+/// accepted by a minority waits in `proposal` until the next Paxos operation on its row
+/// completes or supersedes it.
 pub struct Replicated {
     replicas: [Replica; 3],
     paxos: MemoryTable,
+    /// A conditional command accepted by one replica only: (row, command, stamp).
+    proposal: Option<(String, Command, u64)>,
     lagging: usize,
     lag: u64,
-    seq: u64,
+    /// Each node's clock offset from simulated time, ns.
+    offsets: [i64; 3],
+    arrivals: u64,
+    /// Minority proposals completed by a later round.
+    pub completed: u64,
 }
 
 impl Replicated {
-    /// A store whose replica `lagging` applies writes up to `lag` ns late.
-    pub fn new(lagging: usize, lag: Duration) -> Self {
+    /// A store whose replica `lagging` applies writes up to `lag` late, with node clock offsets
+    /// drawn up to `max_offset` ns either way.
+    pub fn new(lagging: usize, lag: Duration, max_offset: u64, rng: &mut SplitMix64) -> Self {
+        let mut offsets = [0i64; 3];
+        for o in &mut offsets {
+            *o = rng.below(2 * max_offset + 1) as i64 - max_offset as i64;
+        }
         Replicated {
             replicas: Default::default(),
             paxos: MemoryTable::new(),
+            proposal: None,
             lagging: lagging % 3,
             lag: u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX),
-            seq: 0,
+            offsets,
+            arrivals: 0,
+            completed: 0,
         }
     }
 
@@ -129,16 +277,22 @@ impl Replicated {
         }
     }
 
+    fn node_now(&self, node: usize, at: u64) -> u64 {
+        shift(at, self.offsets[node])
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn write(
         &mut self,
         row: &str,
-        writes: &[Write],
+        writes: &[(String, Option<String>, Option<Duration>)],
         at: u64,
+        ts: u64,
         fate: Fate,
         rng: &mut SplitMix64,
     ) -> (Reply, u64) {
-        self.seq += 1;
-        let ts = (at, self.seq);
+        let coordinator = rng.below(3) as usize;
+        let now = self.node_now(coordinator, at);
         // Which replicas get it: all, or (dropped) at most one, which is less than a quorum.
         let reach: Vec<usize> = match fate {
             Fate::Dropped => (0..3).filter(|_| rng.below(3) == 0).take(1).collect(),
@@ -148,39 +302,23 @@ impl Replicated {
         for &r in &reach {
             let when = at + self.delay(r, rng);
             acks.push(when);
-            for w in writes {
-                let (key, v) = match w {
-                    Write::Put { column, value, ttl } => (
-                        (row.to_string(), column.clone()),
-                        Version {
-                            ts,
-                            value: Some(value.clone()),
-                            expires: ttl.map(|t| {
-                                at.saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX))
-                            }),
-                        },
-                    ),
-                    Write::Delete { column } => (
-                        (row.to_string(), column.clone()),
-                        Version {
-                            ts,
-                            value: None,
-                            expires: None,
-                        },
-                    ),
+            for (column, value, ttl) in writes {
+                let v = Version {
+                    ts,
+                    value: value.clone(),
+                    expires: ttl.filter(|_| value.is_some()).map(|t| cql_expiry(now, t)),
                 };
-                self.replicas[r].pending.push((when, key, v));
+                self.replicas[r]
+                    .pending
+                    .push((when, (row.to_string(), column.clone()), v));
             }
         }
         acks.sort_unstable();
         match fate {
-            Fate::Normal => (Reply::Written, acks[1]),
+            Fate::Normal | Fate::Duplicated => (Reply::Written, acks[1]),
             Fate::LostReply => (timeout(), acks[1]),
-            Fate::Dropped => (timeout(), at),
-            Fate::Unavailable => (
-                Reply::Failed(Failure::Unavailable("simulated outage".into())),
-                at,
-            ),
+            Fate::Dropped | Fate::Late | Fate::Minority => (timeout(), at),
+            Fate::Unavailable => (unavailable(), at),
         }
     }
 
@@ -191,6 +329,8 @@ impl Replicated {
         at: u64,
         rng: &mut SplitMix64,
     ) -> (Reply, u64) {
+        let coordinator = rng.below(3) as usize;
+        let now = self.node_now(coordinator, at);
         let skip = usize::try_from(rng.below(3)).unwrap_or(0);
         let mut merged: BTreeMap<String, Version> = BTreeMap::new();
         let mut done = at;
@@ -203,7 +343,7 @@ impl Replicated {
                 if rw != row {
                     break;
                 }
-                if filter.matches(col) && merged.get(col).is_none_or(|old| old.ts < v.ts) {
+                if filter.matches(col) && merged.get(col).is_none_or(|old| v.beats(old)) {
                     merged.insert(col.clone(), v.clone());
                 }
             }
@@ -211,20 +351,44 @@ impl Replicated {
         let mut cells: Vec<Cell> = merged
             .into_iter()
             .filter_map(|(column, v)| {
-                let live = v.expires.is_none_or(|e| at < e);
+                let live = v.expires.is_none_or(|e| now < e);
                 let value = v.value.filter(|_| live)?;
                 Some(Cell {
                     column,
                     value,
+                    // CQL's TTL() is the expiry in whole seconds minus the coordinator's
+                    // clock in whole seconds.
                     ttl_remaining: v
                         .expires
-                        .map(|e| Duration::from_nanos(e.saturating_sub(at))),
+                        .map(|e| Duration::from_secs((e / SEC).saturating_sub(now / SEC))),
+                    stamp: v.ts,
                 })
             })
             .collect();
-        cells.extend(self.paxos.read(row, filter, Instant::from_nanos(at)));
+        cells.extend(self.paxos.read(row, filter, Instant::from_nanos(now)));
         cells.sort_by(|a, b| a.column.cmp(&b.column));
         (Reply::Cells(cells), done)
+    }
+
+    /// Before a Paxos operation on `row`: a proposal accepted by a minority is completed (its
+    /// acceptor is in this round's quorum) or superseded.
+    fn settle_proposal(&mut self, row: Option<&str>, at: u64, rng: &mut SplitMix64) {
+        let Some((prow, _, _)) = &self.proposal else {
+            return;
+        };
+        if row.is_some_and(|r| r != prow) {
+            return;
+        }
+        if let Some((_, command, stamp)) = self.proposal.take() {
+            if rng.below(2) == 0 {
+                let now = self.node_now(rng.below(3) as usize, at);
+                let command = whole_second_ttl(&command, now);
+                let _ = self
+                    .paxos
+                    .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                self.completed += 1;
+            }
+        }
     }
 }
 
@@ -233,14 +397,12 @@ impl SimStore for Replicated {
         &mut self,
         command: &Command,
         at: u64,
+        stamp: u64,
         fate: Fate,
         rng: &mut SplitMix64,
     ) -> (Reply, u64) {
         if fate == Fate::Unavailable {
-            return (
-                Reply::Failed(Failure::Unavailable("simulated outage".into())),
-                at,
-            );
+            return (unavailable(), at);
         }
         match command {
             Command::Put {
@@ -250,57 +412,88 @@ impl SimStore for Replicated {
                 ttl,
                 ..
             } => {
-                let w = [Write::Put {
-                    column: column.clone(),
-                    value: value.clone(),
-                    ttl: *ttl,
-                }];
-                self.write(row, &w, at, fate, rng)
+                let w = [(column.clone(), Some(value.clone()), *ttl)];
+                self.write(row, &w, at, stamp, fate, rng)
             }
-            Command::Delete { row, column, .. } => self.write(
+            Command::Delete { row, column, .. } => {
+                self.write(row, &[(column.clone(), None, None)], at, stamp, fate, rng)
+            }
+            Command::DeleteVersion {
                 row,
-                &[Write::Delete {
-                    column: column.clone(),
-                }],
+                column,
+                stamp: version,
+                ..
+            } => self.write(
+                row,
+                &[(column.clone(), None, None)],
                 at,
+                *version,
                 fate,
                 rng,
             ),
-            Command::Batch { row, writes, .. } => self.write(row, writes, at, fate, rng),
+            Command::Batch { row, writes, .. } => {
+                let w: Vec<_> = writes
+                    .iter()
+                    .map(|w| match w {
+                        Write::Put { column, value, ttl } => {
+                            (column.clone(), Some(value.clone()), *ttl)
+                        }
+                        Write::Delete { column } => (column.clone(), None, None),
+                    })
+                    .collect();
+                self.write(row, &w, at, stamp, fate, rng)
+            }
             Command::Read {
                 row,
                 filter,
                 consistency: ReadConsistency::Plain(_),
             } => {
-                if fate == Fate::Dropped {
+                if matches!(fate, Fate::Dropped | Fate::Late) {
                     return (timeout(), at);
                 }
                 let (reply, done) = self.read(row, filter, at, rng);
-                (
-                    if fate == Fate::LostReply {
-                        timeout()
-                    } else {
-                        reply
-                    },
-                    done,
-                )
+                let reply = if fate == Fate::LostReply {
+                    timeout()
+                } else {
+                    reply
+                };
+                (reply, done)
             }
             // Serial reads, conditional commands and purges go through Paxos.
             _ => {
-                if fate == Fate::Dropped {
+                self.settle_proposal(command.row(), at, rng);
+                if matches!(fate, Fate::Dropped | Fate::Late) {
                     return (timeout(), at);
                 }
-                let done = at + 1_000_000 + rng.below(4_000_000);
-                let reply = self.paxos.apply(command, Instant::from_nanos(at));
-                (
-                    if fate == Fate::LostReply {
+                let done = at + MS + rng.below(4 * MS);
+                if fate == Fate::Minority && command.is_conditional() {
+                    let row = command.row().unwrap_or_default().to_string();
+                    self.proposal = Some((row, command.clone(), stamp));
+                    let reply = if rng.below(2) == 0 {
                         timeout()
                     } else {
-                        reply
-                    },
-                    done,
-                )
+                        unavailable()
+                    };
+                    return (reply, done);
+                }
+                let coordinator = rng.below(3) as usize;
+                let now = self.node_now(coordinator, at);
+                let command = whole_second_ttl(command, now);
+                let reply = self
+                    .paxos
+                    .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                let reply = if fate == Fate::LostReply {
+                    timeout()
+                } else {
+                    reply
+                };
+                (reply, done)
             }
         }
+    }
+
+    fn arrival_stamp(&mut self) -> u64 {
+        self.arrivals += 1;
+        self.arrivals
     }
 }
