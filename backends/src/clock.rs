@@ -11,17 +11,47 @@ use baton_kernel::Instant;
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// Kernel [`Instant`]s from [`tokio::time::Instant`], relative to an epoch fixed when the clock
-/// is created.
+/// is created, plus the time the host spent suspended since then.
 ///
 /// Each [`Locker`](crate::Locker) has its own clock: lease deadlines are instants of it. It reads
 /// tokio's clock so that tests under `tokio::time::pause()` are deterministic; the epoch is per
 /// clock, not per process, because a paused and an unpaused runtime in one process disagree
 /// about what "now" is. Readings never go backwards, even if a clock is read from runtimes whose
 /// clocks disagree (the kernel requires a monotonic `now`).
+///
+/// **Suspension.** tokio's (and std's) clock is `CLOCK_MONOTONIC`, which stops while a laptop or
+/// a VM is suspended; the store's clock does not, so a holder would wake believing in a lease
+/// that expired while it slept. On Linux the clock adds the growth of
+/// `CLOCK_BOOTTIME - CLOCK_MONOTONIC` since its creation (the time spent suspended), so a
+/// suspended holder's lease ends on time; timers still sleep on tokio's clock, and wake late by
+/// the suspension, which only makes the holder notice later, never believe longer. Elsewhere
+/// there is no correction: README "Safety and its assumptions".
 #[derive(Clone, Debug)]
 pub struct Clock {
     epoch: tokio::time::Instant,
+    suspended_at_epoch: Duration,
     last: Arc<AtomicU64>,
+}
+
+/// The time the host has spent suspended since it booted (`CLOCK_BOOTTIME - CLOCK_MONOTONIC`).
+#[cfg(target_os = "linux")]
+fn suspended() -> Duration {
+    use rustix::time::{clock_gettime, ClockId};
+    let to = |t: rustix::time::Timespec| {
+        Duration::new(
+            u64::try_from(t.tv_sec).unwrap_or(0),
+            u32::try_from(t.tv_nsec).unwrap_or(0),
+        )
+    };
+    let monotonic = to(clock_gettime(ClockId::Monotonic));
+    let boottime = to(clock_gettime(ClockId::Boottime));
+    boottime.saturating_sub(monotonic)
+}
+
+/// No portable way to tell: no correction.
+#[cfg(not(target_os = "linux"))]
+fn suspended() -> Duration {
+    Duration::ZERO
 }
 
 impl Clock {
@@ -29,13 +59,15 @@ impl Clock {
     pub fn new() -> Self {
         Clock {
             epoch: tokio::time::Instant::now(),
+            suspended_at_epoch: suspended(),
             last: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// The current instant.
     pub fn now(&self) -> Instant {
-        let elapsed = tokio::time::Instant::now().saturating_duration_since(self.epoch);
+        let slept = suspended().saturating_sub(self.suspended_at_epoch);
+        let elapsed = tokio::time::Instant::now().saturating_duration_since(self.epoch) + slept;
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let previous = self.last.fetch_max(nanos, Ordering::Relaxed);
         Instant::from_nanos(nanos.max(previous))
@@ -70,5 +102,14 @@ mod tests {
         assert_eq!(now, Instant::from_nanos(1_500_000_000));
         assert_eq!(clock.to_tokio(now), tokio::time::Instant::now());
         assert!(clock.to_tokio(Instant::MAX) > tokio::time::Instant::now() + FAR_FUTURE / 2);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn boottime_runs_at_least_as_fast_as_monotonic() {
+        // Without a suspension in between, the two clocks advance together (within a read).
+        let a = suspended();
+        let b = suspended();
+        assert!(b + Duration::from_millis(5) >= a, "{a:?} then {b:?}");
     }
 }

@@ -156,6 +156,7 @@ mod tests {
         });
         assert_eq!(count(), 2);
         store.apply(&Command::Batch {
+            after: 0,
             row: "r".into(),
             writes: vec![Write::Delete { column: "c".into() }],
             consistency: Consistency::Quorum,

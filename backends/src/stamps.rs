@@ -23,7 +23,14 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// processes stamps are only as well ordered as the hosts' clocks, which is enough because a
 /// cell is written with plain writes by one owner only, and an owner lives in one process.
 pub(crate) fn next_stamp() -> u64 {
-    let now = now_micros();
+    next_stamp_after(0)
+}
+
+/// A stamp from the same generator that is also greater than `floor` (a batch's
+/// [`after`](baton_kernel::Command::Batch)): the generator moves past it, so later stamps stay
+/// greater too.
+pub(crate) fn next_stamp_after(floor: u64) -> u64 {
+    let now = now_micros().max(floor.saturating_add(1));
     let previous = LAST
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
             Some(now.max(last.saturating_add(1)))

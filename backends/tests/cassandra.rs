@@ -200,6 +200,7 @@ async fn every_command_matches_the_reference_table() {
                 },
             ],
             consistency: quorum,
+            after: 0,
         },
         read("r", ColumnFilter::All),
         // One timestamp for the whole batch: a second put of a column the batch wrote changes
@@ -232,6 +233,7 @@ async fn every_command_matches_the_reference_table() {
                 },
             ],
             consistency: quorum,
+            after: 0,
         },
         read("r", ColumnFilter::All),
         // No version is as old as stamp 0: nothing removed.
@@ -695,6 +697,7 @@ async fn reads_return_the_stamps_plain_writes_carry() {
     }
     // A batch writes every cell at one timestamp.
     let batch = Command::Batch {
+        after: 0,
         row: "r".into(),
         writes: ["x", "y"]
             .into_iter()
@@ -765,6 +768,7 @@ async fn late_plain_writes_do_not_undo_later_ones() {
         );
         assert_eq!(versions(&store, "r").await, v2, "a delete stamped {stamp}");
         let batch = Command::Batch {
+            after: 0,
             row: "r".into(),
             writes: vec![
                 Write::Delete { column: "c".into() },

@@ -29,6 +29,9 @@ pub struct Lease {
     pub(crate) value: String,
     /// The fencing counter's value as the grant wrote it.
     pub(crate) fence_value: String,
+    /// The newest stamp among the cells the winning read returned: a release with a mutation
+    /// stamps its writes above it.
+    pub(crate) newest_stamp: u64,
 }
 
 impl Lease {

@@ -282,3 +282,87 @@ fn a_counter_moved_during_a_grant_restarts_the_acquisition() {
         );
     }
 }
+
+/// Finding 6 (data columns). A column-prefix holder that read the row writes its data with
+/// `release_with` from a host whose clock is behind the previous holder's: the batch carries
+/// the newest stamp the holder read, and the store stamps it above that, so the data is not
+/// silently dropped as older than what the previous holder wrote.
+#[test]
+fn data_written_on_release_supersedes_the_previous_holders_whatever_the_clocks() {
+    use baton_kernel::{Instant, MemoryTable, Operation, Poll, Reply, Write};
+    let mut h = Harness::new();
+    let mut o = options(Strategy::ColumnPrefix, "a", 1);
+    o.prefix.read_row = true;
+    // The previous holder's data, written from a clock far ahead (stamp 10^12).
+    h.table.apply_stamped(
+        &Command::Put {
+            row: NAME.into(),
+            column: "balance".into(),
+            value: "100".into(),
+            ttl: None,
+            consistency: Default::default(),
+        },
+        h.now(),
+        1_000_000_000_000,
+    );
+    let g = held(drive(
+        &mut h,
+        "A",
+        Acquire::new(name(NAME), owner("a"), o).expect("valid"),
+    ));
+    assert_eq!(g.row.len(), 1, "the data cell was read with the lock");
+    let writes = vec![Write::Put {
+        column: "balance".into(),
+        value: "90".into(),
+        ttl: None,
+    }];
+    let mut release = Release::with_mutation(&g.lease, writes).expect("a data column");
+    // The release reads, then sends its batch.
+    let Poll::Execute(id, read) = release.poll(Instant::ZERO) else {
+        panic!("the release reads first")
+    };
+    let reply = h.table.apply(&read, h.now());
+    release.handle(id, reply);
+    let Poll::Execute(_, batch) = release.poll(Instant::ZERO) else {
+        panic!("then writes the batch")
+    };
+    let Command::Batch { after, .. } = &batch else {
+        panic!("a batch: {batch:?}")
+    };
+    assert_eq!(
+        *after, 1_000_000_000_000,
+        "the newest stamp the holder read"
+    );
+    // Executed by a host whose clock is behind (stamp 5): still supersedes.
+    let mut table: MemoryTable = h.table.clone();
+    table.apply_stamped(&batch, h.now(), 5);
+    let cells = table.read(
+        NAME,
+        &baton_kernel::ColumnFilter::Exact("balance".into()),
+        h.now(),
+    );
+    assert_eq!(cells[0].value, "90", "{cells:?}");
+    // Without the floor, the write would have been dropped as older.
+    let mut unfloored = h.table.clone();
+    if let Command::Batch {
+        row,
+        writes,
+        consistency,
+        ..
+    } = batch
+    {
+        let plain = Command::Batch {
+            row,
+            writes,
+            consistency,
+            after: 0,
+        };
+        assert_eq!(unfloored.apply_stamped(&plain, h.now(), 5), Reply::Written);
+    }
+    let cells = unfloored.read(
+        NAME,
+        &baton_kernel::ColumnFilter::Exact("balance".into()),
+        h.now(),
+    );
+    assert_eq!(cells[0].value, "100", "the lost update the floor prevents");
+}

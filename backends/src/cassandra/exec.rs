@@ -24,7 +24,7 @@ use scylla::value::CqlValue;
 
 use super::errors::failure;
 use super::statements::{prefix_end, ttl_seconds, Statements};
-use crate::stamps::next_stamp;
+use crate::stamps::{next_stamp, next_stamp_after};
 
 /// Levels that override the commands' own (the URL's `consistency=` and `serial=`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -187,10 +187,16 @@ pub(crate) fn plan(
             row,
             writes,
             consistency,
+            after,
         } => {
             let mut batch = Batch::new(BatchType::Logged);
             let mut values = Vec::new();
-            let stamp = stamp();
+            // Above the newest stamp the writer saw in the row (see `Command::Batch`).
+            let stamp = cql_stamp(
+                given
+                    .map(|g| g.max(after.saturating_add(1)))
+                    .unwrap_or_else(|| next_stamp_after(*after)),
+            );
             for write in effective_writes(writes) {
                 match write {
                     Write::Put { column, value, ttl } => {
@@ -579,6 +585,7 @@ mod tests {
                     row: "r".into(),
                     writes,
                     consistency: Consistency::Quorum,
+                    after: 0,
                 };
                 reference.apply_stamped(&batch(script.clone()), now, 2);
                 // One write per column: no ties within the batch, so order is irrelevant.

@@ -16,7 +16,7 @@ use baton_kernel::{Cell, ColumnFilter, Command, Reply, Write};
 
 use super::conn::{Arg, Kind, Sealed, Val};
 use super::dialect::{prefix_end, Statements};
-use crate::stamps::next_stamp;
+use crate::stamps::{next_stamp, next_stamp_after};
 
 /// The longest row or column name the SQL lock table holds, in bytes.
 pub(crate) const MAX_KEY_BYTES: usize = 255;
@@ -129,11 +129,18 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
             };
             conditional(conn, st, row, column, done.rows > 0).await
         }
-        Command::Batch { row, writes, .. } => {
-            // One stamp for every write, applied in order: a put after a delete of the same
-            // cell recreates it, a second put of a cell the batch already wrote changes nothing
-            // (its stamp is not newer), exactly as in the reference table.
-            let stamp = Some(stamp());
+        Command::Batch {
+            row, writes, after, ..
+        } => {
+            // One stamp for every write, above the newest stamp the writer saw (`after`),
+            // applied in order: a put after a delete of the same cell recreates it, a second put
+            // of a cell the batch already wrote changes nothing (its stamp is not newer), exactly
+            // as in the reference table.
+            let stamp = Some(sql_stamp(
+                given
+                    .map(|g| g.max(after.saturating_add(1)))
+                    .unwrap_or_else(|| next_stamp_after(*after)),
+            ));
             let ttls: Vec<Option<i64>> = writes
                 .iter()
                 .map(|w| match w {

@@ -154,6 +154,7 @@ per_db!(
                     },
                 ],
                 consistency: Consistency::Quorum,
+                after: 0,
             },
             read("job", ColumnFilter::All),
             Command::Delete {
@@ -191,6 +192,7 @@ per_db!(
                     },
                 ],
                 consistency: Consistency::Quorum,
+                after: 0,
             },
             read("job", ColumnFilter::All),
             // Versions: no cell is as old as stamp 0; every one is at most u64::MAX.
@@ -556,6 +558,7 @@ per_db!(reads_return_increasing_stamps, |url: String| async move {
     assert!(swapped > inserted, "{swapped} after {inserted}");
     // A batch stamps all its writes with one stamp.
     let batch = Command::Batch {
+        after: 0,
         row: "r".into(),
         writes: ["x", "y"]
             .into_iter()
@@ -623,6 +626,7 @@ per_db!(
             );
             assert_eq!(now().await, v2, "a delete stamped {stamp}");
             let batch = Command::Batch {
+                after: 0,
                 row: "r".into(),
                 writes: vec![
                     Write::Delete { column: "c".into() },

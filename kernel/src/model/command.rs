@@ -182,6 +182,10 @@ pub enum Command {
         writes: Vec<Write>,
         /// Write consistency.
         consistency: Consistency,
+        /// The newest stamp the writer saw in the row: the executor stamps the batch above it,
+        /// so data written by a holder always supersedes what an earlier holder wrote, even
+        /// from a host whose clock is behind (0: no floor).
+        after: u64,
     },
     /// Physically remove expired cells (of one row, or of the whole table when `row` is
     /// `None`). Answered by [`Reply::Purged`] with what was removed.

@@ -125,7 +125,11 @@ impl MemoryTable {
                     current: None,
                 }
             }
-            Command::Batch { row, writes, .. } => {
+            Command::Batch {
+                row, writes, after, ..
+            } => {
+                let stamp = stamp.max(after.saturating_add(1));
+                self.last_stamp = self.last_stamp.max(stamp);
                 for write in writes {
                     match write {
                         Write::Put { column, value, ttl } => {

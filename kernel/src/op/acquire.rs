@@ -99,6 +99,8 @@ pub struct Acquire {
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
     stale: Vec<(String, u64)>,
+    /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
+    newest_stamp: u64,
     /// Bakery: how many forced releases the counter showed when this attempt read the queue
     /// (after its `entering` write). More at a later read: a forced release may have deleted
     /// our cell, and our own refresh recreated it, so others may have passed us unseen.
@@ -157,6 +159,7 @@ impl Acquire {
             fence_hint: None,
             fence_value: String::new(),
             stale: Vec::new(),
+            newest_stamp: 0,
             forced_seen: 0,
             data: Vec::new(),
             woken: false,
@@ -430,6 +433,7 @@ impl Acquire {
             column: self.column.clone(),
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
+            newest_stamp: self.newest_stamp,
         };
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
@@ -604,6 +608,7 @@ impl Acquire {
                 self.io.send(self.read_row(self.opts.prefix.read_row));
             }
             (Phase::PrefixRead, Reply::Cells(cells)) => {
+                self.newest_stamp = cells.iter().map(|c| c.stamp).max().unwrap_or(0);
                 let found = prefix::classify(&self.layout, cells, &self.column);
                 if !found.ours || self.lapsed(now) {
                     return self.abandon(Then::Restart);

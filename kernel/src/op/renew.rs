@@ -354,6 +354,7 @@ impl Release {
             row: self.lease.row.clone(),
             writes,
             consistency: self.lease.opts.consistency,
+            after: self.lease.newest_stamp,
         }
     }
 

@@ -184,6 +184,7 @@ pub fn render_command(c: &Command) -> String {
             row,
             writes,
             consistency,
+            ..
         } => {
             let writes: Vec<String> = writes
                 .iter()

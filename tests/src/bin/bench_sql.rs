@@ -254,7 +254,9 @@ impl Replay {
                     row,
                     writes,
                     consistency,
+                    after,
                 } => Command::Batch {
+                    after,
                     writes: writes
                         .into_iter()
                         .map(|w| match w {

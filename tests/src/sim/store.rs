@@ -431,7 +431,10 @@ impl SimStore for Replicated {
                 fate,
                 rng,
             ),
-            Command::Batch { row, writes, .. } => {
+            Command::Batch {
+                row, writes, after, ..
+            } => {
+                let stamp = stamp.max(after.saturating_add(1));
                 let w: Vec<_> = writes
                     .iter()
                     .map(|w| match w {
