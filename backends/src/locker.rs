@@ -382,6 +382,15 @@ impl LockerBuilder {
         self
     }
 
+    /// Accept a plain consistency below a quorum ([`Consistency::One`]) for the bakery and
+    /// column-prefix strategies, which are otherwise refused with
+    /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption): their reads must see every
+    /// completed write, and ONE allows two holders at once when a replica misses a write.
+    pub fn allow_weak_consistency(mut self, allow: bool) -> Self {
+        self.options.allow_weak_consistency = allow;
+        self
+    }
+
     /// Consistency of conditional commands and serial reads (default SERIAL).
     pub fn serial_consistency(mut self, serial: SerialConsistency) -> Self {
         self.options.serial = serial;

@@ -445,7 +445,10 @@ async fn each_command_runs_at_its_consistency_level() {
     // The URL's consistency= overrides every command's level.
     let one = CassandraStore::open(&with_params(
         &format!("cassandra://{}/{keyspace}?replication={rf}", hosts(&base)),
-        &format!("table={}&consistency=one", store.options().table),
+        &format!(
+            "table={}&consistency=one&allow_weak_consistency=true",
+            store.options().table
+        ),
     ))
     .expect("url");
     assert_eq!(one.execute(at(Consistency::All)).await, Reply::Written);

@@ -339,9 +339,13 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
         options.keyspace = path.to_owned();
     }
     let mut create_given = None;
+    let mut weak_allowed = false;
     for (key, value) in params::pairs(query) {
         match key {
             "table" => options.table = value.to_owned(),
+            "allow_weak_consistency" => {
+                weak_allowed = params::flag(key, value).map_err(|why| bad(&why))?
+            }
             "create" => create_given = Some(params::flag(key, value).map_err(|why| bad(&why))?),
             "consistency" => {
                 options.consistency = Some(parse_consistency(value).ok_or_else(|| {
@@ -366,10 +370,20 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
             }
             other => {
                 return Err(bad(&format!(
-                    "unknown parameter {other:?} (Cassandra store URLs take table, create, consistency, serial, replication, timeout and connect_timeout)"
+                    "unknown parameter {other:?} (Cassandra store URLs take table, create, consistency, allow_weak_consistency, serial, replication, timeout and connect_timeout)"
                 )))
             }
         }
+    }
+    // ONE overrides every plain command of every lock on this store: the bakery and
+    // column-prefix strategies decide from plain reads that must see every completed write,
+    // which a single replica does not promise (two holders at once when a replica misses a
+    // write). Unique insert decides by lightweight transactions only, so a store used only by
+    // it may opt in.
+    if options.consistency == Some(Consistency::One) && !weak_allowed {
+        return Err(bad(
+            "consistency=one is below a quorum: the bakery and column-prefix strategies then allow two holders at once when a replica misses a write; use quorum or local_quorum, or add allow_weak_consistency=true if only unique insert uses this store",
+        ));
     }
     if let Some(create) = create_given {
         options.create = create;
@@ -463,12 +477,23 @@ mod tests {
     }
 
     #[test]
+    fn consistency_one_needs_an_explicit_opt_in() {
+        let e = parse("cassandra://h/ks?consistency=one").expect_err("refused");
+        assert!(e.message().contains("allow_weak_consistency=true"), "{e}");
+        let o = parse("cassandra://h/ks?consistency=one&allow_weak_consistency=true")
+            .expect("opted in");
+        assert_eq!(o.consistency, Some(Consistency::One));
+    }
+
+    #[test]
     fn bad_urls_are_invalid_options_without_passwords() {
         for url in [
             "cassandra://u:s3cret@h/ks?tabel=x",
             "cassandra://u:s3cret@h/ks?table=x-y",
             "cassandra://u:s3cret@h/ks;drop",
             "cassandra://u:s3cret@h/ks?consistency=serial",
+            "cassandra://u:s3cret@h/ks?consistency=one",
+            "cassandra://u:s3cret@h/ks?consistency=one&allow_weak_consistency=maybe",
             "cassandra://u:s3cret@h/ks?serial=quorum",
             "cassandra://u:s3cret@h/ks?replication=0",
             "cassandra://u:s3cret@h/ks?replication=dc'1:3",

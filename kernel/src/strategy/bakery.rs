@@ -43,14 +43,34 @@
 //! if each re-write answered before the previous deadline; otherwise the waiter starts over with
 //! a new ticket, since a gap might have let a larger ticket in.
 //!
+//! # Late delivery
+//! Fault model: any put or delete may be applied after the client heard a timeout, up to a TTL
+//! later, or twice. Every plain write carries a stamp given when it was sent (increasing within
+//! the process, and only the owner writes its cell), and stores apply a put only over an older
+//! version and a delete only over one at most as new (Cassandra's client timestamps; SQL's
+//! `stamp` column). So a late `entering`, ticket or delete of ours never overwrites or removes a
+//! newer state of our cell; the proof's "continuously live from its `entering` write until the
+//! deadline" holds. A late write that finds our cell gone recreates it: that only adds a
+//! contender, which blocks others until its TTL ends and never lets anyone pass.
+//!
+//! A forced release deletes cells by version and counts itself in the fencing counter, before and
+//! after its deletes. A waiter whose ticket it deleted may recreate it with its next refresh, in a
+//! queue that others entered meanwhile without seeing it; so a waiter that sees more forced
+//! releases counted than when it read the queue starts over.
+//!
+//! Timestamp discipline: client-side stamps, increasing per process. Clock assumption: the
+//! holder's monotonic clock and the store's (each replica's) differ by less than the drift margin
+//! over one lease; wall clocks need not agree.
+//!
 //! # Crash
 //! A crashed contender's cell expires after the TTL, and the queue moves on. A waiter paused past
 //! its TTL loses its place and takes a new ticket.
 //!
 //! # Cost
-//! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 1.
-//! Renew: 2 (read the row, re-write our cell). FIFO-fair: tickets are served in order.
-//! Every poll of the queue counts as a try against `RetryPolicy::max_attempts`.
+//! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 2 (read
+//! the row, so the release can say whether the lease was intact; delete our cell). Renew: 2
+//! (read the row, re-write our cell). FIFO-fair: tickets are served in order. Every poll of the
+//! queue counts as a try against `RetryPolicy::max_attempts`.
 
 use alloc::vec::Vec;
 use core::cmp::Ordering;

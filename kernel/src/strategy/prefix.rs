@@ -35,13 +35,33 @@
 //! have passed. Contenders that collide both back off (the cost of this strategy under
 //! contention: it is for rarely contended locks, as Astyanax says).
 //!
+//! # Late delivery
+//! Fault model: any put or delete may be applied after the client heard a timeout, up to a TTL
+//! later, or twice; operators purge and break locks while clients run. Plain writes carry stamps
+//! given when sent and apply only over older versions (see [`Command::stamped`](crate::Command::stamped)),
+//! so a late delete or re-write of ours never removes or rolls back our live column. Others never
+//! delete our column blindly: a stale column is deleted at the version read
+//! ([`Command::DeleteVersion`](crate::Command::DeleteVersion)), so when its owner takes the same
+//! column again before the delete lands (an owner id reused with `cell_ttl > ttl`), the new
+//! version survives. Each attempt writes a value of its own (`att=N`), so an operator's removal
+//! aimed at an earlier attempt never matches this one. A late put that recreates a deleted
+//! column only adds a contender.
+//!
+//! Timestamp discipline: client-side stamps, increasing per process; `release_with` stamps its
+//! data above the newest stamp its `read_row` read returned, so successive holders' data writes
+//! apply in order whatever their clocks. Clock assumption: the holder's monotonic clock and the
+//! store's differ by less than the drift margin over one lease; staleness is judged from the
+//! store's remaining TTL, never a client's clock.
+//!
 //! # Crash
 //! A crashed holder's column blocks others until it is stale (after the lease TTL) and is
 //! removed by the next acquirer, or by the store when its cell TTL runs out.
 //!
 //! # Cost
 //! Uncontended acquire: 3 round trips (write, read, counter), plus one delete per stale column
-//! found. Release: 1. Renew: 2 (read the lock columns, re-write ours).
+//! found. Release: 2 (read the lock columns, so the release can say whether the lease was
+//! intact; delete ours, or the batch with the data). Renew: 2 (read the lock columns, re-write
+//! ours).
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -27,13 +27,36 @@
 //! revive an expired lock. A timed-out insert is settled by a serial read: our record (unique per
 //! acquisition, thanks to the nonce) is there or it is not.
 //!
+//! # Late delivery
+//! Fault model: any command may be applied after the client heard a timeout, and after its
+//! read-back (a statement queued in a pooler, a request in a coordinator's queue); a Paxos
+//! proposal accepted by a minority may be completed by a later round, even after an
+//! `Unavailable` answer. Why that cannot make a second holder:
+//! - Every attempt inserts a value of its own (`att=N` in the record). A late insert of an earlier
+//!   attempt is never taken for this attempt's win: it is recognised as ours and removed by
+//!   compare-and-set, and the deadline counts from the first send of the value the lease rests on,
+//!   which the store cannot have applied earlier.
+//! - Renewal and release are compare-and-sets against that exact value, so a late one can only
+//!   touch our own record, and a late renewal cannot revive an expired lock.
+//! - Before taking a token without a current [`FenceHint`](crate::FenceHint), a grant reads the
+//!   row back at serial consistency: our record must still be the lock's (a forced release may
+//!   have removed it), and the counter it reads is then moved by compare-and-set; a counter moved
+//!   by another owner after that read aborts the attempt.
+//! - A release whose send timed out (or was answered `Unavailable`) and whose record is gone is
+//!   `Ok` only when the counter shows a plain hand-off; otherwise `Ambiguous`.
+//!
+//! Timestamp discipline: none of its own (conditional commands are ordered by Paxos ballots on
+//! Cassandra, by row locks on SQL). Clock assumption: the holder's monotonic clock and the
+//! store's (each Cassandra node's) differ by less than the drift margin over one lease.
+//!
 //! # Crash
 //! A crashed holder's record expires after the TTL; the next insert-if-absent takes over.
 //!
 //! # Cost
-//! Uncontended acquire: 2 round trips (insert + counter) on a fresh name, or when the counter's
-//! value is known from a [`FenceHint`](crate::FenceHint); 3 when the counter exists and the hint
-//! is missing or stale. Release: 1. Renew: 1.
+//! Uncontended acquire: 2 round trips (insert + counter) when the counter's value is known from a
+//! [`FenceHint`](crate::FenceHint) (a locker keeps one per name); 3 without one (insert, serial
+//! read of the row, counter); 4 when the hint is stale. Release: 1 (2 when a send timed out).
+//! Renew: 1.
 
 use alloc::string::String;
 
