@@ -13,7 +13,7 @@
 //! omitted when zero. `att` (unique insert) numbers the acquisition's attempts, omitted for the
 //! first: every attempt writes a value of its own, so an insert of an earlier attempt that the
 //! store applies late is never mistaken for this attempt's.
-//! | fencing counter (`fence`, or the column prefix itself) | `token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978` |
+//! | fencing counter (`_LOCK_`, or a custom column prefix itself) | `token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978 forced=1` |
 
 use alloc::format;
 use alloc::string::{String, ToString};

@@ -3,7 +3,7 @@
 //! # Layout
 //! Row = lock name. One cell per contender, column `ticket/<owner id>`, holding either
 //! `entering` (Lamport's `entering[i] = true`) or `ticket=<n>` (Lamport's `number[i] = n`), with a
-//! TTL. Column `fence` holds the fencing counter (conditional commands only; the `ticket/` cells
+//! TTL. Column `_LOCK_` holds the fencing counter (conditional commands only; the `ticket/` cells
 //! are only ever written with plain writes).
 //!
 //! QCassandraLock keeps `entering` and `ticket` in two rows; baton keeps them as two states of

@@ -21,7 +21,7 @@
 //! *our own* next value means an earlier send of ours was applied (a reply lost, or Cassandra's
 //! `Unavailable` after a quorum accepted the proposal): that is our token.
 //!
-//! What the counter cannot survive, and the library cannot detect: the `fence` cell deleted by
+//! What the counter cannot survive, and the library cannot detect: the counter cell deleted by
 //! hand, the table dropped and recreated, a SQLite file that lost its last commits in a power
 //! failure under `synchronous=NORMAL` (the SQL store opens SQLite with `synchronous=FULL` for
 //! this reason), a failover to an asynchronous replica that had not received the last updates.

@@ -9,7 +9,7 @@
 //!   relies on the cell (a win, a renewal) counts only if its reply arrived *before* the
 //!   current deadline, so the cell cannot have expired, and been replaced by someone else's,
 //!   in between. A plain re-write that arrives too late is treated as lost and deleted.
-//! - **Fencing** ([`fence`]): after winning, a holder bumps a per-name counter cell by
+//! - **Fencing** (one counter cell per name, [`COUNTER_COLUMN`]): after winning, a holder bumps a per-name counter cell by
 //!   compare-and-set. Counter updates are linearizable and only winners make them, so tokens
 //!   strictly increase in the order leases are granted.
 //! - **No decisions on clocks.** Expiry is the store's TTL; the only clock the kernel compares
@@ -37,17 +37,22 @@ pub(crate) struct Layout {
     pub strategy: Strategy,
 }
 
+/// The fencing counter's column for every strategy but column prefix with a custom prefix:
+/// the default column prefix itself, so one name has one counter whichever strategy grants it
+/// (tokens stay ordered even on a name misused by two strategies, which exclude nothing).
+pub const COUNTER_COLUMN: &str = "_LOCK_";
+
 impl Layout {
     pub fn of(opts: &LockOptions) -> Layout {
         match opts.strategy {
             Strategy::UniqueInsert => Layout {
                 entries: String::from(unique::LOCK_COLUMN),
-                fence: String::from("fence"),
+                fence: String::from(COUNTER_COLUMN),
                 strategy: opts.strategy,
             },
             Strategy::Bakery => Layout {
                 entries: String::from(bakery::PREFIX),
-                fence: String::from("fence"),
+                fence: String::from(COUNTER_COLUMN),
                 strategy: opts.strategy,
             },
             Strategy::ColumnPrefix => Layout {

@@ -2,7 +2,7 @@
 //!
 //! # Layout
 //! Row = lock name. Column `lock` holds the owner record
-//! (`owner=<id> ttl_ms=… cell_ttl_ms=… created_ms=…`) with a TTL; column `fence` holds the
+//! (`owner=<id> ttl_ms=… cell_ttl_ms=… created_ms=…`) with a TTL; column `_LOCK_` holds the
 //! fencing counter. Both are written only with conditional commands.
 //!
 //! # Algorithm

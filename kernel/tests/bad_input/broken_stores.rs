@@ -126,12 +126,10 @@ fn conditional_commands_timing_out_unapplied_for_ever_are_store_unavailable() {
             "{strategy}: {e}"
         );
         // Unique insert: the lock insert itself; the others: the fencing counter.
-        let column = if strategy == Strategy::ColumnPrefix {
-            "_LOCK_"
-        } else if strategy == Strategy::Bakery {
-            "fence"
-        } else {
+        let column = if strategy == Strategy::UniqueInsert {
             "lock"
+        } else {
+            "_LOCK_"
         };
         assert!(
             e.message().contains(&format!("{column:?}")),

@@ -365,11 +365,11 @@ pub fn delete(c: &Command) -> bool {
     matches!(c, Command::Delete { .. })
 }
 
-/// Commands on the fencing counter (column `fence`, or the column prefix itself).
+/// Commands on the fencing counter (column `_LOCK_`, every strategy's with the default prefix).
 pub fn fence(c: &Command) -> bool {
     match c {
         Command::InsertIfAbsent { column, .. } | Command::CompareAndSet { column, .. } => {
-            column == "fence" || column == "_LOCK_"
+            column == "_LOCK_"
         }
         _ => false,
     }

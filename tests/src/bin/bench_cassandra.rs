@@ -182,12 +182,9 @@ fn table_url(base: &str) -> String {
     format!("{base}{sep}table={}", unique_table())
 }
 
-/// The fencing counter's column for `strategy`.
-fn fence_column(strategy: Strategy) -> &'static str {
-    match strategy {
-        Strategy::ColumnPrefix => "_LOCK_",
-        _ => "fence",
-    }
+/// The fencing counter's column (every strategy's, with the default column prefix).
+fn fence_column(_strategy: Strategy) -> &'static str {
+    baton_kernel::strategy::COUNTER_COLUMN
 }
 
 /// `commands` moved to row `row`, with fencing-counter updates re-chained from `fence` so each

@@ -427,10 +427,7 @@ impl Tally {
         self.events += out.events;
         self.faults.add(&out.faults);
         for (kind, n) in &out.releases {
-            match self.releases.iter_mut().find(|(k, _)| k == kind) {
-                Some((_, m)) => *m += *n as u64,
-                None => self.releases.push((*kind, *n as u64)),
-            }
+            self.count_releases(*kind, *n as u64);
         }
     }
 
@@ -440,12 +437,16 @@ impl Tally {
         self.events += other.events;
         self.faults.add(&other.faults);
         for (kind, n) in other.releases {
-            match self.releases.iter_mut().find(|(k, _)| *k == kind) {
-                Some((_, m)) => *m += n,
-                None => self.releases.push((kind, n)),
-            }
+            self.count_releases(kind, n);
         }
         self.failed.extend(other.failed);
+    }
+
+    fn count_releases(&mut self, kind: Option<ErrorKind>, n: u64) {
+        match self.releases.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, m)) => *m += n,
+            None => self.releases.push((kind, n)),
+        }
     }
 }
 

@@ -729,15 +729,7 @@ impl Sim {
                     }
                     let renew_at = lease.renew_at();
                     if self.now >= until || !valid {
-                        let grant = self.clients[i].grant.take();
-                        if let Some(g) = grant {
-                            self.grants[g].end_at(self.now);
-                        }
-                        self.clients[i].op += 1;
-                        self.clients[i].state = State::Releasing {
-                            op: Box::new(Release::new(&lease)),
-                            grant,
-                        };
+                        self.start_release(i, &lease);
                     } else if local >= renew_at {
                         self.clients[i].op += 1;
                         self.clients[i].state = State::Renewing {
@@ -783,15 +775,7 @@ impl Sim {
                     Some(Err(e)) => {
                         self.log(i, || format!("renewal: {e}"));
                         // Lost: the belief already ends at the old deadline. Clean up.
-                        let grant = self.clients[i].grant.take();
-                        if let Some(g) = grant {
-                            self.grants[g].end_at(self.now);
-                        }
-                        self.clients[i].op += 1;
-                        self.clients[i].state = State::Releasing {
-                            op: Box::new(Release::new(&lease)),
-                            grant,
-                        };
+                        self.start_release(i, &lease);
                     }
                 },
                 State::Releasing { mut op, grant } => match self.pump(i, &mut *op, local) {
@@ -838,6 +822,19 @@ impl Sim {
                 return self.operator_sleep(i);
             }
         }
+    }
+
+    /// Client `i` stops believing in `lease` now and releases it.
+    fn start_release(&mut self, i: usize, lease: &Lease) {
+        let grant = self.clients[i].grant.take();
+        if let Some(g) = grant {
+            self.grants[g].end_at(self.now);
+        }
+        self.clients[i].op += 1;
+        self.clients[i].state = State::Releasing {
+            op: Box::new(Release::new(lease)),
+            grant,
+        };
     }
 
     /// The grant resting on a cell a forced release removed was broken from `at` on, whether
