@@ -11,6 +11,9 @@ use baton_kernel::{
     RetryPolicy, Sabotage, SplitMix64, Wait,
 };
 
+mod network;
+mod operator;
+
 use super::check::{self, GrantRecord};
 use super::clock::ClientClock;
 use super::store::{Fate, Replicated, SimStore, SingleCopy};
@@ -300,16 +303,6 @@ impl Sim {
         None
     }
 
-    fn one_way(&mut self) -> u64 {
-        let ttl = self.ttl();
-        if chance(&mut self.rng, self.cfg.faults.long_delay) {
-            self.faults.long_delay += 1;
-            50 * MS + self.rng.below(2 * ttl)
-        } else {
-            100_000 + self.rng.below(5 * MS)
-        }
-    }
-
     fn handle(&mut self, event: Event) {
         match event {
             Event::Crash { client } => {
@@ -434,73 +427,6 @@ impl Sim {
                 self.step(client);
             }
         }
-    }
-
-    /// The stamp a command is applied with: the client's, or (broken variant) the store's
-    /// arrival order.
-    fn stamp_at_store(&mut self, stamp: u64) -> u64 {
-        if self.cfg.sabotage == Sabotage::ArrivalOrderStamps {
-            self.store.arrival_stamp()
-        } else {
-            stamp
-        }
-    }
-
-    fn send(&mut self, client: usize, id: CommandId, command: Command) {
-        self.log(client, || format!("send {command:?}"));
-        let f = self.cfg.faults;
-        let minority = if f.replicated && command.is_conditional() {
-            f.minority
-        } else {
-            0.0
-        };
-        let r = self.rng.next_u64() as f64 / u64::MAX as f64;
-        let table = [
-            (f.unavailable, Fate::Unavailable),
-            (f.dropped, Fate::Dropped),
-            (f.lost_reply, Fate::LostReply),
-            (f.late, Fate::Late),
-            (f.duplicated, Fate::Duplicated),
-            (minority, Fate::Minority),
-        ];
-        let mut fate = Fate::Normal;
-        let mut edge = 0.0;
-        for (p, candidate) in table {
-            edge += p;
-            if r < edge {
-                fate = candidate;
-                break;
-            }
-        }
-        let counter = match fate {
-            Fate::Unavailable => Some(&mut self.faults.unavailable),
-            Fate::Dropped => Some(&mut self.faults.dropped),
-            Fate::LostReply => Some(&mut self.faults.lost_reply),
-            Fate::Late => Some(&mut self.faults.late),
-            Fate::Duplicated => Some(&mut self.faults.duplicated),
-            Fate::Minority => Some(&mut self.faults.minority),
-            Fate::Normal => None,
-        };
-        if let Some(n) = counter {
-            *n += 1;
-        }
-        let stamp = self.clients[client].clock.stamp(self.now);
-        let op = self.clients[client].op;
-        let timeout = 50 * MS + self.rng.below(500 * MS);
-        let at = self.now + self.one_way();
-        self.schedule(
-            at,
-            Event::Arrive {
-                client,
-                op,
-                id,
-                command,
-                fate,
-                sent: self.now,
-                timeout,
-                stamp,
-            },
-        );
     }
 
     fn timer_at(&mut self, client: usize, at: u64) {
@@ -835,60 +761,6 @@ impl Sim {
             op: Box::new(Release::new(lease)),
             grant,
         };
-    }
-
-    /// The grant resting on a cell a forced release removed was broken from `at` on, whether
-    /// it was delivered already or is delivered later.
-    fn mark_forced(&mut self, owner: String, value: String, at: u64) {
-        let who = GrantOwner { owner, value };
-        for (g, o) in self.grants.iter_mut().zip(&self.owners) {
-            if *o == who && g.forced_at.is_none() {
-                g.forced_at = Some(at);
-            }
-        }
-        self.broken.push((who, at));
-    }
-
-    fn operator_sleep(&mut self, i: usize) {
-        let ttl = self.ttl();
-        let at = self.now + 50 * MS + self.rng.below(2 * ttl);
-        self.timer_at(i, at);
-    }
-
-    /// The operator's next command: mostly purges, sometimes a forced release.
-    fn operate(&mut self, i: usize) {
-        if self
-            .clients
-            .iter()
-            .all(|c| c.role == Role::Operator || c.crashed || matches!(c.state, State::Done))
-        {
-            self.clients[i].state = State::Done;
-            return;
-        }
-        let name = self.names[self.rng.below(self.names.len() as u64) as usize].clone();
-        let opts = LockOptions {
-            strategy: self.cfg.strategy,
-            prefix: PrefixOptions {
-                cell_ttl: self.cfg.cell_ttl,
-                ..PrefixOptions::default()
-            },
-            seed: self.rng.next_u64(),
-            sabotage: self.cfg.sabotage,
-            ttl: self.cfg.ttl,
-            ..LockOptions::default()
-        };
-        self.clients[i].op += 1;
-        if self.rng.below(10) < 3 {
-            self.clients[i].state = State::Forcing {
-                op: Box::new(ForceRelease::new(name, &opts)),
-                started: self.now,
-            };
-        } else {
-            self.faults.purges += 1;
-            let target = (self.rng.below(2) == 0).then_some(name);
-            self.clients[i].state = State::Purging(Box::new(Purge::new(target, &opts)));
-        }
-        self.step(i);
     }
 
     fn outcome(self, seed: u64) -> Outcome {
