@@ -101,6 +101,8 @@ pub struct Acquire {
     stale: Vec<(String, u64)>,
     /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
     newest_stamp: u64,
+    /// Our counter update replaced a forced release's (see [`Lease`]'s `after_forced`).
+    after_forced: bool,
     /// Bakery: how many forced releases the counter showed when this attempt read the queue
     /// (after its `entering` write). More at a later read: a forced release may have deleted
     /// our cell, and our own refresh recreated it, so others may have passed us unseen.
@@ -160,6 +162,7 @@ impl Acquire {
             fence_value: String::new(),
             stale: Vec::new(),
             newest_stamp: 0,
+            after_forced: false,
             forced_seen: 0,
             data: Vec::new(),
             woken: false,
@@ -434,6 +437,7 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
+            after_forced: self.after_forced,
         };
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
@@ -645,6 +649,7 @@ impl Acquire {
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
                 Ok(Bumped::Token(token)) => {
                     self.fence_value = bump.next_value();
+                    self.after_forced = bump.follows_forced_release();
                     self.won(token, now)
                 }
                 // Another owner moved the counter during our grant: a second holder, or a forced

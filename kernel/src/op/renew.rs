@@ -472,11 +472,15 @@ impl Release {
     /// nothing but a normal hand-off followed our grant: the counter still ours and the record
     /// gone (our release freed it and no one took it yet), or the very next token issued by a
     /// normal grant, with no forced release counted since ours, and the record, if any, that
-    /// grant's. Anything else (another owner's record under our counter, a forced release
-    /// counted, a later token) may hide a forced release that broke us first.
+    /// grant's, unless our grant followed a forced release's counter update (whose removals
+    /// come after it). Anything else (another owner's record under our counter, a forced
+    /// release counted, a later token) may hide a forced release that broke us first.
     fn handed_on(&self, value: &str, record: Option<&str>) -> bool {
         if value == self.lease.fence_value {
             return record.is_none();
+        }
+        if self.lease.after_forced {
+            return false;
         }
         let ours = crate::record::forced_count(Some(&self.lease.fence_value));
         Fence::decode(value).is_ok_and(|f| {
