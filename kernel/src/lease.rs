@@ -32,10 +32,6 @@ pub struct Lease {
     /// The newest stamp among the cells the winning read returned: a release with a mutation
     /// stamps its writes above it.
     pub(crate) newest_stamp: u64,
-    /// The grant moved the counter on from a forced release's update. That release removes
-    /// entries only after its update, so it may have removed ours after we read it back:
-    /// a later hand-off cannot prove our own release freed the lock.
-    pub(crate) after_forced: bool,
 }
 
 impl Lease {

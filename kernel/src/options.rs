@@ -181,9 +181,12 @@ pub enum Sabotage {
     /// Unique insert writes the same value in every attempt of an acquisition, so an earlier
     /// attempt's insert applied late passes for this attempt's win.
     SameValueEveryAttempt,
-    /// A unique-insert release whose send timed out and whose read-back finds the record gone
-    /// reports `Ok` without looking at the fencing counter (the behaviour of commit d854516).
-    ReleaseTrustsReadBack,
+    /// A release that does not read the lock before removing its entry, and trusts the removal:
+    /// `Ok` when it applied, or (unique insert) when a send timed out and the record is gone.
+    ReleaseSkipsCheck,
+    /// Bakery: an attempt counts the forced releases it must watch for from its first read of
+    /// the queue, after its `entering` write, instead of from before it.
+    ForcedCountAfterEntering,
     /// For the simulator's executor: plain writes stamped in arrival order at the store, as if
     /// the store ordered them (server-side timestamps), not by the client when sent.
     ArrivalOrderStamps,
@@ -194,7 +197,7 @@ pub enum Sabotage {
 
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 10] = [
+    pub const ALL: [Sabotage; 11] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -202,7 +205,8 @@ impl Sabotage {
         Sabotage::NoDriftMargin,
         Sabotage::BlindStaleDelete,
         Sabotage::SameValueEveryAttempt,
-        Sabotage::ReleaseTrustsReadBack,
+        Sabotage::ReleaseSkipsCheck,
+        Sabotage::ForcedCountAfterEntering,
         Sabotage::ArrivalOrderStamps,
         Sabotage::ClockStopsInSuspend,
     ];

@@ -53,14 +53,10 @@ fn entries(h: &mut Harness, strategy: Strategy) -> Vec<baton_kernel::LockInfo> {
 // Scenarios
 
 /// (a) A acquires an uncontended lock at t=0 and releases it at t=1s. Checks the round trips
-/// against the strategy's documented cost (`acquire_rts`; release: 1 for unique insert, 2 for
-/// the plain strategies, whose release reads before it deletes).
+/// against the strategy's documented cost (`acquire_rts`; release: 2 for every strategy, which
+/// reads before it removes).
 fn uncontended(strategy: Strategy, acquire_rts: u32) -> Harness {
-    let release_rts = if strategy == Strategy::UniqueInsert {
-        1
-    } else {
-        2
-    };
+    let release_rts = 2;
     let mut h = Harness::new();
     let grant = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
     assert_eq!(grant.lease.token(), 1);
@@ -140,7 +136,7 @@ fn lost_replies(strategy: Strategy, first_write: Matcher) -> Harness {
     let e = drive(&mut h, "B", acquire("B", strategy, Wait::TryOnce)).expect_err("A holds");
     assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
     h.advance(Duration::from_secs(1));
-    h.once("A", any, Fault::LoseReply);
+    h.once("A", removal, Fault::LoseReply);
     drive(&mut h, "A", Release::new(&a.lease)).expect("release settles as applied");
     assert!(entries(&mut h, strategy).is_empty());
     // Only the fencing counter remains.
@@ -297,10 +293,10 @@ fn bakery_lost_replies() {
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held or queued for by a:1:0000000000000001
         t=2012.033090ms A: read "job" all quorum
-        t=2012.033090ms A: <- [store: cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms]
+        t=2012.033090ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: read "job" all quorum
-        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57986.216974ms]
         t=2020.732175ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
@@ -328,6 +324,8 @@ fn unique_uncontended() {
         t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
+        t=1000ms A: read "job" all serial
+        t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59s]
         t=1000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
         t=1000ms A: <- applied
         t=1000ms A: => ok
@@ -351,6 +349,8 @@ fn unique_handoff() {
         t=1000ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
         t=1000ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000"
         t=1000ms B: wait until t=1006.949149ms
+        t=1001ms A: read "job" all serial
+        t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
         t=1001ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
         t=1001ms A: <- applied
         t=1001ms A: => ok
@@ -362,6 +362,8 @@ fn unique_handoff() {
         t=1006.949149ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
+        t=1006.949149ms B: read "job" all serial
+        t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s]
         t=1006.949149ms B: cas "job"/"lock" if "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" then delete serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => ok
@@ -389,9 +391,11 @@ fn unique_takeover() {
         t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
+        t=62000ms A: read "job" all serial
+        t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=59s]
         t=62000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
         t=62000ms A: <- not applied, current "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000"
-        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: it had been taken over by b:1:0000000000000001
+        t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
 }
@@ -418,13 +422,13 @@ fn unique_lost_replies() {
         t=1012.033090ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
         t=1012.033090ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000"
         t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
+        t=2012.033090ms A: read "job" all serial
+        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57987.966910ms]
         t=2012.033090ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
         t=2012.033090ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
         t=2020.732175ms A: read "job" exact "lock" serial
         t=2020.732175ms A: <- cells []
-        t=2020.732175ms A: read "job" all serial
-        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
         t=2020.732175ms A: => ok
         "#,
     );
@@ -554,10 +558,10 @@ fn prefix_lost_replies() {
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
         t=2012.033090ms A: read "job" prefix "_LOCK_" quorum
-        t=2012.033090ms A: <- [store: cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms]
+        t=2012.033090ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: read "job" prefix "_LOCK_" quorum
-        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57986.216974ms]
         t=2020.732175ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
@@ -616,6 +620,8 @@ fn unique_fence_hint() {
         t=1000ms A2: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=a:1:0000000000000002" ttl=none serial/quorum
         t=1000ms A2: <- applied
         t=1000ms A2: => granted lease token=2 deadline=t=60399ms
+        t=1000ms A2: read "job" all serial
+        t=1000ms A2: <- cells ["_LOCK_" = "token=2 owner=a:1:0000000000000002" ttl=none, "lock" = "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
         t=1000ms A2: cas "job"/"lock" if "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
         t=1000ms A2: <- applied
         t=1000ms A2: => ok

@@ -177,13 +177,55 @@ fn one_value_for_every_unique_insert_attempt_is_caught() {
 }
 
 #[test]
-fn a_release_trusting_its_read_back_is_caught() {
-    caught(
-        Strategy::UniqueInsert,
-        Sabotage::ReleaseTrustsReadBack,
-        None,
-        2_000,
+fn a_release_trusting_its_removal_is_caught() {
+    for strategy in Strategy::ALL {
+        caught(strategy, Sabotage::ReleaseSkipsCheck, None, 2_000);
+    }
+}
+
+/// The rule is broken only when a forced release dies between deleting a waiter's `entering`
+/// cell and its closing count, with the waiter's read of the queue in between: about once in
+/// 100 000 seeds. These are the seeds of the million-seed run that found it (each a double
+/// grant then); the broken variant fails on them, the real rule passes.
+#[test]
+fn forced_releases_counted_after_entering_are_caught_on_the_seeds_that_found_it() {
+    const FOUND: [u64; 10] = [
+        16775, 35566, 91282, 211331, 373090, 383363, 551602, 558143, 840047, 939694,
+    ];
+    let caught = FOUND
+        .iter()
+        .filter(|&&seed| {
+            !sim::run(Strategy::Bakery, Sabotage::ForcedCountAfterEntering, seed)
+                .violations
+                .is_empty()
+        })
+        .count();
+    assert!(
+        caught > 0,
+        "the broken variant passed every seed that found it"
     );
+    for seed in FOUND {
+        let out = sim::run(Strategy::Bakery, Sabotage::None, seed);
+        assert!(
+            out.violations.is_empty(),
+            "seed {seed}:\n{}",
+            describe(&out)
+        );
+    }
+}
+
+/// The seeds of the million-seed run where a unique-insert holder's record, removed by a forced
+/// release, came back from a late copy of its own insert and its release said `Ok`.
+#[test]
+fn unique_insert_leases_healed_by_their_own_late_insert_pass_on_the_seeds_that_found_them() {
+    for seed in [82966, 104758, 130103, 368686, 377902, 383423] {
+        let out = sim::run(Strategy::UniqueInsert, Sabotage::None, seed);
+        assert!(
+            out.violations.is_empty(),
+            "seed {seed}:\n{}",
+            describe(&out)
+        );
+    }
 }
 
 #[test]
@@ -216,7 +258,8 @@ fn every_broken_variant_has_a_test() {
         Sabotage::NoDriftMargin,
         Sabotage::BlindStaleDelete,
         Sabotage::SameValueEveryAttempt,
-        Sabotage::ReleaseTrustsReadBack,
+        Sabotage::ReleaseSkipsCheck,
+        Sabotage::ForcedCountAfterEntering,
         Sabotage::ArrivalOrderStamps,
         Sabotage::ClockStopsInSuspend,
     ];

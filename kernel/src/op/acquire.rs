@@ -101,11 +101,13 @@ pub struct Acquire {
     stale: Vec<(String, u64)>,
     /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
     newest_stamp: u64,
-    /// Our counter update replaced a forced release's (see [`Lease`]'s `after_forced`).
-    after_forced: bool,
-    /// Bakery: how many forced releases the counter showed when this attempt read the queue
-    /// (after its `entering` write). More at a later read: a forced release may have deleted
-    /// our cell, and our own refresh recreated it, so others may have passed us unseen.
+    /// Bakery: the most forced releases any counter value we know of counted (a fence hint, or
+    /// any read so far). Every such value was read before the next attempt's `entering` write.
+    forced_known: u64,
+    /// Bakery: `forced_known` when this attempt wrote `entering`: a lower bound that no forced
+    /// release able to delete this attempt's cell is counted in. A later read counting more: a
+    /// forced release may have deleted our cell, and a late write of ours recreated it, so
+    /// others may have passed us unseen.
     forced_seen: u64,
     data: Vec<Cell>,
     woken: bool,
@@ -162,7 +164,7 @@ impl Acquire {
             fence_value: String::new(),
             stale: Vec::new(),
             newest_stamp: 0,
-            after_forced: false,
+            forced_known: 0,
             forced_seen: 0,
             data: Vec::new(),
             woken: false,
@@ -174,6 +176,9 @@ impl Acquire {
     /// Uses the fencing counter as a previous lease of this name left it: saves one round trip
     /// for unique insert when no one else took the lock since.
     pub fn with_fence_hint(mut self, hint: Option<FenceHint>) -> Self {
+        self.forced_known = hint
+            .as_ref()
+            .map_or(0, |h| crate::record::forced_count(Some(&h.value)));
         self.fence_hint = hint;
         self
     }
@@ -274,6 +279,13 @@ impl Acquire {
                 });
             }
             Strategy::Bakery => {
+                // Known before our cell exists: a forced release that deletes this attempt's
+                // cell reads it first and counts itself after that, so it is not counted here.
+                self.forced_seen = if self.opts.sabotage == Sabotage::ForcedCountAfterEntering {
+                    0
+                } else {
+                    self.forced_known
+                };
                 self.value = encode_bakery(
                     BakeryState::Entering,
                     self.opts.created_unix_ms,
@@ -437,7 +449,6 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
-            after_forced: self.after_forced,
         };
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
@@ -453,13 +464,15 @@ impl Acquire {
         });
     }
 
-    /// How many forced releases the counter in `cells` has seen.
-    fn forced_in(&self, cells: &[Cell]) -> u64 {
+    /// How many forced releases the counter in `cells` has seen (remembered in `forced_known`).
+    fn forced_in(&mut self, cells: &[Cell]) -> u64 {
         let fence = cells
             .iter()
             .find(|c| c.column == self.layout.fence)
             .map(|c| c.value.as_str());
-        crate::record::forced_count(fence)
+        let forced = crate::record::forced_count(fence);
+        self.forced_known = self.forced_known.max(forced);
+        forced
     }
 
     fn bakery_check(&mut self, ticket: u64, now: Instant) {
@@ -536,7 +549,19 @@ impl Acquire {
                 self.io.send(self.read_row(false));
             }
             (Phase::BakeryReadMax, Reply::Cells(cells)) => {
-                self.forced_seen = self.forced_in(&cells);
+                let forced = self.forced_in(&cells);
+                if self.opts.sabotage == Sabotage::ForcedCountAfterEntering {
+                    self.forced_seen = forced;
+                } else if forced > self.forced_seen {
+                    // A forced release we cannot place before our `entering` write: it may
+                    // delete that version of our cell. Write `entering` again (a newer version,
+                    // which only a forced release counted after this read can delete), then
+                    // read the queue again. We hold no ticket yet, so nothing else is lost.
+                    self.forced_seen = forced;
+                    self.phase = Phase::BakeryEnter;
+                    self.io.send(self.put(self.value.clone(), self.opts.ttl));
+                    return;
+                }
                 let ticket = bakery::max_ticket(&cells).saturating_add(1);
                 self.value = encode_bakery(
                     BakeryState::Ticket(ticket),
@@ -649,7 +674,6 @@ impl Acquire {
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
                 Ok(Bumped::Token(token)) => {
                     self.fence_value = bump.next_value();
-                    self.after_forced = bump.follows_forced_release();
                     self.won(token, now)
                 }
                 // Another owner moved the counter during our grant: a second holder, or a forced

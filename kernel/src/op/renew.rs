@@ -45,6 +45,21 @@ fn delete_mine(lease: &Lease) -> Command {
     }
 }
 
+/// The read of a lease's entries and fencing counter that renewal and release check: serial for
+/// unique insert (its cells are written by compare-and-set only), plain for the others.
+fn check_read(lease: &Lease) -> Command {
+    let layout = Layout::of(&lease.opts);
+    let consistency = match lease.opts.strategy {
+        Strategy::UniqueInsert => ReadConsistency::Serial(lease.opts.serial),
+        _ => ReadConsistency::Plain(lease.opts.consistency),
+    };
+    Command::Read {
+        row: lease.row.clone(),
+        filter: layout.filter(false),
+        consistency,
+    }
+}
+
 fn io_for(lease: &Lease) -> (Io, SplitMix64) {
     (
         Io::new(lease.opts.store_attempts, lease.opts.retry),
@@ -65,7 +80,9 @@ enum RenewPhase {
 /// Extends a lease by its TTL, measured from when the renewal was sent.
 ///
 /// Unique insert: one compare-and-set of our record onto itself with a fresh TTL (1 round
-/// trip). Bakery and column prefix (2 round trips): read the lock's entries and its fencing
+/// trip). It notices a forced release by the record being gone, except in one case: a late or
+/// duplicated copy of our own insert that put the record back after the forced release. The
+/// holder then learns of the loss from its release, which reads the counter first. Bakery and column prefix (2 round trips): read the lock's entries and its fencing
 /// counter, then re-write our cell. The read notices a forced release: our cell is gone, or the
 /// counter names a later grant or a forced release (every grant moves it, and so does a forced
 /// release); the renewal then reports the loss at once and leaves our cell for the release that
@@ -215,11 +232,7 @@ impl Operation for Renew {
                         });
                     } else {
                         self.phase = RenewPhase::Check;
-                        self.io.send(Command::Read {
-                            row: lease.row.clone(),
-                            filter: Layout::of(&lease.opts).filter(false),
-                            consistency: ReadConsistency::Plain(lease.opts.consistency),
-                        });
+                        self.io.send(check_read(lease));
                     }
                 }
             }
@@ -236,30 +249,26 @@ impl Operation for Renew {
 /// Releases a lease: only the owner's own cell is removed, and the result says what is known.
 ///
 /// - `Ok(())`: released, and no one else was granted the lock while this lease was believed:
-///   the release started before the lease's deadline, and the lock was still ours.
+///   the release started before the lease's deadline, and a read made after it started found our
+///   cell in place and the fencing counter as our grant left it.
 /// - [`ErrorKind::Lost`]: the lease had ended before the release: its deadline had passed, or
-///   the lock was gone or someone else's (expired, force-released, taken over). The critical
-///   section may have overlapped another holder's.
-/// - [`ErrorKind::Ambiguous`]: unknown. A send of the release timed out (or, on Cassandra, was
-///   answered `Unavailable` after a quorum may have accepted it), our record is gone, and the
-///   fencing counter shows grants after ours that do not rule out a forced release before our
-///   release applied.
+///   the lock was gone or someone else's (expired, force-released, taken over), or the counter
+///   shows a grant or a forced release since ours. The critical section may have overlapped
+///   another holder's.
 ///
-/// The owner's cell is removed either way where it still exists, and no one else's ever is.
+/// Every strategy (2 round trips): read the lock's entries and its fencing counter (unique
+/// insert: at serial consistency), then remove our cell: unique insert by compare-and-set
+/// against our exact record; bakery and column prefix by a delete (or, with a mutation, the data
+/// writes and our delete in one batch: Astyanax's `releaseWithMutation`). The owner's cell is
+/// removed either way where it still exists, and no one else's ever is.
 ///
-/// Unique insert: compare-and-set our record to nothing (1 round trip). When a send timed out
-/// and the record is found gone, a serial read of the row settles it from the fencing counter
-/// (1 more, only then): still our grant's value, or the next token written by a normal grant
-/// (which needed our record gone, and a forced release moves the counter first) means our
-/// release freed the lock; anything else is unknown.
-///
-/// Bakery and column prefix (2 round trips): read the lock's entries and its fencing counter,
-/// then delete our cell (or, with a mutation, write the data cells and delete ours in one batch:
-/// Astyanax's `releaseWithMutation`). A plain delete reports nothing, so the read is what tells:
-/// our cell still there and the counter still as our grant left it (a forced release moves it
-/// before deleting) means no one was granted since. A forced release that lands after that read
-/// came after this lease stopped being believed (the caller stopped acting when it released), so
-/// it overlapped no one.
+/// Why the read decides: every grant moves the counter before it is granted, and a forced release
+/// moves it before removing anything; the counter never takes an earlier value again. So a
+/// counter still at our grant's value, read after the release started, means no one else was
+/// granted while we believed. The removal's own answer cannot tell that: a late or duplicated
+/// copy of our own write (a unique insert included) may have put back a cell a forced release
+/// had removed. What happens after the read (our removal, a forced release racing it) comes after
+/// the holder stopped acting, and overlaps no one.
 #[derive(Debug)]
 pub struct Release {
     lease: Lease,
@@ -275,12 +284,11 @@ pub struct Release {
 #[derive(Debug)]
 enum ReleasePhase {
     Start,
-    /// Plain strategies: the read before the delete.
+    /// The read before the removal.
     Check,
-    /// The delete (or compare-and-set, or batch); `Some` carries the error a plain check found.
+    /// The delete (or compare-and-set, or batch); `Some` carries the error the check found,
+    /// `None` that it found the lease intact (or, under a broken variant, that there was no check).
     Remove(Option<Error>),
-    /// Unique insert: the serial read that settles a timed-out release.
-    Settle,
     Done,
 }
 
@@ -392,103 +400,52 @@ impl Release {
                 self.io.send(command);
                 return;
             }
-            (ReleasePhase::Remove(found), Reply::Written) => match found {
-                Some(e) => Err(e),
-                None if self.in_time() => Ok(()),
-                None => Err(self.late()),
-            },
-            (ReleasePhase::Remove(_), Reply::Conditional { applied: true, .. }) => {
-                if self.in_time() {
-                    Ok(())
-                } else {
-                    Err(self.late())
-                }
-            }
-            (ReleasePhase::Remove(_), Reply::Conditional { applied: false, .. })
-                if self.io.maybe_applied() && self.in_time() =>
-            {
-                if self.lease.opts.sabotage == Sabotage::ReleaseTrustsReadBack {
-                    Ok(())
-                } else {
-                    // A send timed out and the record is gone: our delete, or a forced release?
-                    self.phase = ReleasePhase::Settle;
-                    self.io.send(Command::Read {
-                        row: self.lease.row.clone(),
-                        filter: crate::model::ColumnFilter::All,
-                        consistency: ReadConsistency::Serial(self.lease.opts.serial),
-                    });
-                    return;
-                }
-            }
+            (ReleasePhase::Remove(Some(e)), Reply::Written | Reply::Conditional { .. }) => Err(e),
+            (ReleasePhase::Remove(None), _) if !self.in_time() => Err(self.late()),
             (
-                ReleasePhase::Remove(_),
+                ReleasePhase::Remove(None),
+                Reply::Written | Reply::Conditional { applied: true, .. },
+            ) => Ok(()),
+            (
+                ReleasePhase::Remove(None),
                 Reply::Conditional {
                     applied: false,
-                    current: Some(v),
+                    current,
                 },
-            ) => Err(lost(
-                &self.lease,
-                &format!("it had been taken over by {}", unique::owner_of(&v)),
-            )),
-            (
-                ReleasePhase::Remove(_),
-                Reply::Conditional {
-                    applied: false,
-                    current: None,
-                },
-            ) => Err(lost(
-                &self.lease,
-                "its record was already gone (released before, force-released, or expired)",
-            )),
-            (ReleasePhase::Settle, Reply::Cells(cells)) => {
-                let fence = Layout::of(&self.lease.opts).fence;
-                let counter = cells.iter().find(|c| c.column == fence).map(|c| &c.value);
-                let record = cells
-                    .iter()
-                    .find(|c| c.column == self.lease.column)
-                    .map(|c| c.value.as_str());
-                if counter.is_some_and(|v| self.handed_on(v, record)) {
-                    Ok(())
+            ) => {
+                if !self.checked() {
+                    // The broken variant: a record found gone after a timed-out send is taken
+                    // for our own release.
+                    self.trusted_removal(current)
                 } else {
-                    Err(Error::new(
-                        ErrorKind::Ambiguous,
-                        format!(
-                            "release of lock {:?} (token {}): a send timed out and the lock is no longer ours, but whether our release freed it or a forced release broke it first cannot be told ({})",
-                            self.lease.name.as_str(),
-                            self.lease.token,
-                            counter.map_or_else(
-                                || String::from("no fencing counter"),
-                                |v| granted_since(v)
-                            )
-                        ),
-                    ))
+                    // The check found the lease intact after the release started; whatever
+                    // removed the record since (a copy of this compare-and-set whose answer was
+                    // lost, a forced release) came after the holder stopped acting.
+                    Ok(())
                 }
             }
             (phase, reply) => Err(unexpected(&format!("release step {phase:?}"), &reply)),
         });
     }
 
-    /// Whether the fencing counter `value` and the lock record found (`record`) show that
-    /// nothing but a normal hand-off followed our grant: the counter still ours and the record
-    /// gone (our release freed it and no one took it yet), or the very next token issued by a
-    /// normal grant, with no forced release counted since ours, and the record, if any, that
-    /// grant's, unless our grant followed a forced release's counter update (whose removals
-    /// come after it). Anything else (another owner's record under our counter, a forced
-    /// release counted, a later token) may hide a forced release that broke us first.
-    fn handed_on(&self, value: &str, record: Option<&str>) -> bool {
-        if value == self.lease.fence_value {
-            return record.is_none();
+    /// Whether this release reads the lock before removing (always, but for the broken variant).
+    fn checked(&self) -> bool {
+        self.lease.opts.sabotage != Sabotage::ReleaseSkipsCheck
+    }
+
+    /// The broken variant's verdict on a compare-and-set that did not apply.
+    fn trusted_removal(&self, current: Option<String>) -> Result<()> {
+        match current {
+            _ if self.io.maybe_applied() => Ok(()),
+            Some(v) => Err(lost(
+                &self.lease,
+                &format!("it had been taken over by {}", unique::owner_of(&v)),
+            )),
+            None => Err(lost(
+                &self.lease,
+                "its record was already gone (released before, force-released, or expired)",
+            )),
         }
-        if self.lease.after_forced {
-            return false;
-        }
-        let ours = crate::record::forced_count(Some(&self.lease.fence_value));
-        Fence::decode(value).is_ok_and(|f| {
-            f.token == self.lease.token.saturating_add(1)
-                && f.owner != crate::record::FORCED
-                && f.forced == ours
-                && record.is_none_or(|r| unique::owner_of(r) == f.owner)
-        })
     }
 }
 
@@ -520,17 +477,13 @@ impl Operation for Release {
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Done(Ok(reply), _) => self.on_reply(reply),
                 IoPoll::Idle if matches!(self.phase, ReleasePhase::Start) => {
-                    if self.lease.opts.strategy == Strategy::UniqueInsert {
+                    if self.checked() {
+                        self.phase = ReleasePhase::Check;
+                        self.io.send(check_read(&self.lease));
+                    } else {
                         self.phase = ReleasePhase::Remove(None);
                         let command = self.remove_command();
                         self.io.send(command);
-                    } else {
-                        self.phase = ReleasePhase::Check;
-                        self.io.send(Command::Read {
-                            row: self.lease.row.clone(),
-                            filter: Layout::of(&self.lease.opts).filter(false),
-                            consistency: ReadConsistency::Plain(self.lease.opts.consistency),
-                        });
                     }
                 }
                 IoPoll::Idle => {

@@ -148,13 +148,6 @@ impl FenceBump {
         }
     }
 
-    /// Whether the value this bump replaces was written by a forced release.
-    pub fn follows_forced_release(&self) -> bool {
-        self.expected
-            .as_ref()
-            .is_some_and(|f| f.owner == crate::record::FORCED)
-    }
-
     fn next_token(&self) -> u64 {
         self.expected
             .as_ref()

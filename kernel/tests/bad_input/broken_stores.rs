@@ -213,15 +213,17 @@ fn a_store_timing_out_on_everything_is_ambiguous_after_a_conditional_send() {
 }
 
 /// The reply to A's release (a compare-and-set to nothing) is lost after the store applied it;
-/// before A reads back, B takes the free lock. A's read-back finds B's record: A's own delete
-/// freed it (Release documents why), so the release is `Ok`. B keeps the lock.
+/// before A sends it again, B takes the free lock. The resend finds B's record; the read before
+/// the removal had found A's lease intact (Release documents why that decides), so the release
+/// is `Ok`. B keeps the lock.
 #[test]
 fn lost_release_reply_then_takeover_is_a_release() {
     let mut h = Harness::new();
     let a = hold(&mut h, Strategy::UniqueInsert, "a");
     let mut release = Actor::new("A", Release::new(&a.lease));
-    h.once("A", any, Fault::LoseReply);
-    assert_eq!(h.step(&mut release), Step::Sent);
+    h.once("A", lock_cell, Fault::LoseReply);
+    assert_eq!(h.step(&mut release), Step::Sent, "the read");
+    assert_eq!(h.step(&mut release), Step::Sent, "the compare-and-set");
     let Step::Wait(read_back_at) = h.run(&mut release) else {
         panic!("A waits before reading back")
     };
@@ -233,7 +235,8 @@ fn lost_release_reply_then_takeover_is_a_release() {
     assert_eq!(owners(&mut h, Strategy::UniqueInsert), vec![key("b")]);
 }
 
-/// Without a timed-out send, "not applied, someone else's record" is a takeover: `Lost`.
+/// After a forced release, the read before the removal finds the counter moved: `Lost`, naming
+/// the grant that came since.
 #[test]
 fn release_finding_another_owner_directly_is_lost() {
     let mut h = Harness::new();
@@ -245,9 +248,9 @@ fn release_finding_another_owner_directly_is_lost() {
     )
     .expect("forced release");
     let b = hold(&mut h, Strategy::UniqueInsert, "b");
-    let e = err(drive(&mut h, "A", Release::new(&a.lease)), "taken over");
+    let e = err(drive(&mut h, "A", Release::new(&a.lease)), "granted since");
     assert_eq!(e.kind(), ErrorKind::Lost, "{}", h.transcript());
-    assert!(e.message().contains("taken over by"), "{e}");
+    assert!(e.message().contains("granted to b:"), "{e}");
     assert_eq!(b.lease.token(), 4, "the forced release took tokens 2 and 3");
     assert_eq!(owners(&mut h, Strategy::UniqueInsert), vec![key("b")]);
 }

@@ -100,6 +100,14 @@ pub fn delete(c: &Command) -> bool {
     matches!(c, Command::Delete { .. })
 }
 
+/// Removals of a cell: plain deletes, and compare-and-sets to nothing.
+pub fn removal(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Delete { .. } | Command::CompareAndSet { new: None, .. }
+    )
+}
+
 /// Commands on the fencing counter (column `_LOCK_`, every strategy's with the default prefix).
 pub fn fence(c: &Command) -> bool {
     match c {
