@@ -53,10 +53,17 @@
 //! deadline" holds. A late write that finds our cell gone recreates it: that only adds a
 //! contender, which blocks others until its TTL ends and never lets anyone pass.
 //!
-//! A forced release deletes cells by version and counts itself in the fencing counter, before and
-//! after its deletes. A waiter whose ticket it deleted may recreate it with its next refresh, in a
-//! queue that others entered meanwhile without seeing it; so a waiter that sees more forced
-//! releases counted than when it read the queue starts over.
+//! A forced release reads the row, counts itself in the fencing counter, then deletes the cells
+//! at the versions it read, then counts itself again; it may die at any point. A waiter whose
+//! cell it deleted may recreate it with a late write of its own (a ticket, a refresh), in a queue
+//! that others entered meanwhile without seeing it. So each attempt takes, before its `entering`
+//! write, a count of forced releases known to have happened (a fence hint, or any earlier read;
+//! 0 at worst): a forced release that can delete this attempt's cell read it first, so it counted
+//! itself after that count was taken. A read of the queue that shows more forced releases than
+//! that starts the attempt over (before a ticket is chosen: write `entering` again, a version no
+//! earlier forced release can delete). Counting from the first read of the queue instead, as a
+//! first version did, misses a forced release that counted itself before that read and deleted
+//! the cell after it (`Sabotage::ForcedCountAfterEntering`).
 //!
 //! Timestamp discipline: client-side stamps, increasing per process. Clock assumption: the
 //! holder's monotonic clock and the store's (each replica's) differ by less than the drift margin

@@ -12,7 +12,8 @@
 //!   the same atomic step (Cassandra: the TTL removed it; SQL: the insert takes over the row whose
 //!   `expires_at` has passed). The kernel never deletes another owner's record, expired or not.
 //! - Renew: compare-and-set `lock` from our record to our record, with a fresh TTL.
-//! - Release: compare-and-set `lock` from our record to nothing.
+//! - Release: read the row at serial consistency (our record there and the counter as our grant
+//!   left it: `Ok`; otherwise `Lost`), then compare-and-set `lock` from our record to nothing.
 //!
 //! # Consistency needed
 //! Linearizable conditional commands on one cell: Cassandra lightweight transactions at
@@ -42,8 +43,13 @@
 //!   row back at serial consistency: our record must still be the lock's (a forced release may
 //!   have removed it), and the counter it reads is then moved by compare-and-set; a counter moved
 //!   by another owner after that read aborts the attempt.
-//! - A release whose send timed out (or was answered `Unavailable`) and whose record is gone is
-//!   `Ok` only when the counter shows a plain hand-off; otherwise `Ambiguous`.
+//! - A late or duplicated copy of our own insert can put our record back after a forced release
+//!   removed it (and after another client held the lock), so a compare-and-set finding our
+//!   exact value does not prove the lock stayed ours. The counter does: every grant and every
+//!   forced release moves it before anyone else can act on the lock, and it never returns to an
+//!   earlier value. So a release reads it first, and says `Ok` only if it is still our grant's.
+//!   A renewal does not read it (1 round trip): in that one case the broken holder learns of the
+//!   forced release at its release, not at its next renewal.
 //!
 //! Timestamp discipline: none of its own (conditional commands are ordered by Paxos ballots on
 //! Cassandra, by row locks on SQL). Clock assumption: the holder's monotonic clock and the
@@ -55,7 +61,7 @@
 //! # Cost
 //! Uncontended acquire: 2 round trips (insert + counter) when the counter's value is known from a
 //! [`FenceHint`](crate::FenceHint) (a locker keeps one per name); 3 without one (insert, serial
-//! read of the row, counter); 4 when the hint is stale. Release: 1 (2 when a send timed out).
+//! read of the row, counter); 4 when the hint is stale. Release: 2 (serial read, compare-and-set).
 //! Renew: 1.
 
 use alloc::string::String;
