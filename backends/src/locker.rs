@@ -44,7 +44,7 @@ struct Inner {
     host_id: Option<u32>,
     keep_alive: bool,
     clock: Clock,
-    /// The fencing counter as our last unique-insert lease of each name left it.
+    /// The fencing counter as our last lease of each name left it.
     hints: Mutex<HashMap<String, FenceHint>>,
     /// Owner-id slots in use per name.
     slots: Arc<Slots>,
@@ -170,7 +170,7 @@ impl Locker {
         opts.created_unix_ms = owner::unix_ms();
         let slot = self.inner.slots.take(name.as_str());
         let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
-        let hint = self.hint(&name, opts.strategy);
+        let hint = self.hint(&name);
         let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
@@ -272,17 +272,14 @@ impl Locker {
         }
     }
 
-    fn hint(&self, name: &LockName, strategy: Strategy) -> Option<FenceHint> {
-        if strategy != Strategy::UniqueInsert {
-            return None;
-        }
+    /// The fencing counter as our last lease of `name` left it. Unique insert starts its counter
+    /// update from it (one round trip less); bakery takes the forced releases counted in it as
+    /// known. A stale or foreign hint (another strategy's counter) costs a retry, never safety.
+    fn hint(&self, name: &LockName) -> Option<FenceHint> {
         self.hints().get(name.as_str()).cloned()
     }
 
     fn remember(&self, lease: &Lease) {
-        if lease.strategy() != Strategy::UniqueInsert {
-            return;
-        }
         let mut hints = self.hints();
         if hints.len() >= MAX_HINTS && !hints.contains_key(lease.name().as_str()) {
             hints.clear();

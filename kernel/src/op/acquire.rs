@@ -101,13 +101,14 @@ pub struct Acquire {
     stale: Vec<(String, u64)>,
     /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
     newest_stamp: u64,
-    /// Bakery: the most forced releases any counter value we know of counted (a fence hint, or
-    /// any read so far). Every such value was read before the next attempt's `entering` write.
+    /// Bakery: how many forced releases the latest counter value we know of counted (a fence
+    /// hint, or our latest read). It was read before the next attempt's `entering` write.
     forced_known: u64,
-    /// Bakery: `forced_known` when this attempt wrote `entering`: a lower bound that no forced
-    /// release able to delete this attempt's cell is counted in. A later read counting more: a
-    /// forced release may have deleted our cell, and a late write of ours recreated it, so
-    /// others may have passed us unseen.
+    /// Bakery: `forced_known` when this attempt wrote `entering`. No forced release able to
+    /// delete this attempt's cell is counted in it (it reads the cell first, then counts
+    /// itself). A later read counting a different number: a forced release may have deleted our
+    /// cell and a late write of ours recreated it, so others may have passed us unseen (or the
+    /// counter was reset, and the number tells nothing).
     forced_seen: u64,
     data: Vec<Cell>,
     woken: bool,
@@ -471,7 +472,7 @@ impl Acquire {
             .find(|c| c.column == self.layout.fence)
             .map(|c| c.value.as_str());
         let forced = crate::record::forced_count(fence);
-        self.forced_known = self.forced_known.max(forced);
+        self.forced_known = forced;
         forced
     }
 
@@ -552,9 +553,9 @@ impl Acquire {
                 let forced = self.forced_in(&cells);
                 if self.opts.sabotage == Sabotage::ForcedCountAfterEntering {
                     self.forced_seen = forced;
-                } else if forced > self.forced_seen {
-                    // A forced release we cannot place before our `entering` write: it may
-                    // delete that version of our cell. Write `entering` again (a newer version,
+                } else if forced != self.forced_seen {
+                    // A forced release we cannot place before our `entering` write (or a reset
+                    // counter, or a hint from another one): it may delete that version of our cell. Write `entering` again (a newer version,
                     // which only a forced release counted after this read can delete), then
                     // read the queue again. We hold no ticket yet, so nothing else is lost.
                     self.forced_seen = forced;
@@ -587,7 +588,7 @@ impl Acquire {
                     .map(|c| c.value.as_str());
                 if mine != Some(self.value.as_str())
                     || self.lapsed(now)
-                    || self.forced_in(&cells) > self.forced_seen
+                    || self.forced_in(&cells) != self.forced_seen
                 {
                     return self.abandon(Then::Restart);
                 }
