@@ -425,9 +425,11 @@ impl Operation for Purge {
 /// read: unique insert by compare-and-set of the record found (never a blind delete of a
 /// conditional cell); bakery and column prefix by a delete of the version read
 /// ([`Command::DeleteVersion`]). Then it moves the counter once more, so a bakery waiter whose
-/// ticket it deleted, and who read the queue between the two moves, still sees the count rise
-/// at its next read and starts over instead of recreating its ticket in a queue others passed
-/// it in. It reads the lock again afterwards and repeats for an entry that is still there with
+/// ticket it deleted, and who read the queue between the two moves, sees the count change at
+/// its next read and starts over at once (safety does not depend on this second move: a
+/// waiter compares with the count it took before its `entering` write, which no forced release
+/// able to delete that write is counted in, so a forced release that dies in between is caught
+/// too). It reads the lock again afterwards and repeats for an entry that is still there with
 /// the same value (a plain-strategy renewal racing it wrote it again), up to 3 reads; an entry
 /// of a new acquisition is left alone.
 ///

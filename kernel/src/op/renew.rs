@@ -73,16 +73,19 @@ enum RenewPhase {
     Check,
     Write,
     Cas,
+    /// Unique insert: the serial read after an applied compare-and-set, carrying its send time.
+    Confirm(Instant),
     Cleanup(Error),
     Done,
 }
 
 /// Extends a lease by its TTL, measured from when the renewal was sent.
 ///
-/// Unique insert: one compare-and-set of our record onto itself with a fresh TTL (1 round
-/// trip). It notices a forced release by the record being gone, except in one case: a late or
-/// duplicated copy of our own insert that put the record back after the forced release. The
-/// holder then learns of the loss from its release, which reads the counter first. Bakery and column prefix (2 round trips): read the lock's entries and its fencing
+/// Unique insert (2 round trips): a compare-and-set of our record onto itself with a fresh TTL,
+/// then a serial read of the row: our record and the counter as our grant left it. The
+/// compare-and-set alone notices a forced release by the record being gone, except when a late
+/// or duplicated copy of our own insert put the record back afterwards; the counter, which a
+/// forced release moves before removing anything, tells then too. Bakery and column prefix (2 round trips): read the lock's entries and its fencing
 /// counter, then re-write our cell. The read notices a forced release: our cell is gone, or the
 /// counter names a later grant or a forced release (every grant moves it, and so does a forced
 /// release); the renewal then reports the loss at once and leaves our cell for the release that
@@ -122,30 +125,34 @@ impl Renew {
         self.lease.opts.sabotage != Sabotage::NoContinuity && now >= self.lease.deadline
     }
 
+    /// Why the lease is lost according to a read of its entries and counter, if it is: our cell
+    /// gone, or the counter moved (every grant moves it, and a forced release does before
+    /// removing anything). The loss is reported at once, leaving our cell: deleting it first
+    /// would free the lock while the holder still believes it holds it (until this renewal
+    /// answers). The release that follows a loss removes the cell.
+    fn loss_in(&self, cells: &[crate::model::Cell]) -> Option<Error> {
+        if !cells
+            .iter()
+            .any(|c| c.column == self.lease.column && c.value == self.lease.value)
+        {
+            return Some(lost(
+                &self.lease,
+                "its lock cell is gone (expired or force-released)",
+            ));
+        }
+        let fence = Layout::of(&self.lease.opts).fence;
+        cells
+            .iter()
+            .find(|c| c.column == fence && c.value != self.lease.fence_value)
+            .map(|c| lost(&self.lease, &granted_since(&c.value)))
+    }
+
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
         let validity = self.lease.opts.lease_validity();
         match (core::mem::replace(&mut self.phase, RenewPhase::Done), reply) {
             (RenewPhase::Check, Reply::Cells(cells)) => {
-                if !cells
-                    .iter()
-                    .any(|c| c.column == self.lease.column && c.value == self.lease.value)
-                {
-                    self.result = Some(Err(lost(
-                        &self.lease,
-                        "its lock cell is gone (expired or force-released)",
-                    )));
-                    return;
-                }
-                // Every grant moves the fencing counter: if it no longer holds what our grant
-                // wrote, the lock was broken (forced release) and granted again since.
-                let fence = Layout::of(&self.lease.opts).fence;
-                let counter = cells.iter().find(|c| c.column == fence);
-                if let Some(c) = counter.filter(|c| c.value != self.lease.fence_value) {
-                    // Report it at once: deleting our cell first would free the lock while the
-                    // holder still believes it holds it (until this renewal answers). The
-                    // release that follows a loss removes the cell.
-                    let why = granted_since(&c.value);
-                    self.result = Some(Err(lost(&self.lease, &why)));
+                if let Some(e) = self.loss_in(&cells) {
+                    self.result = Some(Err(e));
                     return;
                 }
                 let ttl = self.lease.opts.cell_ttl();
@@ -166,9 +173,24 @@ impl Renew {
                     self.io.send(delete_mine(&self.lease));
                     return;
                 }
+                if self.lease.opts.strategy == Strategy::UniqueInsert {
+                    self.phase = RenewPhase::Confirm(sent);
+                    self.io.send(check_read(&self.lease));
+                    return;
+                }
                 let mut lease = self.lease.clone();
                 lease.deadline = sent.saturating_add(validity);
                 self.result = Some(Ok(lease));
+            }
+            (RenewPhase::Confirm(cas_sent), Reply::Cells(cells)) => {
+                self.result = Some(match self.loss_in(&cells) {
+                    Some(e) => Err(e),
+                    None => {
+                        let mut lease = self.lease.clone();
+                        lease.deadline = cas_sent.saturating_add(validity);
+                        Ok(lease)
+                    }
+                });
             }
             (
                 RenewPhase::Cas,

@@ -59,8 +59,8 @@
 //! that others entered meanwhile without seeing it. So each attempt takes, before its `entering`
 //! write, a count of forced releases known to have happened (a fence hint, or any earlier read;
 //! 0 at worst): a forced release that can delete this attempt's cell read it first, so it counted
-//! itself after that count was taken. A read of the queue that shows more forced releases than
-//! that starts the attempt over (before a ticket is chosen: write `entering` again, a version no
+//! itself after that count was taken. A read of the queue that shows a different count (more
+//! forced releases; or fewer, from a reset counter or a stale hint, which tells nothing) starts the attempt over (before a ticket is chosen: write `entering` again, a version no
 //! earlier forced release can delete). Counting from the first read of the queue instead, as a
 //! first version did, misses a forced release that counted itself before that read and deleted
 //! the cell after it (`Sabotage::ForcedCountAfterEntering`).

@@ -11,7 +11,9 @@
 //!   retry. An expired record is invisible to the store's insert-if-absent, which replaces it in
 //!   the same atomic step (Cassandra: the TTL removed it; SQL: the insert takes over the row whose
 //!   `expires_at` has passed). The kernel never deletes another owner's record, expired or not.
-//! - Renew: compare-and-set `lock` from our record to our record, with a fresh TTL.
+//! - Renew: compare-and-set `lock` from our record to our record, with a fresh TTL; then read the
+//!   row at serial consistency (our record there and the counter as our grant left it; otherwise
+//!   `Lost`).
 //! - Release: read the row at serial consistency (our record there and the counter as our grant
 //!   left it: `Ok`; otherwise `Lost`), then compare-and-set `lock` from our record to nothing.
 //!
@@ -47,9 +49,9 @@
 //!   removed it (and after another client held the lock), so a compare-and-set finding our
 //!   exact value does not prove the lock stayed ours. The counter does: every grant and every
 //!   forced release moves it before anyone else can act on the lock, and it never returns to an
-//!   earlier value. So a release reads it first, and says `Ok` only if it is still our grant's.
-//!   A renewal does not read it (1 round trip): in that one case the broken holder learns of the
-//!   forced release at its release, not at its next renewal.
+//!   earlier value. So a release reads it first, and says `Ok` only if it is still our grant's;
+//!   and a renewal reads it after its compare-and-set, so the broken holder learns of a forced
+//!   release at its next renewal in that case too.
 //!
 //! Timestamp discipline: none of its own (conditional commands are ordered by Paxos ballots on
 //! Cassandra, by row locks on SQL). Clock assumption: the holder's monotonic clock and the
@@ -62,7 +64,7 @@
 //! Uncontended acquire: 2 round trips (insert + counter) when the counter's value is known from a
 //! [`FenceHint`](crate::FenceHint) (a locker keeps one per name); 3 without one (insert, serial
 //! read of the row, counter); 4 when the hint is stale. Release: 2 (serial read, compare-and-set).
-//! Renew: 1.
+//! Renew: 2 (compare-and-set, serial read).
 
 use alloc::string::String;
 
