@@ -39,7 +39,7 @@ fn runtime() -> Result<Arc<Runtime>> {
         .build()
         .map_err(|e| {
             Error::new(
-                ErrorKind::StoreError,
+                ErrorKind::RuntimeFailed,
                 format!("could not start the runtime of baton's blocking API: {e}"),
             )
         })?;
@@ -52,7 +52,7 @@ fn runtime() -> Result<Arc<Runtime>> {
 fn run<F: Future>(future: F) -> Result<F::Output> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::new(
-            ErrorKind::InvalidOption,
+            ErrorKind::WrongContext,
             "blocking API called from async context; use the async API (Locker) instead of BlockingLocker",
         ));
     }
@@ -60,7 +60,8 @@ fn run<F: Future>(future: F) -> Result<F::Output> {
 }
 
 /// The synchronous face of a [`Locker`] (see [`Locker::blocking`]); same methods, same
-/// errors. Calling it from inside a tokio runtime gives [`ErrorKind::InvalidOption`].
+/// errors. Calling it from inside a tokio runtime gives [`ErrorKind::WrongContext`]; a runtime
+/// that cannot start (no threads left) gives [`ErrorKind::RuntimeFailed`].
 #[derive(Clone, Debug)]
 pub struct BlockingLocker {
     locker: Locker,

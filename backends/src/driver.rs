@@ -46,7 +46,7 @@ pub async fn drive<O: Operation>(
             }
             Poll::WaitUntil(Instant::MAX) => {
                 return Err(Error::new(
-                    ErrorKind::StoreError,
+                    ErrorKind::Internal,
                     "internal error: the operation asked to wait forever with no command outstanding (a kernel bug; please report it)",
                 ));
             }
@@ -136,7 +136,7 @@ mod tests {
         let e = drive(&mut Stuck, &store, &Clock::new())
             .await
             .expect_err("must not hang");
-        assert_eq!(e.kind(), ErrorKind::StoreError);
+        assert_eq!(e.kind(), ErrorKind::Internal);
         assert!(e.message().contains("internal error"), "{e}");
     }
 

@@ -31,7 +31,7 @@ use crate::url::open_store;
 /// columns) and every acquisition writes a fresh acquisition id.
 ///
 /// The async methods must run inside a tokio runtime with time enabled (otherwise they return
-/// [`ErrorKind::InvalidOption`]); keep-alive tasks run on the runtime that acquired the lock.
+/// [`ErrorKind::WrongContext`]); keep-alive tasks run on the runtime that acquired the lock.
 /// For synchronous code, see [`Locker::blocking`].
 #[derive(Clone)]
 pub struct Locker {
@@ -295,21 +295,31 @@ impl Locker {
     }
 }
 
-/// Adds `store`'s description to errors that come from the store.
+/// Names `store` in the error (its `store` field), and in the message of errors that come from
+/// the store.
 fn context(e: Error, store: &dyn Store) -> Error {
-    match e.kind() {
+    let described = store.describe();
+    let e = match e.kind() {
         ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
-            Error::new(e.kind(), format!("{} [{}]", e.message(), store.describe()))
+            let mut with = Error::new(e.kind(), format!("{} [{described}]", e.message()));
+            if let Some(lock) = e.lock() {
+                with = with.with_lock(lock);
+            }
+            if let Some(holder) = e.holder() {
+                with = with.with_holder(holder);
+            }
+            with
         }
         _ => e,
-    }
+    };
+    e.with_store(described)
 }
 
 /// The runtime the caller runs on, which keep-alive tasks and drop-releases will use.
 fn current_runtime() -> Result<tokio::runtime::Handle> {
     tokio::runtime::Handle::try_current().map_err(|_| {
         Error::new(
-            ErrorKind::InvalidOption,
+            ErrorKind::WrongContext,
             "baton's async API must run inside a tokio runtime (with time enabled); use Locker::blocking() from synchronous code",
         )
     })

@@ -78,7 +78,7 @@ fn blocking_keep_alive_runs_in_the_background() {
 async fn blocking_calls_from_async_code_are_refused() {
     let locker = Locker::open("memory:").expect("memory").blocking();
     let e = locker.lock("job").expect_err("async context");
-    assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+    assert_eq!(e.kind(), ErrorKind::WrongContext, "{e}");
     assert!(e.message().contains("async context"), "{e}");
     assert!(locker.inspect("job").is_err());
     assert!(locker.purge(None).is_err());
@@ -119,5 +119,5 @@ async fn blocking_calls_from_spawn_blocking_are_refused_too() {
     let result = tokio::task::spawn_blocking(move || blocking.lock("job").map(|_| ()))
         .await
         .expect("task");
-    assert_eq!(result.map_err(|e| e.kind()), Err(ErrorKind::InvalidOption));
+    assert_eq!(result.map_err(|e| e.kind()), Err(ErrorKind::WrongContext));
 }

@@ -215,7 +215,7 @@ fn the_async_api_outside_a_runtime_is_an_error_not_a_panic() {
     let mut cx = std::task::Context::from_waker(waker);
     match future.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(Err(e)) => {
-            assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+            assert_eq!(e.kind(), ErrorKind::WrongContext, "{e}");
             assert!(e.message().contains("tokio runtime"), "{e}");
         }
         other => panic!(
@@ -223,4 +223,39 @@ fn the_async_api_outside_a_runtime_is_an_error_not_a_panic() {
             other.map(|r| r.map(|_| ()))
         ),
     }
+}
+
+#[tokio::test]
+async fn errors_name_the_lock_the_store_and_the_holder_as_fields() {
+    for strategy in Strategy::ALL {
+        let locker = locker(strategy);
+        let held = locker.lock("a/job").await.expect("lock");
+        let busy = locker.try_lock("a/job").await.expect_err("held");
+        assert_eq!(busy.kind(), ErrorKind::Busy, "{strategy}: {busy}");
+        assert_eq!(busy.lock(), Some("a/job"), "{strategy}: {busy:?}");
+        assert_eq!(busy.store(), Some("memory store"), "{strategy}: {busy:?}");
+        let holder = held.lease().owner().key();
+        assert_eq!(busy.holder(), Some(holder.as_str()), "{strategy}: {busy:?}");
+        // The fields are not in the message twice.
+        assert_eq!(
+            busy.message().matches(&holder).count(),
+            1,
+            "{strategy}: {busy}"
+        );
+        let bad = locker.lock("").await.expect_err("empty name");
+        assert_eq!(bad.kind(), ErrorKind::InvalidName);
+        assert_eq!(bad.holder(), None);
+    }
+}
+
+#[test]
+fn every_kind_has_its_code_as_discriminant() {
+    for kind in ErrorKind::ALL {
+        assert_eq!(kind as u32, kind.code(), "{kind}");
+        assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
+    }
+    assert_eq!(ErrorKind::Cancelled.code(), 11);
+    assert_eq!(ErrorKind::Internal.code(), 12);
+    assert_eq!(ErrorKind::RuntimeFailed.as_str(), "runtime_failed");
+    assert_eq!(ErrorKind::WrongContext.as_str(), "wrong_context");
 }

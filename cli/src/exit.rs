@@ -105,7 +105,7 @@ impl fmt::Display for CliError {
 /// The exit status for an error kind of the library.
 pub fn status_of(kind: ErrorKind) -> u8 {
     match kind {
-        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::StaleLock => BUSY,
+        ErrorKind::Busy | ErrorKind::TimedOut | ErrorKind::StaleLock | ErrorKind::Cancelled => BUSY,
         ErrorKind::InvalidName | ErrorKind::InvalidOption => USAGE,
         ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => UNAVAILABLE,
         ErrorKind::Lost | ErrorKind::NotOwner => LOST,

@@ -4,7 +4,7 @@
 //! The default file is `$XDG_DATA_HOME/baton/locks.db`, or `~/.local/share/baton/locks.db` when
 //! `XDG_DATA_HOME` is unset or not absolute (the XDG base directory rules). Its directory is
 //! created on first use. A SQLite file locks processes of one machine; to lock across servers,
-//! point every server at one PostgreSQL or MySQL/MariaDB database (or a shared store URL).
+//! point every server at one PostgreSQL or MySQL/MariaDB database or Cassandra cluster.
 
 use std::path::PathBuf;
 
@@ -13,7 +13,7 @@ use baton::Locker;
 use crate::exit::{CliError, CANT_CREATE, USAGE};
 
 /// The store URL forms, for hints.
-pub const URL_FORMS: &str = "sqlite:///absolute/path.db, postgres://user:password@host/db, mysql://user:password@host/db or memory:";
+pub const URL_FORMS: &str = "sqlite:///absolute/path.db, postgres://user:password@host/db, mysql://user:password@host/db, cassandra://host1,host2/keyspace or memory:";
 
 /// The default store's file: `$XDG_DATA_HOME/baton/locks.db` or `~/.local/share/baton/locks.db`.
 pub fn default_path() -> Result<PathBuf, CliError> {

@@ -8,34 +8,48 @@ use alloc::string::String;
 use core::fmt;
 
 /// What went wrong, independent of language and store.
+///
+/// The discriminant of each kind is its stable [code](ErrorKind::code) (`#[repr(u32)]`), so a C
+/// enum can mirror it one to one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[repr(u32)]
 pub enum ErrorKind {
     /// Waited for the whole wait timeout (or exhausted the retry policy) without acquiring.
-    TimedOut,
+    TimedOut = 1,
     /// A try-once acquire found the lock held by someone else.
-    Busy,
+    Busy = 2,
     /// The lease ended (expired, or renewal failed) while the holder still believed it held it.
-    Lost,
+    Lost = 3,
     /// The caller asked to renew or release a lock it does not (or no longer) own.
-    NotOwner,
+    NotOwner = 4,
     /// Column prefix with `fail_on_stale_lock`: an expired lock column of another owner was found.
-    StaleLock,
+    StaleLock = 5,
     /// A lock name broke one of the naming rules (see [`LockName`](crate::LockName)).
-    InvalidName,
+    InvalidName = 6,
     /// An option (TTL, timeout, retry policy, table name, prefix...) is out of its range.
-    InvalidOption,
+    InvalidOption = 7,
     /// The store could not be reached or could not reach enough replicas; nothing was applied.
-    StoreUnavailable,
+    StoreUnavailable = 8,
     /// The store answered with an error that retrying will not fix (schema, permissions...).
-    StoreError,
+    StoreError = 9,
     /// A command may or may not have been applied and reading back could not settle which.
-    Ambiguous,
+    Ambiguous = 10,
+    /// A wait was interrupted by its caller (a cancellation token, Ctrl-C, a signal) before it
+    /// finished; the acquisition left nothing behind that its TTL would not remove.
+    Cancelled = 11,
+    /// A bug in baton (a state it must never reach), never a store's error: please report it.
+    Internal = 12,
+    /// baton could not start what it runs on (the blocking API's runtime: threads, timers).
+    RuntimeFailed = 13,
+    /// A call from a context it cannot run in: the blocking API from inside an async runtime,
+    /// the async API outside one.
+    WrongContext = 14,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::TimedOut,
         ErrorKind::Busy,
         ErrorKind::Lost,
@@ -46,22 +60,15 @@ impl ErrorKind {
         ErrorKind::StoreUnavailable,
         ErrorKind::StoreError,
         ErrorKind::Ambiguous,
+        ErrorKind::Cancelled,
+        ErrorKind::Internal,
+        ErrorKind::RuntimeFailed,
+        ErrorKind::WrongContext,
     ];
 
     /// The stable numeric code of this kind (never 0; 0 means success in the C API).
     pub const fn code(self) -> u32 {
-        match self {
-            ErrorKind::TimedOut => 1,
-            ErrorKind::Busy => 2,
-            ErrorKind::Lost => 3,
-            ErrorKind::NotOwner => 4,
-            ErrorKind::StaleLock => 5,
-            ErrorKind::InvalidName => 6,
-            ErrorKind::InvalidOption => 7,
-            ErrorKind::StoreUnavailable => 8,
-            ErrorKind::StoreError => 9,
-            ErrorKind::Ambiguous => 10,
-        }
+        self as u32
     }
 
     /// The kind with this code, if any.
@@ -82,6 +89,10 @@ impl ErrorKind {
             ErrorKind::StoreUnavailable => "store_unavailable",
             ErrorKind::StoreError => "store_error",
             ErrorKind::Ambiguous => "ambiguous",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Internal => "internal",
+            ErrorKind::RuntimeFailed => "runtime_failed",
+            ErrorKind::WrongContext => "wrong_context",
         }
     }
 }
@@ -92,11 +103,16 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error: its [kind](ErrorKind) and a message for people naming what was wrong.
+/// An error: its [kind](ErrorKind), a message for people naming what was wrong, and, where
+/// known, the lock, the store and the lock's holder as separate fields for programs (bindings
+/// put them on their exception objects).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    lock: Option<String>,
+    store: Option<String>,
+    holder: Option<String>,
 }
 
 impl Error {
@@ -105,7 +121,52 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            lock: None,
+            store: None,
+            holder: None,
         }
+    }
+
+    /// A bug in baton ([`ErrorKind::Internal`]).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal, message)
+    }
+
+    /// This error, naming the lock it is about (the message is unchanged).
+    #[must_use]
+    pub fn with_lock(mut self, lock: impl Into<String>) -> Self {
+        self.lock = Some(lock.into());
+        self
+    }
+
+    /// This error, naming the store it came from (the message is unchanged).
+    #[must_use]
+    pub fn with_store(mut self, store: impl Into<String>) -> Self {
+        self.store = Some(store.into());
+        self
+    }
+
+    /// This error, naming the lock's holder (the message is unchanged).
+    #[must_use]
+    pub fn with_holder(mut self, holder: impl Into<String>) -> Self {
+        self.holder = Some(holder.into());
+        self
+    }
+
+    /// The lock the error is about, where known.
+    pub fn lock(&self) -> Option<&str> {
+        self.lock.as_deref()
+    }
+
+    /// The store it came from (its description, passwords masked), where known.
+    pub fn store(&self) -> Option<&str> {
+        self.store.as_deref()
+    }
+
+    /// The lock's holder (an owner id), where known: a `Busy` or `TimedOut` acquisition, a lease
+    /// taken over.
+    pub fn holder(&self) -> Option<&str> {
+        self.holder.as_deref()
     }
 
     /// What kind of error this is.
@@ -161,12 +222,12 @@ mod tests {
     #[test]
     fn codes_are_stable_unique_and_round_trip() {
         let codes: alloc::vec::Vec<u32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=10).collect::<alloc::vec::Vec<u32>>());
+        assert_eq!(codes, (1..=14).collect::<alloc::vec::Vec<u32>>());
         for kind in ErrorKind::ALL {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }
         assert_eq!(ErrorKind::from_code(0), None);
-        assert_eq!(ErrorKind::from_code(11), None);
+        assert_eq!(ErrorKind::from_code(15), None);
     }
 
     #[test]

@@ -400,12 +400,12 @@ async fn connect(options: &CassandraOptions) -> std::result::Result<Session, Fai
 
 /// A setup failure as an error of the store kinds.
 fn error(f: Failure) -> Error {
-    match f {
-        Failure::Rejected(m) => Error::new(ErrorKind::StoreError, m),
-        Failure::Unavailable(m) | Failure::Timeout(m) => Error::new(
+    match f.setup_kind() {
+        ErrorKind::StoreUnavailable => Error::new(
             ErrorKind::StoreUnavailable,
-            format!("store unavailable: {m}"),
+            format!("store unavailable: {}", f.message()),
         ),
+        kind => Error::new(kind, f.message()),
     }
 }
 

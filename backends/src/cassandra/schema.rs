@@ -163,6 +163,7 @@ async fn run_ddl(session: &Session, cql: &str) -> std::result::Result<(), Failur
             // A DDL statement that timed out may have been applied: the next attempt's
             // IF NOT EXISTS copes with either.
             Failure::Timeout(m) | Failure::Unavailable(m) => Failure::Unavailable(m),
+            other => other,
         })
 }
 

@@ -64,7 +64,7 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
+use baton_kernel::{Command, Error, Failure, Reply, Result};
 use tokio::sync::{watch, OnceCell};
 
 pub use conn::SqlConn;
@@ -165,12 +165,9 @@ impl SqlStore {
     /// naming it and showing the DDL; [`ErrorKind::StoreUnavailable`] when the database cannot
     /// be reached.
     pub async fn ensure_schema(&self) -> Result<()> {
-        self.ready().await.map_err(|f| match f {
-            Failure::Rejected(m) => Error::new(ErrorKind::StoreError, m),
-            Failure::Unavailable(m) | Failure::Timeout(m) => {
-                Error::new(ErrorKind::StoreUnavailable, m)
-            }
-        })
+        self.ready()
+            .await
+            .map_err(|f| Error::new(f.setup_kind(), f.message()))
     }
 
     /// The schema check, once per store; failures are not cached (the next call tries again).

@@ -268,6 +268,7 @@ pub struct Cell {
 
 /// Why a store could not execute a command.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Failure {
     /// The command was not applied (connection refused, not enough live replicas...). For a
     /// conditional command the kernel does not rely on it: Cassandra can answer `Unavailable`
@@ -278,6 +279,28 @@ pub enum Failure {
     Timeout(String),
     /// The store refused the command for a reason retrying will not fix.
     Rejected(String),
+}
+
+impl Failure {
+    /// The store's message.
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Unavailable(m) | Failure::Timeout(m) | Failure::Rejected(m) => m,
+        }
+    }
+
+    /// The error kind of this failure when nothing settles it further (a setup step, such as
+    /// creating the schema, whose commands are idempotent): [`ErrorKind::StoreError`] for a
+    /// refusal, [`ErrorKind::StoreUnavailable`] otherwise.
+    ///
+    /// [`ErrorKind::StoreError`]: crate::ErrorKind::StoreError
+    /// [`ErrorKind::StoreUnavailable`]: crate::ErrorKind::StoreUnavailable
+    pub fn setup_kind(&self) -> crate::ErrorKind {
+        match self {
+            Failure::Rejected(_) => crate::ErrorKind::StoreError,
+            Failure::Unavailable(_) | Failure::Timeout(_) => crate::ErrorKind::StoreUnavailable,
+        }
+    }
 }
 
 /// A store's answer to a [`Command`].

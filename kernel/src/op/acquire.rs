@@ -214,7 +214,11 @@ impl Acquire {
 
     fn finish(&mut self, result: Result<Grant>) {
         self.phase = Phase::Done;
-        self.result = Some(result);
+        let name = self.name.as_str();
+        self.result = Some(result.map_err(|e| match e.lock() {
+            Some(_) => e,
+            None => e.with_lock(name),
+        }));
     }
 
     fn checks_continuity(&self) -> bool {
@@ -332,7 +336,12 @@ impl Acquire {
             return self.finish(Err(busy));
         }
         if now >= self.wait_deadline || self.out_of_attempts() {
-            return self.finish(Err(self.timed_out(now, busy.message())));
+            let e = self.timed_out(now, busy.message());
+            let e = match busy.holder() {
+                Some(holder) => e.with_holder(holder),
+                None => e,
+            };
+            return self.finish(Err(e));
         }
         let delay = self
             .opts
@@ -609,7 +618,8 @@ impl Acquire {
                         self.name.as_str(),
                         self.layout.owner_part(first)
                     ),
-                );
+                )
+                .with_holder(self.layout.owner_part(first));
                 if self.opts.wait == Wait::TryOnce
                     || now >= self.wait_deadline
                     || self.out_of_attempts()
@@ -651,7 +661,8 @@ impl Acquire {
                             self.name.as_str(),
                             self.layout.owner_part(other)
                         ),
-                    );
+                    )
+                    .with_holder(self.layout.owner_part(other));
                     return self.abandon(Then::Contended(busy));
                 }
                 if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {
@@ -780,7 +791,7 @@ impl Operation for Acquire {
                         }
                     }
                     phase => self.finish(Err(Error::new(
-                        ErrorKind::StoreError,
+                        ErrorKind::Internal,
                         format!(
                             "internal error: acquire phase {phase:?} has no command outstanding"
                         ),

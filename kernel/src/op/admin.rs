@@ -194,14 +194,14 @@ impl<T: Clone> Steps<T> {
                 }
                 IoPoll::Idle => {
                     self.result = Some(Err(Error::new(
-                        ErrorKind::StoreError,
+                        ErrorKind::Internal,
                         "internal error: operation stalled",
                     )));
                 }
             }
             if self.result.is_none() && self.io.is_idle() {
                 self.result = Some(Err(Error::new(
-                    ErrorKind::StoreError,
+                    ErrorKind::Internal,
                     "internal error: no next step",
                 )));
             }

@@ -24,6 +24,31 @@ fn lost(lease: &Lease, why: &str) -> Error {
             lease.token
         ),
     )
+    .with_lock(lease.name.as_str())
+}
+
+/// A loss for `why`, naming `holder` (the owner found holding the lock since) when there is one.
+fn lost_to(lease: &Lease, why: &str, holder: Option<String>) -> Error {
+    match holder {
+        Some(h) => lost(lease, why).with_holder(h),
+        None => lost(lease, why),
+    }
+}
+
+/// `e`, naming the lease's lock if it does not name one yet.
+fn named(e: Error, lease: &Lease) -> Error {
+    match e.lock() {
+        Some(_) => e,
+        None => e.with_lock(lease.name.as_str()),
+    }
+}
+
+/// The owner a counter value names, unless it is a forced release's.
+fn counter_owner(value: &str) -> Option<String> {
+    Fence::decode(value)
+        .ok()
+        .filter(|f| f.owner != crate::record::FORCED)
+        .map(|f| f.owner)
 }
 
 fn delete_mine(lease: &Lease) -> Command {
@@ -144,7 +169,13 @@ impl Renew {
         cells
             .iter()
             .find(|c| c.column == fence && c.value != self.lease.fence_value)
-            .map(|c| lost(&self.lease, &granted_since(&c.value)))
+            .map(|c| {
+                lost_to(
+                    &self.lease,
+                    &granted_since(&c.value),
+                    counter_owner(&c.value),
+                )
+            })
     }
 
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
@@ -221,7 +252,7 @@ impl Operation for Renew {
     fn poll(&mut self, now: Instant) -> Poll<Lease> {
         loop {
             if let Some(result) = &self.result {
-                return Poll::Ready(result.clone());
+                return Poll::Ready(result.clone().map_err(|e| named(e, &self.lease)));
             }
             match self.io.poll(now, &mut self.rng) {
                 IoPoll::Out(out) => return out.into(),
@@ -230,7 +261,7 @@ impl Operation for Renew {
                 IoPoll::Idle => {
                     if !matches!(self.phase, RenewPhase::Start) {
                         self.result = Some(Err(Error::new(
-                            ErrorKind::StoreError,
+                            ErrorKind::Internal,
                             "internal error: renewal stalled",
                         )));
                         continue;
@@ -410,7 +441,9 @@ impl Release {
                     .filter(|c| c.value != self.lease.fence_value)
                     .map(|c| c.value.clone());
                 let found = match (mine, moved) {
-                    (_, Some(v)) => Some(lost(&self.lease, &granted_since(&v))),
+                    (_, Some(v)) => {
+                        Some(lost_to(&self.lease, &granted_since(&v), counter_owner(&v)))
+                    }
                     (false, None) => Some(lost(
                         &self.lease,
                         "its lock cell was gone (expired or force-released)",
@@ -492,7 +525,7 @@ impl Operation for Release {
         self.started.get_or_insert(now);
         loop {
             if let Some(result) = &self.result {
-                return Poll::Ready(result.clone());
+                return Poll::Ready(result.clone().map_err(|e| named(e, &self.lease)));
             }
             match self.io.poll(now, &mut self.rng) {
                 IoPoll::Out(out) => return out.into(),
@@ -510,7 +543,7 @@ impl Operation for Release {
                 }
                 IoPoll::Idle => {
                     self.result = Some(Err(Error::new(
-                        ErrorKind::StoreError,
+                        ErrorKind::Internal,
                         "internal error: release stalled",
                     )));
                 }

@@ -83,7 +83,8 @@ pub(crate) fn busy(name: &str, current: Option<&str>) -> Error {
         Some(owner) => Error::new(
             ErrorKind::Busy,
             alloc::format!("lock {name:?} is held by {owner}"),
-        ),
+        )
+        .with_holder(owner),
         None => Error::new(ErrorKind::Busy, alloc::format!("lock {name:?} is held")),
     }
 }

@@ -196,6 +196,7 @@ fn render_failure(f: &Failure) -> String {
         Failure::Unavailable(m) => format!("unavailable {m:?}"),
         Failure::Timeout(m) => format!("timeout {m:?}"),
         Failure::Rejected(m) => format!("rejected {m:?}"),
+        other => format!("{other:?}"),
     }
 }
 

@@ -1,0 +1,120 @@
+//! The `baton` command on every server store: PostgreSQL, MariaDB and Cassandra, at the URLs the
+//! test command exports (`BATON_POSTGRES_URL`, `BATON_MYSQL_URL`, `BATON_CASSANDRA_URL`). A test
+//! whose URL is unset is skipped, unless `BATON_REQUIRE_SERVICES=1`, when it fails.
+//!
+//! On each store: a job runs under a lock while a second `run` is refused; `locks` lists the
+//! holder; `release --force` breaks the lock and its holder stops the job and exits 70; `purge`
+//! runs; and the lock can then be taken again with a larger fencing token. The databases outlive
+//! a test run, so every lock name is new.
+
+mod common;
+
+use common::*;
+
+fn store_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("BATON_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+            panic!("{var} is not set, and BATON_REQUIRE_SERVICES=1 requires every store")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set");
+            None
+        }
+    }
+}
+
+/// A lock name no earlier run used.
+fn fresh_name(store: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("cli-{store}-{}-{nanos}", std::process::id())
+}
+
+fn token_of(out: &Out) -> u64 {
+    out.stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("not a token ({e}); {out:#?}"))
+}
+
+fn every_command_on(var: &str, store: &str) {
+    let Some(url) = store_url(var) else { return };
+    let mut world = World::new(&format!("store-{store}"));
+    world.store = url;
+    let lock = fresh_name(store);
+
+    let first = world.output(&[
+        "run",
+        "--lock",
+        &lock,
+        "--no-wait",
+        "--",
+        "sh",
+        "-c",
+        "echo $BATON_FENCING_TOKEN",
+    ]);
+    first.expect_code(0);
+    let first_token = token_of(&first);
+
+    // A short TTL, so the holder's keep-alive (every third of it) finds the break soon.
+    let script = "trap 'exit 0' TERM; touch \"$READY\"; while :; do sleep 0.02; done";
+    let holder = world.hold(&lock, &["--ttl", "2s", "--grace", "5s"], script);
+    world
+        .output(&["run", "--lock", &lock, "--no-wait", "--", "true"])
+        .expect_code(75);
+
+    let listed = world.output(&["locks", "--json"]);
+    listed.expect_code(0);
+    let json = listed.json();
+    let entry = json["locks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no locks array; {listed:#?}"))
+        .iter()
+        .find(|l| l["name"] == lock.as_str())
+        .unwrap_or_else(|| panic!("{lock} is not listed; {listed:#?}"))
+        .clone();
+    assert_eq!(entry["pid"], holder.pid(), "{entry}");
+
+    world
+        .output(&["release", "--force", &lock])
+        .expect_code(0)
+        .expect_stdout(&format!("released lock \"{lock}\""))
+        .expect_stdout(&format!("pid {}", holder.pid()));
+    holder.finish().expect_code(70).expect_stderr("lease lost");
+
+    world.output(&["purge"]).expect_code(0);
+
+    let again = world.output(&[
+        "run",
+        "--lock",
+        &lock,
+        "--no-wait",
+        "--",
+        "sh",
+        "-c",
+        "echo $BATON_FENCING_TOKEN",
+    ]);
+    again.expect_code(0);
+    assert!(
+        token_of(&again) > first_token + 1,
+        "the holder's grant and the forced release each took a token; {again:#?}"
+    );
+    assert!(!live_locks(&world).contains(&lock));
+}
+
+#[test]
+fn every_command_on_postgres() {
+    every_command_on("BATON_POSTGRES_URL", "postgres");
+}
+
+#[test]
+fn every_command_on_mariadb() {
+    every_command_on("BATON_MYSQL_URL", "mariadb");
+}
+
+#[test]
+fn every_command_on_cassandra() {
+    every_command_on("BATON_CASSANDRA_URL", "cassandra");
+}
