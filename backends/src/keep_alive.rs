@@ -1,20 +1,11 @@
 //! The keep-alive task of a guard: renewals, and noticing the deadline when they fail.
 
 use std::sync::Arc;
-use std::time::Duration;
 
+use baton_kernel::life::renewal_retry_delay;
 use baton_kernel::{ErrorKind, Renew};
 
 use crate::guard::Shared;
-
-/// The wait between renewals that failed for store reasons: short, growing, and well inside
-/// the validity so several retries fit before the deadline.
-fn retry_delay(attempt: u32, validity: Duration) -> Duration {
-    let grown = Duration::from_millis(10).saturating_mul(1 << attempt.min(10));
-    grown
-        .min(Duration::from_secs(1))
-        .min((validity / 10).max(Duration::from_millis(1)))
-}
 
 /// Runs until the guard is released or its lease is lost, renewing at [`Lease::renew_at`].
 ///
@@ -77,7 +68,7 @@ async fn renew_until_deadline(shared: &Shared) {
                 tracing::warn!(lock = %lease.name(), attempt, "renewal failed, retrying: {e}");
                 last_error = Some(e);
                 let validity = lease.options().lease_validity();
-                let retry_at = tokio::time::Instant::now() + retry_delay(attempt, validity);
+                let retry_at = tokio::time::Instant::now() + renewal_retry_delay(attempt, validity);
                 attempt = attempt.saturating_add(1);
                 let until = retry_at.min(clock.to_tokio(deadline));
                 tokio::select! {
@@ -90,30 +81,5 @@ async fn renew_until_deadline(shared: &Shared) {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_delays_stay_short_and_inside_the_validity() {
-        let validity = Duration::from_millis(50);
-        for attempt in 0..40 {
-            let d = retry_delay(attempt, validity);
-            assert!(
-                d >= Duration::from_millis(1) && d <= Duration::from_millis(5),
-                "{d:?}"
-            );
-        }
-        assert_eq!(
-            retry_delay(0, Duration::from_secs(60)),
-            Duration::from_millis(10)
-        );
-        assert_eq!(
-            retry_delay(30, Duration::from_secs(60)),
-            Duration::from_secs(1)
-        );
     }
 }

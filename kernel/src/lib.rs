@@ -15,6 +15,8 @@
 //!   [`ForceRelease`]):
 //!   each a state machine driven through the [`Operation`] trait.
 //! - [`Lease`]: what a grant gives, with its fencing token and deadline.
+//! - [`LockLife`]: a lock's whole life (acquire, keep alive, loss, release, cleanup after
+//!   cancellation) as one machine that every host drives the same way.
 //! - [`Error`] and [`ErrorKind`]: the error taxonomy shared by every binding, with stable codes.
 //!
 //! ## Driving an operation
@@ -56,6 +58,7 @@ extern crate alloc;
 
 mod error;
 mod lease;
+pub mod life;
 pub mod model;
 mod name;
 mod op;
@@ -68,6 +71,7 @@ mod time;
 
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo};
+pub use life::{LifeEvent, LifePoll, LifeStatus, LockLife};
 pub use model::{
     Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ReadConsistency, Reply,
     SerialConsistency, Write,

@@ -232,7 +232,7 @@ impl Renew {
             ) => {
                 let why = match current {
                     Some(v) => format!("it was taken over by {}", unique::owner_of(&v)),
-                    None => String::from("it expired"),
+                    None => String::from("its record is gone (expired or force-released)"),
                 };
                 self.result = Some(Err(lost(&self.lease, &why)));
             }
@@ -401,6 +401,11 @@ impl Release {
         let mut release = Release::new(lease);
         release.mutation = writes;
         Ok(release)
+    }
+
+    /// The lease being released.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
     }
 
     fn remove_command(&mut self) -> Command {

@@ -1,0 +1,549 @@
+//! A lock's whole life as one sans-IO machine: acquiring (waiting, backing off, waking on a
+//! change), keeping the lease alive (when to renew, retrying failed renewals, the deadline with
+//! its drift margin), deciding the lease is lost, releasing, and cleaning up an acquisition its
+//! caller abandoned.
+//!
+//! [`LockLife`] decides all of that from the time and the store's replies it is given, in the
+//! shape of the operations (quinn-proto's `Connection` is the model): it returns commands to
+//! execute, instants to wake at, and [events](LifeEvent) for the holder. Every host drives the
+//! same machine (the tokio driver, the blocking API, the bindings), so a lock behaves the same
+//! in every language.
+//!
+//! # Driving contract
+//!
+//! ```text
+//! loop {
+//!     match life.poll(now()) {
+//!         LifePoll::Execute(id, command) => start executing it; its reply goes to life.handle(id, reply),
+//!         LifePoll::Event(event)         => tell the holder (granted, lost, released, ...),
+//!         LifePoll::WaitUntil(t)         => wait until t, a reply, a request of the holder
+//!                                           (release, renew_now, cancel), or a change in the
+//!                                           store (then call life.wake()),
+//!         LifePoll::Done                 => stop: nothing will ever happen again,
+//!     }
+//! }
+//! ```
+//!
+//! - At most one command is outstanding. Unlike an [`Operation`], the machine may have to act
+//!   while a command is outstanding (a deadline passes while a renewal hangs: the lease is lost
+//!   now, not when the store answers), so with a command outstanding the host still wakes at the
+//!   [`LifePoll::WaitUntil`] instant and polls.
+//! - `now` is monotonic, as for operations. A reply with a stale id (a command abandoned by a
+//!   cancellation) is ignored.
+//!
+//! # Costs
+//! Nothing beyond the operations it runs: an acquisition, one renewal per third of the lease's
+//! validity ([`Lease::renew_at`]; none with keep-alive off), retries of failed renewals (10 ms
+//! growing to 1 s, at most a tenth of the validity apart), one release, and on cancellation one
+//! command that removes the abandoned acquisition's cell ([`Acquire::cleanup`]).
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lease::{Grant, Lease};
+use crate::model::{Command, Reply, Write};
+use crate::op::{Acquire, CommandId, Operation, Poll, Release, Renew};
+use crate::time::Instant;
+
+/// What the machine wants next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "a LifePoll tells the host what to do next"]
+pub enum LifePoll {
+    /// Execute this command on the store, and pass its reply to [`LockLife::handle`].
+    Execute(CommandId, Command),
+    /// Something the holder should hear about.
+    Event(LifeEvent),
+    /// Nothing to do before this instant, a reply, a request or a store change
+    /// ([`Instant::MAX`]: only those can help).
+    WaitUntil(Instant),
+    /// The life is over (released, failed, cancelled) and every event has been given.
+    Done,
+}
+
+/// What happened to the lock, for its holder. Each life gives exactly one of `Granted`,
+/// `Failed` or `Cancelled` first; after `Granted`, at most one `Lost` and exactly one `Released`
+/// (a cancellation of a held lock releases it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LifeEvent {
+    /// The lock was acquired.
+    Granted(Box<Grant>),
+    /// The acquisition failed (busy, timed out, store errors): nothing of it is left held.
+    Failed(Error),
+    /// The acquisition was cancelled by [`LockLife::cancel`], and its cell removed (or left to
+    /// expire if the store could not be reached).
+    Cancelled,
+    /// A renewal moved the deadline.
+    Renewed(Instant),
+    /// A renewal failed for store reasons; it is retried until the deadline.
+    RenewalFailed(Error),
+    /// The lease is lost ([`ErrorKind::Lost`]): taken over, broken by an operator, or its
+    /// deadline passed without a successful renewal. The holder must stop acting as the owner.
+    Lost(Error),
+    /// The release finished: `Ok` means the lease was intact until the release started (see
+    /// [`Release`]); a lost lease gives its loss again.
+    Released(Result<()>),
+}
+
+/// Where the lock stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LifeStatus {
+    /// Being acquired.
+    Acquiring,
+    /// Held until the deadline, unless renewed.
+    Held(Instant),
+    /// Lost, and why; still to be released (which removes what is left of it).
+    Lost(Error),
+    /// Being released, or released.
+    Released,
+    /// The acquisition failed, and why.
+    Failed(Error),
+    /// The acquisition was cancelled.
+    Cancelled,
+}
+
+/// Which operation an outstanding command belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Acquire,
+    Renew,
+    Release,
+    Cleanup,
+}
+
+#[derive(Debug)]
+struct Outstanding {
+    id: CommandId,
+    target: Target,
+    inner: CommandId,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Acquiring(Box<Acquire>),
+    /// The cleanup of a cancelled acquisition: `Some` until sent.
+    Cancelling(Option<Command>),
+    Held(Box<Held>),
+    Releasing {
+        op: Box<Release>,
+        lost: Option<Error>,
+    },
+    Over,
+}
+
+#[derive(Debug)]
+struct Held {
+    lease: Lease,
+    renewal: Option<Renew>,
+    /// Failed renewals in a row, and when the next retry is due.
+    failures: u32,
+    retry_at: Option<Instant>,
+    last_error: Option<Error>,
+    /// Lost (the holder has been told), not yet released.
+    lost: Option<Error>,
+    /// A renewal the holder asked for ([`LockLife::renew_now`]).
+    renew_requested: bool,
+    /// A release the holder asked for, waiting for the renewal in flight to finish.
+    release_requested: Option<Vec<Write>>,
+}
+
+/// One lock's life. See the [module docs](self) for the driving contract.
+#[derive(Debug)]
+pub struct LockLife {
+    phase: Phase,
+    keep_alive: bool,
+    next_id: u64,
+    outstanding: Option<Outstanding>,
+    events: VecDeque<LifeEvent>,
+    status: LifeStatus,
+}
+
+/// The wait before retrying a renewal that failed for store reasons: short, growing, and well
+/// inside the validity so several retries fit before the deadline.
+pub fn renewal_retry_delay(failures: u32, validity: Duration) -> Duration {
+    let grown = Duration::from_millis(10).saturating_mul(1 << failures.min(10));
+    grown
+        .min(Duration::from_secs(1))
+        .min((validity / 10).max(Duration::from_millis(1)))
+}
+
+impl LockLife {
+    /// The life of a lock about to be acquired by `acquire`. With `keep_alive`, the lease is
+    /// renewed at [`Lease::renew_at`] until it is released; without, it ends at its deadline.
+    pub fn new(acquire: Acquire, keep_alive: bool) -> Self {
+        LockLife {
+            phase: Phase::Acquiring(Box::new(acquire)),
+            keep_alive,
+            next_id: 0,
+            outstanding: None,
+            events: VecDeque::new(),
+            status: LifeStatus::Acquiring,
+        }
+    }
+
+    /// Where the lock stands at `now` (a passed deadline counts as lost even before the next
+    /// poll reports it).
+    pub fn status(&self, now: Instant) -> LifeStatus {
+        match (&self.status, &self.phase) {
+            (LifeStatus::Held(deadline), Phase::Held(h)) if now >= *deadline => {
+                LifeStatus::Lost(h.deadline_loss())
+            }
+            (status, _) => status.clone(),
+        }
+    }
+
+    /// The lease while held (or lost and not yet released).
+    pub fn lease(&self) -> Option<&Lease> {
+        match &self.phase {
+            Phase::Held(h) => Some(&h.lease),
+            Phase::Releasing { op, .. } => Some(op.lease()),
+            _ => None,
+        }
+    }
+
+    /// How long the lease has left at `now` ([`Duration::ZERO`] once lost, released or not
+    /// yet granted).
+    pub fn remaining(&self, now: Instant) -> Duration {
+        match self.status(now) {
+            LifeStatus::Held(deadline) => deadline.saturating_duration_since(now),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Tells a waiting acquisition that the lock may have changed (the store saw a release), so
+    /// it tries again now. Harmless at any time.
+    pub fn wake(&mut self) {
+        if let Phase::Acquiring(op) = &mut self.phase {
+            op.wake();
+        }
+    }
+
+    /// Asks for a renewal now (after the one in flight, if any). [`ErrorKind::NotOwner`] when
+    /// the lock is not held.
+    pub fn renew_now(&mut self) -> Result<()> {
+        match &mut self.phase {
+            Phase::Held(h) if h.lost.is_none() && h.release_requested.is_none() => {
+                h.renew_requested = true;
+                Ok(())
+            }
+            Phase::Held(h) if h.lost.is_some() => Err(h.lost.clone().unwrap_or_else(|| {
+                Error::internal("internal error: a lost lease without its loss")
+            })),
+            _ => Err(not_held("renew")),
+        }
+    }
+
+    /// Asks for the release, applying `writes` to data columns of the lock's row in the same
+    /// batch (column prefix only: see [`Release::with_mutation`]). The outcome comes as
+    /// [`LifeEvent::Released`]. Errors at once: [`ErrorKind::NotOwner`] when the lock is not
+    /// held (a second release), [`ErrorKind::InvalidOption`] for writes the strategy cannot
+    /// carry (the lock stays held).
+    pub fn release(&mut self, writes: Vec<Write>) -> Result<()> {
+        let Phase::Held(h) = &mut self.phase else {
+            return Err(not_held("release"));
+        };
+        if h.release_requested.is_some() {
+            return Err(not_held("release"));
+        }
+        Release::with_mutation(&h.lease, writes.clone())?;
+        h.release_requested = Some(writes);
+        Ok(())
+    }
+
+    /// Abandons the lock: an acquisition in progress stops and removes its cell (the reply to a
+    /// command it had outstanding is then ignored); a held lock is released. Harmless once the
+    /// life is over.
+    pub fn cancel(&mut self) {
+        match &mut self.phase {
+            Phase::Acquiring(op) => {
+                let cleanup = op.cleanup();
+                self.outstanding = None;
+                self.status = LifeStatus::Cancelled;
+                match cleanup {
+                    Some(command) => self.phase = Phase::Cancelling(Some(command)),
+                    None => {
+                        self.phase = Phase::Over;
+                        self.events.push_back(LifeEvent::Cancelled);
+                    }
+                }
+            }
+            Phase::Held(h) if h.release_requested.is_none() => {
+                h.release_requested = Some(Vec::new());
+            }
+            _ => {}
+        }
+    }
+
+    /// Gives the machine the store's reply to the command `id`. A stale id is ignored.
+    pub fn handle(&mut self, id: CommandId, reply: Reply) {
+        let Some(out) = self.outstanding.take_if(|o| o.id == id) else {
+            return;
+        };
+        match (&mut self.phase, out.target) {
+            (Phase::Acquiring(op), Target::Acquire) => op.handle(out.inner, reply),
+            (Phase::Held(h), Target::Renew) => {
+                if let Some(op) = h.renewal.as_mut() {
+                    op.handle(out.inner, reply);
+                }
+            }
+            (Phase::Releasing { op, .. }, Target::Release) => op.handle(out.inner, reply),
+            (Phase::Cancelling(_), Target::Cleanup) => {
+                // The cleanup is best effort: whatever it answered, the cell is gone or expires.
+                self.phase = Phase::Over;
+                self.events.push_back(LifeEvent::Cancelled);
+            }
+            _ => {}
+        }
+    }
+
+    /// Advances the machine at `now` and says what it needs.
+    pub fn poll(&mut self, now: Instant) -> LifePoll {
+        for _ in 0..64 {
+            if let Some(event) = self.events.pop_front() {
+                return LifePoll::Event(event);
+            }
+            match self.step(now) {
+                Step::Again => continue,
+                Step::Out(out) => return out,
+            }
+        }
+        LifePoll::Event(LifeEvent::Failed(Error::internal(
+            "internal error: the lock's life did not settle in 64 steps",
+        )))
+    }
+
+    fn send(&mut self, target: Target, inner: CommandId, command: Command) -> LifePoll {
+        let id = CommandId(self.next_id);
+        self.next_id = self.next_id.wrapping_add(1);
+        self.outstanding = Some(Outstanding { id, target, inner });
+        LifePoll::Execute(id, command)
+    }
+
+    fn step(&mut self, now: Instant) -> Step {
+        let busy = self.outstanding.is_some();
+        match &mut self.phase {
+            Phase::Over => Step::Out(LifePoll::Done),
+            Phase::Cancelling(command) => match command.take() {
+                Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command)),
+                None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            },
+            Phase::Acquiring(_) if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Acquiring(op) => match op.poll(now) {
+                Poll::Execute(inner, command) => {
+                    Step::Out(self.send(Target::Acquire, inner, command))
+                }
+                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
+                Poll::Ready(Ok(grant)) => {
+                    let deadline = grant.lease.deadline();
+                    self.status = LifeStatus::Held(deadline);
+                    self.phase = Phase::Held(Box::new(Held::new(grant.lease.clone())));
+                    self.events.push_back(LifeEvent::Granted(Box::new(grant)));
+                    Step::Again
+                }
+                Poll::Ready(Err(e)) => {
+                    self.status = LifeStatus::Failed(e.clone());
+                    self.phase = Phase::Over;
+                    self.events.push_back(LifeEvent::Failed(e));
+                    Step::Again
+                }
+            },
+            Phase::Held(_) => self.step_held(now, busy),
+            Phase::Releasing { .. } if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Releasing { op, lost } => match op.poll(now) {
+                Poll::Execute(inner, command) => {
+                    Step::Out(self.send(Target::Release, inner, command))
+                }
+                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
+                Poll::Ready(result) => {
+                    // A lease lost before the release was asked for stays lost, whatever the
+                    // release found: the holder must hear it.
+                    let result = match lost.take() {
+                        Some(e) => Err(e),
+                        None => result,
+                    };
+                    self.phase = Phase::Over;
+                    self.events.push_back(LifeEvent::Released(result));
+                    Step::Again
+                }
+            },
+        }
+    }
+
+    fn step_held(&mut self, now: Instant, busy: bool) -> Step {
+        let keep_alive = self.keep_alive;
+        let Phase::Held(h) = &mut self.phase else {
+            return Step::Out(LifePoll::Done);
+        };
+        let deadline = h.lease.deadline();
+        // The deadline passed: lost now, even with a renewal hanging.
+        if h.lost.is_none() && now >= deadline {
+            let e = h.deadline_loss();
+            h.lost = Some(e.clone());
+            self.status = LifeStatus::Lost(e.clone());
+            self.events.push_back(LifeEvent::Lost(e));
+            return Step::Again;
+        }
+        if let Some(op) = h.renewal.as_mut() {
+            if busy {
+                let wake = if h.lost.is_none() {
+                    deadline
+                } else {
+                    Instant::MAX
+                };
+                return Step::Out(LifePoll::WaitUntil(wake));
+            }
+            return match op.poll(now) {
+                Poll::Execute(inner, command) => {
+                    Step::Out(self.send(Target::Renew, inner, command))
+                }
+                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t.min(deadline))),
+                Poll::Ready(result) => {
+                    h.renewal = None;
+                    self.after_renewal(result, now);
+                    Step::Again
+                }
+            };
+        }
+        if let Some(writes) = h.release_requested.take() {
+            let lost = h.lost.clone();
+            let op = match Release::with_mutation(&h.lease, writes) {
+                Ok(op) => op,
+                // Checked when asked for; the lease has not changed strategy since.
+                Err(e) => {
+                    self.phase = Phase::Over;
+                    self.status = LifeStatus::Released;
+                    self.events.push_back(LifeEvent::Released(Err(e)));
+                    return Step::Again;
+                }
+            };
+            self.status = LifeStatus::Released;
+            self.phase = Phase::Releasing {
+                op: Box::new(op),
+                lost,
+            };
+            return Step::Again;
+        }
+        if h.lost.is_some() {
+            return Step::Out(LifePoll::WaitUntil(Instant::MAX));
+        }
+        let due = if h.renew_requested {
+            Some(now)
+        } else if !keep_alive {
+            None
+        } else {
+            Some(h.retry_at.unwrap_or_else(|| h.lease.renew_at()))
+        };
+        match due {
+            Some(at) if now >= at => {
+                h.renew_requested = false;
+                h.renewal = Some(Renew::new(&h.lease));
+                Step::Again
+            }
+            Some(at) => Step::Out(LifePoll::WaitUntil(at.min(deadline))),
+            None => Step::Out(LifePoll::WaitUntil(deadline)),
+        }
+    }
+
+    fn after_renewal(&mut self, result: Result<Lease>, now: Instant) {
+        let Phase::Held(h) = &mut self.phase else {
+            return;
+        };
+        match result {
+            // A loss by deadline was already reported; a late success changes nothing.
+            _ if h.lost.is_some() => {}
+            Ok(lease) => {
+                let deadline = lease.deadline();
+                h.lease = lease;
+                h.failures = 0;
+                h.retry_at = None;
+                h.last_error = None;
+                self.status = LifeStatus::Held(deadline);
+                self.events.push_back(LifeEvent::Renewed(deadline));
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::Lost | ErrorKind::NotOwner) => {
+                h.lost = Some(e.clone());
+                self.status = LifeStatus::Lost(e.clone());
+                self.events.push_back(LifeEvent::Lost(e));
+            }
+            Err(e) => {
+                let validity = h.lease.options().lease_validity();
+                h.retry_at = Some(now.saturating_add(renewal_retry_delay(h.failures, validity)));
+                h.failures = h.failures.saturating_add(1);
+                h.last_error = Some(e.clone());
+                self.events.push_back(LifeEvent::RenewalFailed(e));
+            }
+        }
+    }
+}
+
+enum Step {
+    Again,
+    Out(LifePoll),
+}
+
+impl Held {
+    fn new(lease: Lease) -> Self {
+        Held {
+            lease,
+            renewal: None,
+            failures: 0,
+            retry_at: None,
+            last_error: None,
+            lost: None,
+            renew_requested: false,
+            release_requested: None,
+        }
+    }
+
+    /// The loss of a lease whose deadline passed.
+    fn deadline_loss(&self) -> Error {
+        let why = match &self.last_error {
+            Some(e) => format!("its deadline passed without a successful renewal; last error: {e}"),
+            None => alloc::string::String::from("its deadline passed without a successful renewal"),
+        };
+        Error::new(
+            ErrorKind::Lost,
+            format!(
+                "lease on lock {:?} (token {}) is lost: {why}",
+                self.lease.name().as_str(),
+                self.lease.token()
+            ),
+        )
+        .with_lock(self.lease.name().as_str())
+    }
+}
+
+fn not_held(what: &str) -> Error {
+    Error::new(
+        ErrorKind::NotOwner,
+        format!("cannot {what}: the lock is not held (not granted yet, or already released)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renewal_retries_stay_short_and_inside_the_validity() {
+        let validity = Duration::from_millis(50);
+        for failures in 0..40 {
+            let d = renewal_retry_delay(failures, validity);
+            assert!(
+                d >= Duration::from_millis(1) && d <= Duration::from_millis(5),
+                "{d:?}"
+            );
+        }
+        assert_eq!(
+            renewal_retry_delay(0, Duration::from_secs(60)),
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            renewal_retry_delay(30, Duration::from_secs(60)),
+            Duration::from_secs(1)
+        );
+    }
+}

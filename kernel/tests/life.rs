@@ -1,0 +1,390 @@
+//! The lock's life machine driven by a fake clock against the reference table: acquisition,
+//! the renewal schedule, a lost renewal reply, renewals failing until the deadline, a forced
+//! release noticed by a renewal, keep-alive off, release, and cancellation mid-wait and
+//! mid-acquire.
+
+use std::time::Duration;
+
+use baton_kernel::{
+    Acquire, Command, CommandId, ErrorKind, Failure, ForceRelease, Instant, LifeEvent, LifePoll,
+    LifeStatus, LockLife, LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll, Reply,
+    Strategy, Wait,
+};
+
+const NAME: &str = "job";
+
+fn opts(strategy: Strategy, wait: Wait) -> LockOptions {
+    LockOptions {
+        strategy,
+        wait,
+        seed: 7,
+        created_unix_ms: 1000,
+        ..LockOptions::default()
+    }
+}
+
+fn life(strategy: Strategy, host: &str, wait: Wait, keep_alive: bool) -> LockLife {
+    let owner = OwnerId::new(host, 1, 1).expect("owner");
+    let name = LockName::new(NAME).expect("name");
+    let acquire = Acquire::new(name, owner, opts(strategy, wait)).expect("options");
+    LockLife::new(acquire, keep_alive)
+}
+
+/// What a command's reply should be instead of the table's own answer.
+type Fault = Box<dyn FnMut(&Command, &Reply) -> Option<Reply>>;
+
+/// A host: the table, the clock, and what the machine said.
+struct Host {
+    table: MemoryTable,
+    now: Instant,
+    events: Vec<(Instant, LifeEvent)>,
+    commands: Vec<Command>,
+    fault: Option<Fault>,
+}
+
+impl Host {
+    fn new() -> Self {
+        Host {
+            table: MemoryTable::new(),
+            now: Instant::from_nanos(1_000_000_000),
+            events: Vec::new(),
+            commands: Vec::new(),
+            fault: None,
+        }
+    }
+
+    fn at(&self, secs: f64) -> Instant {
+        Instant::from_nanos(1_000_000_000).saturating_add(Duration::from_secs_f64(secs))
+    }
+
+    fn execute(&mut self, command: &Command) -> Reply {
+        self.commands.push(command.clone());
+        let reply = self.table.apply(command, self.now);
+        match self.fault.as_mut().and_then(|f| f(command, &reply)) {
+            Some(instead) => instead,
+            None => reply,
+        }
+    }
+
+    /// Drives `life`, executing each command at once, until it waits past `until` (the clock
+    /// is then left at `until`) or is done. Returns whether it is done.
+    fn run(&mut self, life: &mut LockLife, until: Instant) -> bool {
+        for _ in 0..100_000 {
+            match life.poll(self.now) {
+                LifePoll::Execute(id, command) => {
+                    let reply = self.execute(&command);
+                    life.handle(id, reply);
+                }
+                LifePoll::Event(event) => self.events.push((self.now, event)),
+                LifePoll::WaitUntil(t) if t <= until => self.now = self.now.max(t),
+                LifePoll::WaitUntil(_) => {
+                    self.now = self.now.max(until);
+                    return false;
+                }
+                LifePoll::Done => return true,
+            }
+        }
+        panic!("the life did not settle");
+    }
+
+    fn count(&self, pred: impl Fn(&LifeEvent) -> bool) -> usize {
+        self.events.iter().filter(|(_, e)| pred(e)).count()
+    }
+
+    fn last_event(&self) -> &LifeEvent {
+        &self.events.last().expect("an event").1
+    }
+
+    fn cells(&self) -> Vec<String> {
+        self.table
+            .read(NAME, &baton_kernel::ColumnFilter::All, self.now)
+            .into_iter()
+            .map(|c| c.column)
+            .filter(|c| c != "_LOCK_")
+            .collect()
+    }
+}
+
+fn granted(host: &Host) -> bool {
+    host.events
+        .iter()
+        .any(|(_, e)| matches!(e, LifeEvent::Granted(_)))
+}
+
+#[test]
+fn acquire_renew_on_schedule_then_release() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        assert!(granted(&host), "{strategy}: {:?}", host.events);
+        let first = a.lease().expect("held").deadline();
+        // 100 s of a 60 s lease: renewed once a third of the validity (59.4 s) has passed.
+        let until = host.at(100.0);
+        assert!(!host.run(&mut a, until));
+        let renewals: Vec<Instant> = host
+            .events
+            .iter()
+            .filter_map(|(at, e)| matches!(e, LifeEvent::Renewed(_)).then_some(*at))
+            .collect();
+        assert_eq!(renewals.len(), 5, "{strategy}: {:?}", host.events);
+        assert!(
+            renewals[0] >= host.at(19.7) && renewals[0] <= host.at(19.9),
+            "{strategy}: first renewal at {:?}",
+            renewals[0]
+        );
+        let deadline = a.lease().expect("held").deadline();
+        assert!(deadline > first);
+        assert_eq!(a.status(host.now), LifeStatus::Held(deadline));
+        assert!(a.remaining(host.now) > Duration::from_secs(30));
+        a.release(Vec::new()).expect("release");
+        assert!(host.run(&mut a, Instant::MAX));
+        assert_eq!(
+            host.last_event(),
+            &LifeEvent::Released(Ok(())),
+            "{strategy}"
+        );
+        assert_eq!(a.status(host.now), LifeStatus::Released);
+        assert!(host.cells().is_empty(), "{strategy}: {:?}", host.cells());
+        assert_eq!(
+            a.release(Vec::new()).map_err(|e| e.kind()),
+            Err(ErrorKind::NotOwner),
+            "{strategy}: a second release"
+        );
+    }
+}
+
+#[test]
+fn a_lost_renewal_reply_is_retried_and_the_lease_stays_held() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        // The first write of the first renewal is applied, but its reply is lost.
+        let mut renewal_writes = 0;
+        let grant_commands = host.commands.len();
+        host.fault = Some(Box::new(move |command, _| {
+            let write = matches!(command, Command::Put { .. } | Command::CompareAndSet { .. });
+            if write {
+                renewal_writes += 1;
+            }
+            (write && renewal_writes == 1).then(|| Reply::Failed(Failure::Timeout("lost".into())))
+        }));
+        let until = host.at(30.0);
+        assert!(!host.run(&mut a, until));
+        assert!(
+            host.commands.len() > grant_commands + 2,
+            "{strategy}: retried"
+        );
+        assert_eq!(
+            host.count(|e| matches!(e, LifeEvent::Renewed(_))),
+            1,
+            "{strategy}: {:?}",
+            host.events
+        );
+        assert_eq!(host.count(|e| matches!(e, LifeEvent::Lost(_))), 0);
+        assert!(matches!(a.status(host.now), LifeStatus::Held(_)));
+    }
+}
+
+#[test]
+fn renewals_failing_until_the_deadline_lose_the_lease_at_the_deadline() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
+    assert!(!host.run(&mut a, host.now));
+    let deadline = a.lease().expect("held").deadline();
+    host.fault = Some(Box::new(|_, _| {
+        Some(Reply::Failed(Failure::Unavailable("down".into())))
+    }));
+    assert!(!host.run(&mut a, host.at(120.0)));
+    assert!(host.count(|e| matches!(e, LifeEvent::RenewalFailed(_))) >= 3);
+    let (lost_at, lost) = host
+        .events
+        .iter()
+        .find(|(_, e)| matches!(e, LifeEvent::Lost(_)))
+        .expect("lost");
+    assert_eq!(*lost_at, deadline, "lost exactly at the deadline");
+    let LifeEvent::Lost(e) = lost else {
+        unreachable!()
+    };
+    assert!(e.message().contains("last error"), "{e}");
+    assert_eq!(e.lock(), Some(NAME));
+    assert!(matches!(a.status(host.now), LifeStatus::Lost(_)));
+    assert!(a.renew_now().is_err());
+    // The store is back; the release removes what is left and repeats the loss.
+    host.fault = None;
+    a.release(Vec::new()).expect("release of a lost lease");
+    assert!(host.run(&mut a, Instant::MAX));
+    assert!(
+        matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost)
+    );
+    assert!(host.cells().is_empty());
+}
+
+#[test]
+fn a_renewal_notices_a_forced_release() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        let mut force = ForceRelease::new(
+            LockName::new(NAME).expect("name"),
+            &opts(strategy, Wait::TryOnce),
+        );
+        let removed = loop {
+            match force.poll(host.now) {
+                Poll::Execute(id, command) => {
+                    let reply = host.execute(&command);
+                    force.handle(id, reply);
+                }
+                Poll::WaitUntil(_) => panic!("a forced release does not wait here"),
+                Poll::Ready(r) => break r.expect("forced"),
+            }
+        };
+        assert_eq!(removed.len(), 1);
+        assert!(!host.run(&mut a, host.at(25.0)));
+        assert_eq!(
+            host.count(|e| matches!(e, LifeEvent::Lost(e) if e.message().contains("force"))),
+            1,
+            "{strategy}: {:?}",
+            host.events
+        );
+        // No more renewals after the loss.
+        let commands = host.commands.len();
+        assert!(!host.run(&mut a, host.at(200.0)));
+        assert_eq!(host.commands.len(), commands, "{strategy}");
+        a.cancel();
+        assert!(host.run(&mut a, Instant::MAX));
+        assert!(
+            matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost)
+        );
+    }
+}
+
+#[test]
+fn without_keep_alive_the_lease_ends_at_its_deadline() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, false);
+    assert!(!host.run(&mut a, host.now));
+    let deadline = a.lease().expect("held").deadline();
+    let commands = host.commands.len();
+    assert!(!host.run(&mut a, host.at(100.0)));
+    assert_eq!(host.commands.len(), commands, "no renewal");
+    assert!(host
+        .events
+        .iter()
+        .any(|(at, e)| *at == deadline && matches!(e, LifeEvent::Lost(_))));
+    // A renewal asked for by hand is refused once lost.
+    assert!(a.renew_now().is_err());
+}
+
+#[test]
+fn renew_now_renews_at_once() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::Bakery, "a", Wait::TryOnce, false);
+    assert!(!host.run(&mut a, host.now));
+    host.now = host.at(5.0);
+    a.renew_now().expect("held");
+    assert!(!host.run(&mut a, host.now));
+    assert_eq!(host.count(|e| matches!(e, LifeEvent::Renewed(_))), 1);
+}
+
+/// B waits for A's lock; cancelled in its backoff, it removes its cell (bakery: its ticket) and
+/// ends with `Cancelled`; A is untouched.
+#[test]
+fn cancellation_mid_wait_removes_the_waiters_cell() {
+    for strategy in [
+        Strategy::Bakery,
+        Strategy::UniqueInsert,
+        Strategy::ColumnPrefix,
+    ] {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        let mut b = life(strategy, "b", Wait::Timeout(Duration::from_secs(30)), true);
+        assert!(!host.run(&mut b, host.at(0.5)));
+        assert_eq!(b.status(host.now), LifeStatus::Acquiring);
+        b.cancel();
+        assert!(host.run(&mut b, Instant::MAX));
+        assert_eq!(host.last_event(), &LifeEvent::Cancelled, "{strategy}");
+        assert_eq!(b.status(host.now), LifeStatus::Cancelled);
+        let cells = host.cells();
+        assert_eq!(
+            cells.len(),
+            1,
+            "{strategy}: only A's cell is left: {cells:?}"
+        );
+        assert!(matches!(a.status(host.now), LifeStatus::Held(_)));
+    }
+}
+
+/// A command of the acquisition is outstanding when it is cancelled: the machine sends the
+/// cleanup at once, ignores the old reply when it comes, and no cell of ours is left.
+#[test]
+fn cancellation_mid_acquire_ignores_the_outstanding_reply_and_cleans_up() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        let LifePoll::Execute(first_id, first) = a.poll(host.now) else {
+            panic!("{strategy}: the acquisition starts with a command")
+        };
+        // The store applies it, but the reply is still on its way when the caller gives up.
+        let late_reply = host.execute(&first);
+        a.cancel();
+        let LifePoll::Execute(cleanup_id, cleanup) = a.poll(host.now) else {
+            panic!("{strategy}: the cleanup is sent at once")
+        };
+        a.handle(first_id, late_reply);
+        let reply = host.execute(&cleanup);
+        a.handle(cleanup_id, reply);
+        assert!(host.run(&mut a, Instant::MAX));
+        assert_eq!(host.last_event(), &LifeEvent::Cancelled, "{strategy}");
+        assert!(host.cells().is_empty(), "{strategy}: {:?}", host.cells());
+        assert_ne!(first_id, cleanup_id);
+    }
+}
+
+/// Cancelling before anything was sent, or after the life ended, is harmless.
+#[test]
+fn cancellation_before_the_first_command_or_after_the_end_is_harmless() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
+    a.cancel();
+    assert!(host.run(&mut a, Instant::MAX));
+    assert_eq!(host.events.len(), 1);
+    assert!(host.commands.is_empty());
+    a.cancel();
+    assert_eq!(a.poll(host.now), LifePoll::Done);
+}
+
+/// A waiter woken by a change retries at once instead of at the end of its backoff.
+#[test]
+fn a_wake_makes_a_waiter_retry_at_once() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
+    assert!(!host.run(&mut a, host.now));
+    let mut b = life(
+        Strategy::UniqueInsert,
+        "b",
+        Wait::Timeout(Duration::from_secs(30)),
+        true,
+    );
+    let LifePoll::Execute(id, command) = b.poll(host.now) else {
+        panic!("B tries")
+    };
+    let reply = host.execute(&command);
+    b.handle(id, reply);
+    let LifePoll::WaitUntil(backoff_end) = b.poll(host.now) else {
+        panic!("B backs off")
+    };
+    assert!(backoff_end > host.now);
+    a.release(Vec::new()).expect("release");
+    assert!(host.run(&mut a, Instant::MAX));
+    b.wake();
+    assert!(
+        !host.run(&mut b, host.now),
+        "B acquires without the clock moving"
+    );
+    assert!(granted(&host));
+    let _ = CommandId(0);
+}
