@@ -80,7 +80,9 @@ pub use name::LockName;
 pub use op::{
     Acquire, CommandId, ForceRelease, Inspect, ListLocks, Operation, Poll, Purge, Release, Renew,
 };
-pub use options::{LockOptions, PrefixOptions, Sabotage, Strategy, Wait};
+#[cfg(feature = "sabotage")]
+pub use options::Sabotage;
+pub use options::{LockOptions, PrefixOptions, Strategy, Wait};
 pub use owner::OwnerId;
 pub use retry::{RetryPolicy, SplitMix64};
 pub use time::Instant;

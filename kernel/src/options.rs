@@ -153,14 +153,16 @@ pub struct LockOptions {
     /// Callers that leave it zero must give every acquisition a distinct [`OwnerId`](crate::OwnerId).
     pub acquisition: u64,
     /// Deliberately broken variants, for testing that the simulator catches unsafe algorithms.
-    /// Never set this outside such tests.
-    #[doc(hidden)]
+    /// Exists only with the `sabotage` feature, which baton's own tests enable and the library
+    /// never does.
+    #[cfg(feature = "sabotage")]
     pub sabotage: Sabotage,
 }
 
 /// Deliberately broken variants of the algorithms (see [`LockOptions::sabotage`]).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 pub enum Sabotage {
     /// The real algorithms.
     #[default]
@@ -195,6 +197,7 @@ pub enum Sabotage {
     ClockStopsInSuspend,
 }
 
+#[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
     pub const ALL: [Sabotage; 11] = [
@@ -213,6 +216,15 @@ impl Sabotage {
 }
 
 impl LockOptions {
+    /// The broken variant these options carry: always [`Sabotage::None`] without the `sabotage`
+    /// feature.
+    pub(crate) fn sabotage(&self) -> Sabotage {
+        #[cfg(feature = "sabotage")]
+        return self.sabotage;
+        #[cfg(not(feature = "sabotage"))]
+        Sabotage::None
+    }
+
     /// The shortest TTL: shorter leases cannot outlive a store round trip.
     pub const MIN_TTL: Duration = Duration::from_millis(10);
     /// The longest TTL (30 days): a lease longer than that is a forgotten lock.
@@ -282,7 +294,7 @@ impl LockOptions {
 
     /// The drift margin in force (see [`LockOptions::drift_margin`]).
     pub fn drift_margin(&self) -> Duration {
-        if self.sabotage == Sabotage::NoDriftMargin {
+        if self.sabotage() == Sabotage::NoDriftMargin {
             return Duration::ZERO;
         }
         self.drift_margin
@@ -320,6 +332,7 @@ impl Default for LockOptions {
             created_unix_ms: 0,
             seed: 0,
             acquisition: 0,
+            #[cfg(feature = "sabotage")]
             sabotage: Sabotage::None,
         }
     }

@@ -222,7 +222,7 @@ impl Acquire {
     }
 
     fn checks_continuity(&self) -> bool {
-        self.opts.sabotage != Sabotage::NoContinuity
+        self.opts.sabotage() != Sabotage::NoContinuity
     }
 
     fn lapsed(&self, now: Instant) -> bool {
@@ -269,7 +269,7 @@ impl Acquire {
             Strategy::UniqueInsert => {
                 // A value of its own for every attempt: an insert of an earlier attempt that the
                 // store applies late must not pass for this one (its TTL started earlier).
-                if self.opts.sabotage != Sabotage::SameValueEveryAttempt {
+                if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
                     self.record.att = self.attempts;
                     self.value = self.record.encode();
                 }
@@ -286,7 +286,7 @@ impl Acquire {
             Strategy::Bakery => {
                 // Known before our cell exists: a forced release that deletes this attempt's
                 // cell reads it first and counts itself after that, so it is not counted here.
-                self.forced_seen = if self.opts.sabotage == Sabotage::ForcedCountAfterEntering {
+                self.forced_seen = if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
                     0
                 } else {
                     self.forced_known
@@ -424,7 +424,7 @@ impl Acquire {
         );
         match bump {
             Ok(bump) => {
-                let bump = bump.blind(self.opts.sabotage == Sabotage::FenceBlindWrite);
+                let bump = bump.blind(self.opts.sabotage() == Sabotage::FenceBlindWrite);
                 self.io.send(bump.command());
                 self.phase = Phase::Fence(bump);
             }
@@ -443,7 +443,7 @@ impl Acquire {
                 column,
                 stamp,
                 self.opts.consistency,
-                self.opts.sabotage,
+                self.opts.sabotage(),
             );
             self.io.send(command);
             return;
@@ -514,7 +514,7 @@ impl Acquire {
                 let current = current.unwrap_or_default();
                 let ours = LockRecord::decode(&current)
                     .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
-                if ours && self.opts.sabotage != Sabotage::SameValueEveryAttempt {
+                if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
                     // An earlier attempt's insert, applied late: nobody believes in it. Remove
                     // exactly that record, then try again at once.
                     self.phase = Phase::UniqueClearOwn;
@@ -529,7 +529,7 @@ impl Acquire {
                     });
                     return;
                 }
-                if self.opts.sabotage == Sabotage::UniqueBlindDelete {
+                if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
                     let wall = self.opts.created_unix_ms
                         + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
                     if unique::looks_expired(&current, wall) {
@@ -560,7 +560,7 @@ impl Acquire {
             }
             (Phase::BakeryReadMax, Reply::Cells(cells)) => {
                 let forced = self.forced_in(&cells);
-                if self.opts.sabotage == Sabotage::ForcedCountAfterEntering {
+                if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
                     self.forced_seen = forced;
                 } else if forced != self.forced_seen {
                     // A forced release we cannot place before our `entering` write (or a reset
@@ -601,7 +601,7 @@ impl Acquire {
                 {
                     return self.abandon(Then::Restart);
                 }
-                let ignore_entering = self.opts.sabotage == Sabotage::BakeryIgnoresEntering;
+                let ignore_entering = self.opts.sabotage() == Sabotage::BakeryIgnoresEntering;
                 let blockers =
                     bakery::blockers(&cells, &self.column, &self.owner, ticket, ignore_entering);
                 let Some(first) = blockers.first() else {

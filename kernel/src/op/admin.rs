@@ -399,7 +399,7 @@ impl Operation for Purge {
                         column,
                         stamp,
                         opts.consistency,
-                        opts.sabotage,
+                        opts.sabotage(),
                     ));
                     None
                 }
@@ -691,7 +691,7 @@ impl ForceRelease {
                             next.column.clone(),
                             *stamp,
                             opts.consistency,
-                            opts.sabotage,
+                            opts.sabotage(),
                         ),
                     });
                     None

@@ -147,7 +147,7 @@ impl Renew {
     }
 
     fn late(&self, now: Instant) -> bool {
-        self.lease.opts.sabotage != Sabotage::NoContinuity && now >= self.lease.deadline
+        self.lease.opts.sabotage() != Sabotage::NoContinuity && now >= self.lease.deadline
     }
 
     /// Why the lease is lost according to a read of its entries and counter, if it is: our cell
@@ -490,7 +490,7 @@ impl Release {
 
     /// Whether this release reads the lock before removing (always, but for the broken variant).
     fn checked(&self) -> bool {
-        self.lease.opts.sabotage != Sabotage::ReleaseSkipsCheck
+        self.lease.opts.sabotage() != Sabotage::ReleaseSkipsCheck
     }
 
     /// The broken variant's verdict on a compare-and-set that did not apply.
