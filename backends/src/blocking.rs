@@ -59,6 +59,13 @@ fn run<F: Future>(future: F) -> Result<F::Output> {
     Ok(runtime()?.block_on(future))
 }
 
+impl Locker {
+    /// The synchronous API on this locker.
+    pub fn blocking(&self) -> BlockingLocker {
+        BlockingLocker::new(self.clone())
+    }
+}
+
 /// The synchronous face of a [`Locker`] (see [`Locker::blocking`]); same methods, same
 /// errors. Calling it from inside a tokio runtime gives [`ErrorKind::WrongContext`]; a runtime
 /// that cannot start (no threads left) gives [`ErrorKind::RuntimeFailed`].

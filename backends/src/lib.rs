@@ -88,6 +88,7 @@ pub mod sql;
 mod stamps;
 pub mod store;
 mod url;
+mod url_text;
 
 pub use blocking::{BlockingGuard, BlockingLocker};
 pub use clock::Clock;

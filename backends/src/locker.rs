@@ -12,7 +12,6 @@ use baton_kernel::{
 };
 
 use crate::acquiring::Acquiring;
-use crate::blocking::BlockingLocker;
 use crate::clock::Clock;
 use crate::driver::drive;
 use crate::guard::Guard;
@@ -108,11 +107,6 @@ impl Locker {
     /// The clock lease deadlines are measured on.
     pub fn clock(&self) -> &Clock {
         &self.inner.clock
-    }
-
-    /// The synchronous API on this locker.
-    pub fn blocking(&self) -> BlockingLocker {
-        BlockingLocker::new(self.clone())
     }
 
     /// Acquires `name`, waiting up to the default wait timeout.

@@ -6,6 +6,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 use crate::memory::MemoryStore;
 use crate::store::Store;
+use crate::url_text::redact;
 
 /// Opens the store a URL names.
 ///
@@ -111,83 +112,12 @@ fn malformed(shown: &str, why: &str) -> Error {
     )
 }
 
-/// The URL with the password of its user info (`user:password@`) masked, for messages.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let Some((userinfo, host)) = authority.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
-        None => url.to_owned(),
-    }
-}
-
-/// Reading the `?key=value&...` parameters the SQL and Cassandra URLs share. Each parser
-/// returns the reason for a bad value, for the caller to wrap with the URL.
-#[cfg(any(
-    feature = "sqlite",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "cassandra"
-))]
-pub(crate) mod params {
-    use std::time::Duration;
-
-    /// The `key=value` pairs of a query, in order; a key without `=` has an empty value.
-    pub(crate) fn pairs(query: Option<&str>) -> impl Iterator<Item = (&str, &str)> {
-        query
-            .unwrap_or("")
-            .split('&')
-            .filter(|p| !p.is_empty())
-            .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
-    }
-
-    /// `true`, `1`, `yes` or `false`, `0`, `no`.
-    pub(crate) fn flag(key: &str, value: &str) -> Result<bool, String> {
-        match value {
-            "true" | "1" | "yes" => Ok(true),
-            "false" | "0" | "no" => Ok(false),
-            _ => Err(format!("{key}={value:?} is not true or false")),
-        }
-    }
-
-    /// `500ms`, `5s`, `1m`, or a number of seconds.
-    pub(crate) fn duration(key: &str, value: &str) -> Result<Duration, String> {
-        let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-            Some(at) => value.split_at(at),
-            None => (value, "s"),
-        };
-        let n: Option<u64> = number.parse().ok();
-        let parsed = match (n, unit) {
-            (Some(n), "ms") => Some(Duration::from_millis(n)),
-            (Some(n), "s") => Some(Duration::from_secs(n)),
-            (Some(n), "m") => n.checked_mul(60).map(Duration::from_secs),
-            _ => None,
-        };
-        parsed.ok_or_else(|| format!("{key}={value:?} is not a duration such as 500ms, 5s or 1m"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn passwords_are_masked() {
-        assert_eq!(
-            redact("postgres://app:s3cret@db1:5432/locks?x=1"),
-            "postgres://app:***@db1:5432/locks?x=1"
-        );
-        assert_eq!(
-            redact("postgres://app@db1/locks"),
-            "postgres://app@db1/locks"
-        );
-        assert_eq!(redact("memory:"), "memory:");
+    fn passwords_are_masked_in_errors() {
         let e = open_store("postgres://app:s3cret@db1/locks?tabel=x").expect_err("unknown");
         assert!(!e.message().contains("s3cret"), "{e}");
         assert!(e.message().contains("db1"), "{e}");

@@ -23,8 +23,9 @@ use scylla::statement::{Consistency as Cl, SerialConsistency as Scl};
 use scylla::value::CqlValue;
 
 use super::errors::failure;
-use super::statements::{prefix_end, ttl_seconds, Statements};
+use super::statements::{ttl_seconds, Statements};
 use crate::stamps::{next_stamp, next_stamp_after};
+use baton_kernel::model::prefix_end;
 
 /// Levels that override the commands' own (the URL's `consistency=` and `serial=`).
 #[derive(Clone, Copy, Debug, Default)]

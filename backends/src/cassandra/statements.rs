@@ -3,7 +3,7 @@
 //! | command | CQL | idempotent |
 //! | --- | --- | --- |
 //! | read, every cell | `SELECT cell, value, TTL(value), WRITETIME(value) FROM t WHERE lock_name = ?` | yes |
-//! | read, prefix `p` | `… AND cell >= ? AND cell < ?` (bound to `p` and [`prefix_end`]`(p)`; `cell >= ?` alone if `p` has no successor) | yes |
+//! | read, prefix `p` | `… AND cell >= ? AND cell < ?` (bound to `p` and `prefix_end(p)` from the kernel's model; `cell >= ?` alone if `p` has no successor) | yes |
 //! | read, exact | `… AND cell = ?` | yes |
 //! | put | `UPDATE t USING TIMESTAMP ? AND TTL ? SET value = ? WHERE lock_name = ? AND cell = ?` (TTL 0: none) | yes |
 //! | delete | `DELETE FROM t USING TIMESTAMP ? WHERE lock_name = ? AND cell = ?` | yes |
@@ -131,25 +131,6 @@ impl Statements {
     }
 }
 
-/// The smallest string greater than every string that starts with `prefix`, or `None` if there
-/// is none (the prefix is all `U+10FFFF`). Cassandra compares `text` by its UTF-8 bytes, which
-/// is code-point order, the order of Rust's `str`; so the strings starting with `prefix` are
-/// exactly those in `[prefix, prefix_end(prefix))`.
-pub fn prefix_end(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let mut next = u32::from(last) + 1;
-        if (0xD800..=0xDFFF).contains(&next) {
-            next = 0xE000;
-        }
-        if let Some(c) = char::from_u32(next) {
-            chars.push(c);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
-}
-
 /// Cassandra's largest TTL (`Attributes.MAX_TTL`, 20 years); a larger one is refused.
 const MAX_TTL_SECONDS: u64 = 20 * 365 * 24 * 60 * 60;
 
@@ -186,19 +167,6 @@ pub fn ttl_seconds(ttl: Option<Duration>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_ends() {
-        assert_eq!(prefix_end("_LOCK_").as_deref(), Some("_LOCK`"));
-        assert_eq!(prefix_end("ticket/").as_deref(), Some("ticket0"));
-        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
-        assert_eq!(prefix_end("\u{D7FF}").as_deref(), Some("\u{E000}"));
-        assert_eq!(prefix_end("\u{10FFFF}"), None);
-        for s in ["_LOCK_", "_LOCK_x", "_LOCK_\u{10FFFF}\u{10FFFF}"] {
-            assert!(s >= "_LOCK_" && s < prefix_end("_LOCK_").expect("end").as_str());
-        }
-        assert!("_LOCK`" >= prefix_end("_LOCK_").expect("end").as_str());
-    }
 
     #[test]
     fn ttls_round_up_with_a_spare_second() {

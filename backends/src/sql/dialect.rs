@@ -381,21 +381,6 @@ pub(crate) fn add_stamp_column(dialect: Dialect, table: &str) -> String {
     }
 }
 
-/// The smallest string greater than every string starting with `prefix`, in byte order, if
-/// there is one: the last character incremented (UTF-8 byte order is code point order), after
-/// dropping trailing `char::MAX`es. `None` when every character is `char::MAX`.
-pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
-        if let Some(next) = next {
-            chars.push(next);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,23 +401,6 @@ mod tests {
         ] {
             let e = validate_table(bad).expect_err(bad);
             assert_eq!(e.kind(), ErrorKind::InvalidOption);
-        }
-    }
-
-    #[test]
-    fn prefix_ends_bound_exactly_the_prefixed_strings() {
-        assert_eq!(prefix_end("l_"), Some(String::from("l`")));
-        assert_eq!(prefix_end("é"), Some(String::from("ê")));
-        assert_eq!(prefix_end("a\u{D7FF}"), Some(String::from("a\u{E000}")));
-        assert_eq!(prefix_end("a\u{10FFFF}"), Some(String::from("b")));
-        assert_eq!(prefix_end("\u{10FFFF}"), None);
-        assert_eq!(prefix_end(""), None);
-        let end = prefix_end("ab").expect("has an end");
-        for s in ["ab", "ab\u{10FFFF}", "abzzz"] {
-            assert!(s >= "ab" && s < end.as_str(), "{s}");
-        }
-        for s in ["aa\u{10FFFF}", "ac", "b"] {
-            assert!(!(s >= "ab" && s < end.as_str()), "{s}");
         }
     }
 

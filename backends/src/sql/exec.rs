@@ -15,8 +15,9 @@ use std::time::Duration;
 use baton_kernel::{Cell, ColumnFilter, Command, Reply, Write};
 
 use super::conn::{Arg, Kind, Sealed, Val};
-use super::dialect::{prefix_end, Statements};
+use super::dialect::Statements;
 use crate::stamps::{next_stamp, next_stamp_after};
+use baton_kernel::model::prefix_end;
 
 /// The longest row or column name the SQL lock table holds, in bytes.
 pub(crate) const MAX_KEY_BYTES: usize = 255;

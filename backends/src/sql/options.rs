@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::{validate_table, DEFAULT_TABLE};
-use crate::url::{params, redact};
+use crate::url_text::{params, redact};
 
 /// How a SQL store uses its database.
 ///

@@ -6,7 +6,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::Dialect;
 use super::options::{SqlOptions, Target};
-use crate::url::redact;
+use crate::url_text::redact;
 
 /// The connection pool of a [`SqlStore`](super::SqlStore): begin transactions on it to take
 /// and release locks inside them.

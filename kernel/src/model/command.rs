@@ -62,6 +62,24 @@ impl ColumnFilter {
     }
 }
 
+/// The smallest string greater than every string that starts with `prefix`, or `None` if there
+/// is none (`prefix` is empty or all `U+10FFFF`). Stores compare columns by their UTF-8 bytes
+/// (SQL's binary collations, Cassandra's `text`), which is code-point order, the order of
+/// Rust's `str`; so the columns a [`ColumnFilter::Prefix`] matches are exactly those in
+/// `[prefix, prefix_end(prefix))`, a range an index can serve.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        // The next scalar value: surrogates are not characters.
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// One plain write inside a [`Command::Batch`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Write {
@@ -326,4 +344,27 @@ pub enum Reply {
     Rows(Vec<(String, Vec<Cell>)>),
     /// The command failed.
     Failed(Failure),
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_bound_exactly_the_prefixed_strings() {
+        assert_eq!(prefix_end("_LOCK_").as_deref(), Some("_LOCK`"));
+        assert_eq!(prefix_end("ticket/").as_deref(), Some("ticket0"));
+        assert_eq!(prefix_end("é").as_deref(), Some("ê"));
+        assert_eq!(prefix_end("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+        assert_eq!(prefix_end("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        assert_eq!(prefix_end(""), None);
+        let end = prefix_end("ab").expect("has an end");
+        for s in ["ab", "ab\u{10FFFF}", "abzzz"] {
+            assert!(s >= "ab" && s < end.as_str(), "{s}");
+        }
+        for s in ["aa\u{10FFFF}", "ac", "b"] {
+            assert!(!(s >= "ab" && s < end.as_str()), "{s}");
+        }
+    }
 }
