@@ -87,6 +87,8 @@ pub mod sql;
 ))]
 mod stamps;
 pub mod store;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod transaction;
 mod url;
 mod url_text;
 
