@@ -86,6 +86,15 @@ pub enum LifeEvent {
     /// The release finished: `Ok` means the lease was intact until the release started (see
     /// [`Release`]); a lost lease gives its loss again.
     Released(Result<()>),
+    /// The release the holder asked to run elsewhere ([`LockLife::release_elsewhere`]): the host
+    /// runs [`Release::new`]`(&lease)` there (the caller's database transaction), and reports
+    /// `lost` if it is `Some`, whatever the release answers. No renewal runs from now on.
+    ReleaseElsewhere {
+        /// The lease to release.
+        lease: Box<Lease>,
+        /// The lease was lost before.
+        lost: Option<Error>,
+    },
 }
 
 /// Where the lock stands.
@@ -130,7 +139,12 @@ enum Phase {
     Releasing {
         op: Box<Release>,
         lost: Option<Error>,
+        /// After a release elsewhere: a lease found lost is fine (the other release freed it).
+        after_elsewhere: bool,
     },
+    /// Released elsewhere ([`LockLife::release_elsewhere`]); if that was rolled back, the lock is
+    /// still held in the store, so a release here is still due.
+    Elsewhere(Box<Lease>),
     Over,
 }
 
@@ -148,6 +162,8 @@ struct Held {
     renew_requested: bool,
     /// A release the holder asked for, waiting for the renewal in flight to finish.
     release_requested: Option<Vec<Write>>,
+    /// A release to run elsewhere, waiting likewise.
+    elsewhere_requested: bool,
 }
 
 /// One lock's life. See the [module docs](self) for the driving contract.
@@ -200,6 +216,7 @@ impl LockLife {
         match &self.phase {
             Phase::Held(h) => Some(&h.lease),
             Phase::Releasing { op, .. } => Some(op.lease()),
+            Phase::Elsewhere(lease) => Some(lease),
             _ => None,
         }
     }
@@ -242,15 +259,49 @@ impl LockLife {
     /// held (a second release), [`ErrorKind::InvalidOption`] for writes the strategy cannot
     /// carry (the lock stays held).
     pub fn release(&mut self, writes: Vec<Write>) -> Result<()> {
+        if let Phase::Elsewhere(lease) = &self.phase {
+            if !writes.is_empty() {
+                return Err(not_held("release with writes"));
+            }
+            let op = Box::new(Release::new(lease));
+            self.phase = Phase::Releasing {
+                op,
+                lost: None,
+                after_elsewhere: true,
+            };
+            return Ok(());
+        }
         let Phase::Held(h) = &mut self.phase else {
             return Err(not_held("release"));
         };
-        if h.release_requested.is_some() {
+        if h.release_requested.is_some() || h.elsewhere_requested {
             return Err(not_held("release"));
         }
         Release::with_mutation(&h.lease, writes.clone())?;
         h.release_requested = Some(writes);
         Ok(())
+    }
+
+    /// Asks for the release to be run elsewhere by the host (in the caller's database
+    /// transaction, so that it commits with the caller's writes): once no renewal is in flight,
+    /// [`LifeEvent::ReleaseElsewhere`] gives the lease to release there, and renewals stop. If that
+    /// release is rolled back, the lock is still held in the store: [`LockLife::release`] (or
+    /// [`LockLife::cancel`]) then releases it here, reporting `Ok` when it finds the lock already
+    /// freed; and this may be asked again. [`ErrorKind::NotOwner`] when the lock is not held.
+    pub fn release_elsewhere(&mut self) -> Result<()> {
+        match &mut self.phase {
+            Phase::Held(h) if h.release_requested.is_none() && !h.elsewhere_requested => {
+                h.elsewhere_requested = true;
+                Ok(())
+            }
+            Phase::Elsewhere(lease) => {
+                let lease = lease.clone();
+                self.events
+                    .push_back(LifeEvent::ReleaseElsewhere { lease, lost: None });
+                Ok(())
+            }
+            _ => Err(not_held("release")),
+        }
     }
 
     /// Abandons the lock: an acquisition in progress stops and removes its cell (the reply to a
@@ -272,6 +323,9 @@ impl LockLife {
             }
             Phase::Held(h) if h.release_requested.is_none() => {
                 h.release_requested = Some(Vec::new());
+            }
+            Phase::Elsewhere(_) => {
+                let _ = self.release(Vec::new());
             }
             _ => {}
         }
@@ -352,7 +406,12 @@ impl LockLife {
             },
             Phase::Held(_) => self.step_held(now, busy),
             Phase::Releasing { .. } if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
-            Phase::Releasing { op, lost } => match op.poll(now) {
+            Phase::Elsewhere(_) => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Releasing {
+                op,
+                lost,
+                after_elsewhere,
+            } => match op.poll(now) {
                 Poll::Execute(inner, command) => {
                     Step::Out(self.send(Target::Release, inner, command))
                 }
@@ -360,9 +419,11 @@ impl LockLife {
                 Poll::Ready(result) => {
                     // A lease lost before the release was asked for stays lost, whatever the
                     // release found: the holder must hear it.
-                    let result = match lost.take() {
-                        Some(e) => Err(e),
-                        None => result,
+                    let result = match (lost.take(), result) {
+                        (Some(e), _) => Err(e),
+                        // Released elsewhere and committed: nothing left, which is fine.
+                        (None, Err(e)) if *after_elsewhere && e.kind() == ErrorKind::Lost => Ok(()),
+                        (None, result) => result,
                     };
                     self.phase = Phase::Over;
                     self.events.push_back(LifeEvent::Released(result));
@@ -407,6 +468,15 @@ impl LockLife {
                 }
             };
         }
+        if h.elsewhere_requested {
+            let lease = Box::new(h.lease.clone());
+            let lost = h.lost.clone();
+            self.status = LifeStatus::Released;
+            self.events
+                .push_back(LifeEvent::ReleaseElsewhere { lease, lost });
+            self.phase = Phase::Elsewhere(Box::new(h.lease.clone()));
+            return Step::Again;
+        }
         if let Some(writes) = h.release_requested.take() {
             let lost = h.lost.clone();
             let op = match Release::with_mutation(&h.lease, writes) {
@@ -423,6 +493,7 @@ impl LockLife {
             self.phase = Phase::Releasing {
                 op: Box::new(op),
                 lost,
+                after_elsewhere: false,
             };
             return Step::Again;
         }
@@ -495,6 +566,7 @@ impl Held {
             lost: None,
             renew_requested: false,
             release_requested: None,
+            elsewhere_requested: false,
         }
     }
 

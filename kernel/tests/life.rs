@@ -388,3 +388,50 @@ fn a_wake_makes_a_waiter_retry_at_once() {
     assert!(granted(&host));
     let _ = CommandId(0);
 }
+
+/// A release run elsewhere (the caller's transaction): renewals stop; after it committed, the
+/// release still due here finds nothing and says `Ok`; after a rollback it releases the lock.
+#[test]
+fn a_release_elsewhere_then_the_one_due_here() {
+    for committed in [true, false] {
+        let mut host = Host::new();
+        let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        a.release_elsewhere().expect("held");
+        assert!(!host.run(&mut a, host.now));
+        let Some((_, LifeEvent::ReleaseElsewhere { lease, lost: None })) =
+            host.events.last().cloned()
+        else {
+            panic!("the lease to release elsewhere: {:?}", host.events)
+        };
+        assert_eq!(a.status(host.now), LifeStatus::Released);
+        if committed {
+            let mut release = baton_kernel::Release::new(&lease);
+            loop {
+                match release.poll(host.now) {
+                    Poll::Execute(id, command) => {
+                        let reply = host.execute(&command);
+                        release.handle(id, reply);
+                    }
+                    Poll::WaitUntil(_) => panic!("no wait"),
+                    Poll::Ready(r) => break r.expect("released in the transaction"),
+                }
+            }
+        }
+        let commands = host.commands.len();
+        assert!(!host.run(&mut a, host.at(100.0)));
+        assert_eq!(
+            host.commands.len(),
+            commands,
+            "no renewal after a release elsewhere"
+        );
+        a.release(Vec::new()).expect("the release due here");
+        assert!(host.run(&mut a, Instant::MAX));
+        assert_eq!(
+            host.last_event(),
+            &LifeEvent::Released(Ok(())),
+            "committed: {committed}"
+        );
+        assert!(host.cells().is_empty());
+    }
+}
