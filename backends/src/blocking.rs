@@ -12,7 +12,7 @@ use std::time::Duration;
 use baton_kernel::{Cell, Error, ErrorKind, Lease, LockInfo, Result, Strategy, Write};
 use tokio::runtime::Runtime;
 
-use crate::guard::{Guard, Status};
+use crate::guard::Guard;
 use crate::locker::Locker;
 use crate::request::LockRequest;
 
@@ -210,7 +210,7 @@ impl Drop for BlockingGuard {
     fn drop(&mut self) {
         if std::process::id() != self.guard.pid
             || tokio::runtime::Handle::try_current().is_ok()
-            || matches!(self.guard.shared.status(), Status::Released)
+            || self.guard.released()
         {
             // Forked child (do nothing), async context (release in the background) or
             // already released: the inner guard's own drop handles each case.

@@ -84,7 +84,7 @@ async fn execute(
 }
 
 /// Whether a command of ours may bump the store's change counter.
-fn may_signal(command: &Command) -> bool {
+pub(crate) fn may_signal(command: &Command) -> bool {
     match command {
         Command::Delete { .. } | Command::Purge { .. } => true,
         Command::CompareAndSet { new, .. } => new.is_none(),

@@ -64,14 +64,13 @@
 #![forbid(unsafe_code)]
 #![deny(unused_must_use)]
 
-mod acquiring;
 mod blocking;
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
 mod clock;
 pub mod driver;
 mod guard;
-mod keep_alive;
+mod life_host;
 mod locker;
 pub mod memory;
 mod owner;

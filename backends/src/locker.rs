@@ -6,15 +6,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, ListLocks,
-    LockInfo, LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency,
-    Strategy, Wait,
+    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, LifeEvent,
+    ListLocks, LockInfo, LockLife, LockName, LockOptions, PrefixOptions, Purge, Result,
+    RetryPolicy, SerialConsistency, Strategy, Wait,
 };
 
-use crate::acquiring::Acquiring;
 use crate::clock::Clock;
 use crate::driver::drive;
 use crate::guard::Guard;
+use crate::life_host::{in_context, outcome, Abandon, Life};
 use crate::memory::MemoryStore;
 use crate::owner;
 use crate::request::LockRequest;
@@ -166,19 +166,27 @@ impl Locker {
         let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
         let hint = self.hint(&name);
         let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
+        let life = Life::new(LockLife::new(op, keep_alive), self.inner.clock.clone());
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
-        let mut acquiring = Acquiring::new(op, slot, cleanup_store, runtime.clone());
-        let outcome = self.run_on(acquiring.op(), store).await;
-        let slot = acquiring.finish();
-        let grant = outcome?;
+        let abandon = Abandon::new(Arc::clone(&life), slot, cleanup_store, runtime.clone());
+        let ended = life
+            .drive(store, |e| {
+                matches!(
+                    e,
+                    LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+                )
+            })
+            .await;
+        let slot = abandon.finish();
+        let grant = outcome(ended)?;
         if !in_transaction {
             self.remember(&grant.lease);
         }
         Ok(Guard::start(
-            self.clone(),
+            life,
             grant,
-            keep_alive,
+            Arc::clone(&self.inner.store),
             runtime,
             pid,
             slot,
@@ -255,7 +263,7 @@ impl Locker {
     ) -> Result<O::Output> {
         drive(op, store, &self.inner.clock)
             .await
-            .map_err(|e| context(e, store))
+            .map_err(|e| in_context(e, store))
     }
 
     fn options_for(&self, strategy: Strategy) -> LockOptions {
@@ -287,26 +295,6 @@ impl Locker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Names `store` in the error (its `store` field), and in the message of errors that come from
-/// the store.
-fn context(e: Error, store: &dyn Store) -> Error {
-    let described = store.describe();
-    let e = match e.kind() {
-        ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
-            let mut with = Error::new(e.kind(), format!("{} [{described}]", e.message()));
-            if let Some(lock) = e.lock() {
-                with = with.with_lock(lock);
-            }
-            if let Some(holder) = e.holder() {
-                with = with.with_holder(holder);
-            }
-            with
-        }
-        _ => e,
-    };
-    e.with_store(described)
 }
 
 /// The runtime the caller runs on, which keep-alive tasks and drop-releases will use.

@@ -45,9 +45,10 @@
 //! transaction to roll back. `sqlite::memory:` has a single connection, so a transaction on it
 //! leaves none for the store: use a SQLite file.
 
-use baton_kernel::{Error, ErrorKind, Result};
+use baton_kernel::{Error, ErrorKind, LockLife, Release, Result};
 
 use crate::guard::Guard;
+use crate::life_host::in_context;
 use crate::locker::Locker;
 use crate::request::LockRequest;
 use crate::sql::tx::ConnStore;
@@ -114,8 +115,38 @@ impl Guard {
     /// Errors as for [`Guard::release`]: [`ErrorKind::Lost`] if the lease had been lost, store
     /// kinds if the statement failed (on PostgreSQL the transaction is then aborted).
     pub async fn release_in<C: SqlConn + ?Sized>(&mut self, conn: &mut C) -> Result<()> {
-        let sql = self.shared.locker.require_sql("release_in")?;
+        let sql = self
+            .store
+            .as_any()
+            .and_then(|s| s.downcast_ref::<SqlStore>())
+            .cloned()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "release_in needs a lock on a SQL store, not on the {}",
+                        self.store.describe()
+                    ),
+                )
+            })?;
         let store = ConnStore::new(conn, sql).await?;
-        self.shared.release_in_transaction(&store).await
+        // Once no renewal is in flight, the machine stops renewing and hands over the lease.
+        let before = self.life.view().elsewhere;
+        self.life.request(LockLife::release_elsewhere)?;
+        let view = self.life.wait_for(|v| v.elsewhere > before || v.done).await;
+        let Some((lease, lost)) = view.last_elsewhere.filter(|_| view.elsewhere > before) else {
+            return Err(Error::new(
+                ErrorKind::NotOwner,
+                format!("lock {:?} was released meanwhile", self.name()),
+            ));
+        };
+        let clock = self.life.clock().clone();
+        let result = crate::driver::drive(&mut Release::new(&lease), &store, &clock)
+            .await
+            .map_err(|e| in_context(e, &store));
+        match lost {
+            Some(e) => Err(e),
+            None => result,
+        }
     }
 }

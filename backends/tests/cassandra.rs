@@ -518,7 +518,7 @@ async fn a_timed_out_conditional_write_is_settled_by_a_serial_read() {
     guard.release().await.expect("release");
     // Another client sees the lock free.
     let other = Locker::open(&url).expect("open");
-    other.try_lock("settle").await.expect("free");
+    drop(other.try_lock("settle").await.expect("free"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

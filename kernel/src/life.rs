@@ -205,7 +205,7 @@ impl LockLife {
     pub fn status(&self, now: Instant) -> LifeStatus {
         match (&self.status, &self.phase) {
             (LifeStatus::Held(deadline), Phase::Held(h)) if now >= *deadline => {
-                LifeStatus::Lost(h.deadline_loss())
+                LifeStatus::Lost(h.deadline_loss(self.keep_alive))
             }
             (status, _) => status.clone(),
         }
@@ -441,7 +441,7 @@ impl LockLife {
         let deadline = h.lease.deadline();
         // The deadline passed: lost now, even with a renewal hanging.
         if h.lost.is_none() && now >= deadline {
-            let e = h.deadline_loss();
+            let e = h.deadline_loss(keep_alive);
             h.lost = Some(e.clone());
             self.status = LifeStatus::Lost(e.clone());
             self.events.push_back(LifeEvent::Lost(e));
@@ -460,7 +460,11 @@ impl LockLife {
                 Poll::Execute(inner, command) => {
                     Step::Out(self.send(Target::Renew, inner, command))
                 }
-                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t.min(deadline))),
+                // Its own retry timer; and the deadline, while it still matters.
+                Poll::WaitUntil(t) if h.lost.is_none() => {
+                    Step::Out(LifePoll::WaitUntil(t.min(deadline)))
+                }
+                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
                 Poll::Ready(result) => {
                     h.renewal = None;
                     self.after_renewal(result, now);
@@ -571,10 +575,13 @@ impl Held {
     }
 
     /// The loss of a lease whose deadline passed.
-    fn deadline_loss(&self) -> Error {
+    fn deadline_loss(&self, keep_alive: bool) -> Error {
         let why = match &self.last_error {
             Some(e) => format!("its deadline passed without a successful renewal; last error: {e}"),
-            None => alloc::string::String::from("its deadline passed without a successful renewal"),
+            None if keep_alive => {
+                alloc::string::String::from("its deadline passed without a successful renewal")
+            }
+            None => alloc::string::String::from("its deadline passed (keep-alive is off)"),
         };
         Error::new(
             ErrorKind::Lost,

@@ -76,7 +76,10 @@ impl Host {
                     life.handle(id, reply);
                 }
                 LifePoll::Event(event) => self.events.push((self.now, event)),
-                LifePoll::WaitUntil(t) if t <= until => self.now = self.now.max(t),
+                LifePoll::WaitUntil(t) if t < self.now => {
+                    panic!("asked to wait until {t:?}, before now ({:?}): a busy loop", self.now)
+                }
+                LifePoll::WaitUntil(t) if t <= until => self.now = t,
                 LifePoll::WaitUntil(_) => {
                     self.now = self.now.max(until);
                     return false;
@@ -434,4 +437,24 @@ fn a_release_elsewhere_then_the_one_due_here() {
         );
         assert!(host.cells().is_empty());
     }
+}
+
+/// A store that goes down under a short lease: the renewal retries with backoff, the lease is
+/// lost at its deadline while a retry is pending, and the machine then waits for that retry's
+/// timer, never for an instant already past (which would make its host spin).
+#[test]
+fn a_loss_during_a_renewal_backoff_waits_for_the_backoff_not_the_past() {
+    let mut host = Host::new();
+    let owner = OwnerId::new("a", 1, 1).expect("owner");
+    let mut o = opts(Strategy::Bakery, Wait::TryOnce);
+    o.ttl = Duration::from_millis(100);
+    o.store_attempts = 50;
+    let acquire = Acquire::new(LockName::new(NAME).expect("name"), owner, o).expect("options");
+    let mut a = LockLife::new(acquire, true);
+    assert!(!host.run(&mut a, host.now));
+    host.fault = Some(Box::new(|_, _| {
+        Some(Reply::Failed(Failure::Unavailable("down".into())))
+    }));
+    assert!(!host.run(&mut a, host.at(2.0)));
+    assert_eq!(host.count(|e| matches!(e, LifeEvent::Lost(_))), 1);
 }

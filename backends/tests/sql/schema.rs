@@ -46,7 +46,7 @@ per_db!(
             task.await.expect("task").expect("every creator succeeds");
         }
         let locker = Locker::new(stores[0].clone());
-        locker.lock("after creation").await.expect("lock");
+        drop(locker.lock("after creation").await.expect("lock"));
     }
 );
 
@@ -73,7 +73,7 @@ per_db!(
         let creator = SqlStore::open(&url.replace("create=false", "create=true")).expect("valid");
         creator.ensure_schema().await.expect("created");
         store.ensure_schema().await.expect("found");
-        Locker::new(store).lock("job").await.expect("lock");
+        drop(Locker::new(store).lock("job").await.expect("lock"));
     }
 );
 
@@ -177,7 +177,7 @@ per_db!(
             "{cells:?}"
         );
         let locker = Locker::new(store);
-        locker.lock("after the upgrade").await.expect("lock");
+        drop(locker.lock("after the upgrade").await.expect("lock"));
         // And the altered table passes the check without create.
         let checked = SqlStore::open(&url.replace("create=true", "create=false")).expect("valid");
         checked.ensure_schema().await.expect("complete now");

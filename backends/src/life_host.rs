@@ -1,0 +1,374 @@
+//! The tokio host of the kernel's [`LockLife`]: the one loop that executes its commands, sleeps
+//! until its timers, wakes it on store changes and on the holder's requests, and publishes what
+//! happens for the guard to read. Every decision about the lock (when to renew, when the lease
+//! is lost, what a release reports, what a cancelled acquisition must remove) is the machine's.
+//!
+//! One [`Life`] is shared by the caller's future (which drives the acquisition, so that a
+//! transaction's connection can serve it) and, once granted, a task on the runtime that drives
+//! the rest (renewals, loss, release). Cancelling an acquisition (dropping its future) hands the
+//! machine to a task that sends its cleanup ([`Abandon`]).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use baton_kernel::{
+    Command, CommandId, Error, ErrorKind, Grant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
+    Result, Write,
+};
+use tokio::sync::{watch, Notify};
+
+use crate::clock::Clock;
+use crate::slots::Slot;
+use crate::store::{Store, StoreFuture};
+
+/// What the holder can read without driving the machine: the outcomes of its requests.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct View {
+    /// The lease as last granted or renewed.
+    pub(crate) lease: Option<Lease>,
+    /// Renewal outcomes so far, and the last one.
+    pub(crate) renewals: u64,
+    pub(crate) last_renewal: Option<Result<()>>,
+    /// The loss, once reported.
+    pub(crate) lost: Option<Error>,
+    /// The release's outcome, once finished.
+    pub(crate) released: Option<Result<()>>,
+    /// Releases handed to the holder to run elsewhere so far, and the last one's lease and
+    /// earlier loss.
+    pub(crate) elsewhere: u64,
+    pub(crate) last_elsewhere: Option<(Lease, Option<Error>)>,
+    /// The machine has nothing left to do.
+    pub(crate) done: bool,
+}
+
+/// A lock's machine, shared by its drivers and its holder.
+pub(crate) struct Life {
+    machine: Mutex<LockLife>,
+    /// Wakes the driver: the holder asked for something.
+    kick: Notify,
+    clock: Clock,
+    view: watch::Sender<View>,
+}
+
+impl Life {
+    pub(crate) fn new(machine: LockLife, clock: Clock) -> Arc<Life> {
+        Arc::new(Life {
+            machine: Mutex::new(machine),
+            kick: Notify::new(),
+            clock,
+            view: watch::Sender::new(View::default()),
+        })
+    }
+
+    /// The machine, for a short, non-blocking call.
+    pub(crate) fn machine(&self) -> MutexGuard<'_, LockLife> {
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `request` on the machine and wakes its driver.
+    pub(crate) fn request<T>(&self, request: impl FnOnce(&mut LockLife) -> T) -> T {
+        let out = request(&mut self.machine());
+        self.kick.notify_one();
+        out
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub(crate) fn status(&self) -> LifeStatus {
+        self.machine().status(self.clock.now())
+    }
+
+    pub(crate) fn view(&self) -> View {
+        self.view.borrow().clone()
+    }
+
+    /// Waits until `ready` holds of the view, and returns it.
+    pub(crate) async fn wait_for(&self, ready: impl FnMut(&View) -> bool) -> View {
+        let mut rx = self.view.subscribe();
+        // The sender lives as long as `self`: the wait ends only by `ready`.
+        let view = rx.wait_for(ready).await.map(|v| v.clone());
+        view.unwrap_or_else(|_| self.view())
+    }
+
+    /// Subscribes to view changes (for [`crate::Guard::lost`]).
+    pub(crate) fn subscribe(&self) -> watch::Receiver<View> {
+        self.view.subscribe()
+    }
+
+    fn publish(&self, event: &LifeEvent) {
+        self.view.send_modify(|view| match event {
+            LifeEvent::Granted(grant) => view.lease = Some(grant.lease.clone()),
+            LifeEvent::Renewed(_) => {
+                view.lease = self.machine().lease().cloned().or(view.lease.take());
+                view.renewals += 1;
+                view.last_renewal = Some(Ok(()));
+            }
+            LifeEvent::RenewalFailed(e) => {
+                view.renewals += 1;
+                view.last_renewal = Some(Err(e.clone()));
+            }
+            LifeEvent::Lost(e) => {
+                // A loss also answers a renewal the holder is waiting for.
+                view.renewals += 1;
+                view.last_renewal = Some(Err(e.clone()));
+                view.lost = Some(e.clone());
+            }
+            LifeEvent::Released(result) => view.released = Some(result.clone()),
+            LifeEvent::ReleaseElsewhere { lease, lost } => {
+                view.elsewhere += 1;
+                view.last_elsewhere = Some(((**lease).clone(), lost.clone()));
+            }
+            LifeEvent::Failed(_) | LifeEvent::Cancelled => {}
+        });
+    }
+
+    fn finish(&self) {
+        self.view.send_modify(|view| view.done = true);
+    }
+
+    /// Drives the machine on `store` until an event `stop` accepts (returned), or until it is
+    /// done (`None`). Events are published to the view as they come.
+    ///
+    /// At most one command is outstanding. While one is, the loop still wakes at the machine's
+    /// timers (a deadline passing while a renewal hangs is a loss now) and at the holder's
+    /// requests. While none is, it also wakes on the store's change notifications, which tell a
+    /// waiting acquisition to retry at once; the machine's own deletes are absorbed so that a
+    /// waiter does not wake itself (see [`crate::driver::drive`]).
+    pub(crate) async fn drive(
+        &self,
+        store: &dyn Store,
+        mut stop: impl FnMut(&LifeEvent) -> bool,
+    ) -> Option<LifeEvent> {
+        let mut changes = store.changes();
+        if let Some(rx) = changes.as_mut() {
+            rx.borrow_and_update();
+        }
+        let mut inflight: Option<InFlight<'_>> = None;
+        loop {
+            let poll = self.machine().poll(self.clock.now());
+            match poll {
+                LifePoll::Execute(id, command) => {
+                    let mark = changes.as_mut().and_then(|rx| mark_seen(rx, &command));
+                    inflight = Some(InFlight {
+                        id,
+                        mark,
+                        reply: store.execute(command),
+                    });
+                }
+                LifePoll::Event(event) => {
+                    let event = with_context(event, store);
+                    self.publish(&event);
+                    if stop(&event) {
+                        return Some(event);
+                    }
+                }
+                LifePoll::WaitUntil(until) => {
+                    let sleep = tokio::time::sleep_until(self.clock.to_tokio(until));
+                    match inflight.as_mut() {
+                        Some(flight) => {
+                            tokio::select! {
+                                reply = &mut flight.reply => {
+                                    let (id, mark) = (flight.id, flight.mark);
+                                    inflight = None;
+                                    if let (Some(rx), Some(mark)) = (changes.as_mut(), mark) {
+                                        absorb_own_change(rx, mark);
+                                    }
+                                    self.machine().handle(id, reply);
+                                }
+                                () = sleep => {}
+                                () = self.kick.notified() => {}
+                            }
+                        }
+                        None => {
+                            if wait(sleep, &self.kick, &mut changes).await {
+                                self.machine().wake();
+                            }
+                        }
+                    }
+                }
+                LifePoll::Done => {
+                    self.finish();
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Drives the machine to its end on `store`: the held part of a lock's life, in a task.
+    pub(crate) async fn drive_to_end(&self, store: &dyn Store) {
+        let _ = self.drive(store, |_| false).await;
+    }
+}
+
+/// A command on its way, with what the change counter showed when it was sent (when the command
+/// may signal a change itself).
+struct InFlight<'s> {
+    id: CommandId,
+    mark: Option<(bool, u64)>,
+    reply: StoreFuture<'s>,
+}
+
+/// Before a command: a command that cannot signal a change marks everything seen now (what it
+/// observes reflects it); one that can remembers the counter, to absorb its own change.
+fn mark_seen(rx: &mut watch::Receiver<u64>, command: &Command) -> Option<(bool, u64)> {
+    if crate::driver::may_signal(command) {
+        Some((rx.has_changed().unwrap_or(false), *rx.borrow()))
+    } else {
+        rx.borrow_and_update();
+        None
+    }
+}
+
+/// After a command that may have signalled: if only our own change (if any) happened, mark it
+/// seen so it does not wake us.
+fn absorb_own_change(rx: &mut watch::Receiver<u64>, (pending, before): (bool, u64)) {
+    let after = *rx.borrow();
+    if !pending && after.wrapping_sub(before) <= 1 {
+        rx.borrow_and_update();
+    }
+}
+
+/// Sleeps until `sleep` ends, a request, or a change; returns whether a change ended the wait.
+async fn wait(
+    sleep: tokio::time::Sleep,
+    kick: &Notify,
+    changes: &mut Option<watch::Receiver<u64>>,
+) -> bool {
+    let Some(rx) = changes.as_mut() else {
+        tokio::select! {
+            () = sleep => {}
+            () = kick.notified() => {}
+        }
+        return false;
+    };
+    tokio::select! {
+        () = sleep => false,
+        () = kick.notified() => false,
+        changed = rx.changed() => {
+            if changed.is_err() {
+                // The store dropped its sender: no more wake-ups, rely on the timer.
+                *changes = None;
+                return false;
+            }
+            true
+        }
+    }
+}
+
+/// An acquisition being driven by its caller's future. Dropped before [`Abandon::granted`] or
+/// [`Abandon::failed`] (the future was cancelled: a timeout around it, a `select!`, an aborted
+/// task), it cancels the machine and spawns one task that sends the cleanup the machine asks for
+/// (removing only our own cell), then frees the owner-id slot, so the next acquisition of the
+/// name cannot reuse our column while the delete is on its way.
+pub(crate) struct Abandon {
+    life: Arc<Life>,
+    slot: Option<Slot>,
+    /// Where the cleanup runs; `None` inside a caller's transaction, whose rollback (or the
+    /// cell's TTL, if the caller commits anyway) takes care of it.
+    store: Option<Arc<dyn Store>>,
+    runtime: tokio::runtime::Handle,
+    pid: u32,
+}
+
+impl Abandon {
+    pub(crate) fn new(
+        life: Arc<Life>,
+        slot: Slot,
+        store: Option<Arc<dyn Store>>,
+        runtime: tokio::runtime::Handle,
+    ) -> Abandon {
+        Abandon {
+            life,
+            slot: Some(slot),
+            store,
+            runtime,
+            pid: std::process::id(),
+        }
+    }
+
+    /// The acquisition finished: nothing to clean up; the slot goes with the lease.
+    pub(crate) fn finish(mut self) -> Slot {
+        self.slot
+            .take()
+            .expect("the slot is taken only once, by finish or drop")
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
+        // A forked child: the runtime and the cell are the parent's. Touch nothing.
+        if std::process::id() != self.pid {
+            std::mem::forget(slot);
+            std::mem::forget(Arc::clone(&self.life));
+            return;
+        }
+        self.life.request(LockLife::cancel);
+        let Some(store) = self.store.take() else {
+            return;
+        };
+        let life = Arc::clone(&self.life);
+        // If the runtime has shut down, the task is dropped unpolled: the cell expires by TTL.
+        drop(self.runtime.spawn(async move {
+            life.drive_to_end(&*store).await;
+            tracing::debug!("cleaned up an abandoned acquisition");
+            drop(slot);
+        }));
+    }
+}
+
+/// Asks the machine for a release with `writes`, and waits for its outcome.
+pub(crate) async fn release(life: &Life, writes: Vec<Write>) -> Result<()> {
+    life.request(|m| m.release(writes))?;
+    let view = life.wait_for(|v| v.released.is_some() || v.done).await;
+    view.released.unwrap_or_else(|| {
+        Err(Error::internal(
+            "internal error: the lock's life ended without a release",
+        ))
+    })
+}
+
+/// The grant an acquisition ended with, from the event that ended it.
+pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
+    match event {
+        Some(LifeEvent::Granted(grant)) => Ok(*grant),
+        Some(LifeEvent::Failed(e)) => Err(e),
+        other => Err(Error::internal(format!(
+            "internal error: an acquisition ended with {other:?}"
+        ))),
+    }
+}
+
+/// Names `store` in the error (its `store` field), and in the message of errors that come from
+/// the store.
+pub(crate) fn in_context(e: Error, store: &dyn Store) -> Error {
+    let described = store.describe();
+    let e = match e.kind() {
+        ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
+            let mut with = Error::new(e.kind(), format!("{} [{described}]", e.message()));
+            if let Some(lock) = e.lock() {
+                with = with.with_lock(lock);
+            }
+            if let Some(holder) = e.holder() {
+                with = with.with_holder(holder);
+            }
+            with
+        }
+        _ => e,
+    };
+    e.with_store(described)
+}
+
+/// An event with its errors put in `store`'s context.
+fn with_context(event: LifeEvent, store: &dyn Store) -> LifeEvent {
+    match event {
+        LifeEvent::Failed(e) => LifeEvent::Failed(in_context(e, store)),
+        LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(in_context(e, store)),
+        LifeEvent::Lost(e) => LifeEvent::Lost(in_context(e, store)),
+        LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(in_context(e, store))),
+        other => other,
+    }
+}
