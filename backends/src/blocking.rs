@@ -6,6 +6,7 @@
 //! child, so the parent's runtime is leaked there, never used or dropped.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -106,6 +107,48 @@ impl BlockingLocker {
         Ok(BlockingGuard { guard })
     }
 
+    /// [`BlockingLocker::lock_with`] that another thread, or a signal handler, can interrupt:
+    /// once `cancel` is [cancelled](Cancel::cancel), the wait ends within about 10 ms with
+    /// [`ErrorKind::Cancelled`], and the acquisition removes its cell in the background (as a
+    /// dropped async acquisition does). A cancel that comes after the grant changes nothing:
+    /// the guard is returned.
+    ///
+    /// ```
+    /// use baton::{BlockingLocker, Cancel, ErrorKind, LockRequest};
+    /// let locker = BlockingLocker::open("memory:")?;
+    /// let held = locker.lock("job")?;
+    /// let cancel = Cancel::new();
+    /// let waiter = std::thread::spawn({
+    ///     let (locker, cancel) = (locker.clone(), cancel.clone());
+    ///     move || locker.lock_cancellable("job", LockRequest::new(), &cancel).map(|_| ())
+    /// });
+    /// cancel.cancel(); // Ctrl-C, a stop token, a shutdown...
+    /// let e = waiter.join().unwrap().unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::Cancelled);
+    /// # drop(held);
+    /// # Ok::<(), baton::Error>(())
+    /// ```
+    pub fn lock_cancellable(
+        &self,
+        name: &str,
+        request: LockRequest,
+        cancel: &Cancel,
+    ) -> Result<BlockingGuard> {
+        let name_owned = name.to_owned();
+        let acquire = self.locker.lock_with(name, request);
+        let guard = run(async {
+            tokio::select! {
+                guard = acquire => guard,
+                () = cancel.cancelled() => Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!("the wait for lock {name_owned:?} was cancelled"),
+                )
+                .with_lock(name_owned.as_str())),
+            }
+        })??;
+        Ok(BlockingGuard { guard })
+    }
+
     /// [`Locker::inspect`], blocking.
     pub fn inspect(&self, name: &str) -> Result<Vec<LockInfo>> {
         run(self.locker.inspect(name))?
@@ -141,10 +184,48 @@ impl BlockingLocker {
     }
 }
 
+/// Interrupts a blocking wait ([`BlockingLocker::lock_cancellable`]) from another thread or a
+/// signal handler. Cheap to clone; clones share one flag.
+///
+/// [`Cancel::cancel`] only stores an atomic flag, which is async-signal-safe: a C or C++
+/// `SIGINT` handler, or a `std::stop_token` callback, may call it. The waiter looks at the flag
+/// every 10 ms.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel {
+    flag: Arc<AtomicBool>,
+}
+
+impl Cancel {
+    /// How often a waiter looks at the flag.
+    pub const POLL: Duration = Duration::from_millis(10);
+
+    /// A flag not yet raised.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Raises the flag: waits using it end with [`ErrorKind::Cancelled`]. Idempotent.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::Release);
+    }
+
+    /// Whether the flag is raised.
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    async fn cancelled(&self) {
+        while !self.is_cancelled() {
+            tokio::time::sleep(Cancel::POLL).await;
+        }
+    }
+}
+
 /// A held lock, for synchronous code: the [`Guard`] API, blocking. Dropping it releases the
 /// lock before `drop` returns (in a forked child it does nothing; inside an async runtime the
 /// release happens in the background, as for [`Guard`]).
 #[derive(Debug)]
+#[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct BlockingGuard {
     guard: Guard,
 }
@@ -188,6 +269,41 @@ impl BlockingGuard {
     /// [`Guard::row`].
     pub fn row(&self) -> &[Cell] {
         self.guard.row()
+    }
+
+    /// [`Guard::remaining`].
+    pub fn remaining(&self) -> Duration {
+        self.guard.remaining()
+    }
+
+    /// Calls `on_lost` once, from a thread of baton's runtime, if the lease is lost (a renewal
+    /// found the lock broken or taken over, or the deadline passed without one): a notification
+    /// that needs no async code and no polling. Not called when the guard is released before
+    /// any loss. `on_lost` must not block for long (it runs on the runtime's only worker).
+    pub fn on_lost(&self, on_lost: impl FnOnce(Error) + Send + 'static) {
+        let life = std::sync::Arc::clone(&self.guard.life);
+        let runtime = self.guard.runtime.clone();
+        drop(runtime.spawn(async move {
+            let mut changes = life.subscribe();
+            loop {
+                match life.status() {
+                    baton_kernel::LifeStatus::Held(deadline) => {
+                        let clock = life.clock().clone();
+                        tokio::select! {
+                            changed = changes.changed() => if changed.is_err() { return },
+                            () = tokio::time::sleep_until(clock.to_tokio(deadline)) => {}
+                        }
+                    }
+                    baton_kernel::LifeStatus::Lost(e) => return on_lost(e),
+                    _ => {
+                        if let Some(e) = life.view().lost {
+                            on_lost(e);
+                        }
+                        return;
+                    }
+                }
+            }
+        }));
     }
 
     /// [`Guard::renew`], blocking.

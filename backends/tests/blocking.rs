@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use baton::{BlockingLocker, ErrorKind, LockRequest, Locker, Strategy};
+use baton::{BlockingLocker, Cancel, ErrorKind, LockRequest, Locker, Strategy};
 
 #[test]
 fn blocking_locks_work_from_plain_threads() {
@@ -120,4 +120,104 @@ async fn blocking_calls_from_spawn_blocking_are_refused_too() {
         .await
         .expect("task");
     assert_eq!(result.map_err(|e| e.kind()), Err(ErrorKind::WrongContext));
+}
+
+/// Waits (polling, with a deadline) until `condition` holds.
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !condition() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{what}: not in time"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_blocking_wait_is_cancelled_from_another_thread_and_leaves_nothing() {
+    let locker = Locker::builder(baton::MemoryStore::new())
+        .strategy(Strategy::Bakery)
+        .build()
+        .expect("valid")
+        .blocking();
+    let held = locker.lock("job").expect("lock");
+    let cancel = Cancel::new();
+    let waiter = std::thread::spawn({
+        let (locker, cancel) = (locker.clone(), cancel.clone());
+        move || {
+            let request = LockRequest::new().wait_timeout(Duration::from_secs(60));
+            locker
+                .lock_cancellable("job", request, &cancel)
+                .map(|g| g.token())
+        }
+    });
+    // The waiter's ticket is in the queue: it is waiting.
+    wait_until("the waiter to queue", || {
+        locker.inspect("job").expect("inspect").len() == 2
+    });
+    let asked = std::time::Instant::now();
+    cancel.cancel();
+    let e = waiter.join().expect("thread").expect_err("cancelled");
+    assert_eq!(e.kind(), ErrorKind::Cancelled, "{e}");
+    assert_eq!(e.lock(), Some("job"));
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        asked.elapsed()
+    );
+    // Its cell is removed in the background; the holder is untouched.
+    wait_until("the waiter's ticket to go", || {
+        locker.inspect("job").expect("inspect").len() == 1
+    });
+    assert!(held.is_held());
+}
+
+#[test]
+fn a_cancel_raised_before_the_wait_cancels_it_at_once() {
+    let locker = BlockingLocker::open("memory:").expect("memory");
+    let held = locker.lock("job").expect("lock");
+    let cancel = Cancel::new();
+    cancel.cancel();
+    assert!(cancel.is_cancelled());
+    let e = locker
+        .lock_cancellable("job", LockRequest::new(), &cancel)
+        .expect_err("cancelled");
+    assert_eq!(e.kind(), ErrorKind::Cancelled);
+    drop(held);
+    assert_eq!(
+        locker.try_lock("job").map(|g| g.token()),
+        Ok(2),
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn a_loss_calls_the_callback_and_a_release_does_not() {
+    let locker = Locker::builder(baton::MemoryStore::new())
+        .ttl(Duration::from_millis(300))
+        .build()
+        .expect("valid")
+        .blocking();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let guard = locker.lock("job").expect("lock");
+    guard.on_lost({
+        let tx = tx.clone();
+        move |e| tx.send(e).expect("send")
+    });
+    locker.force_release("job").expect("force");
+    let e = rx.recv_timeout(Duration::from_secs(10)).expect("called");
+    assert_eq!(e.kind(), ErrorKind::Lost, "{e}");
+    assert!(!guard.is_held());
+    assert_eq!(guard.remaining(), Duration::ZERO);
+
+    let mut second = locker.lock("job").expect("lock again");
+    assert!(second.remaining() > Duration::from_millis(100));
+    second.on_lost(move |e| tx.send(e).expect("send"));
+    second.release().expect("release");
+    // Past the released lease's deadline (300 ms), a wrong call would have come.
+    assert!(
+        rx.recv_timeout(Duration::from_millis(700)).is_err(),
+        "not called after a release"
+    );
 }

@@ -77,7 +77,10 @@ impl Host {
                 }
                 LifePoll::Event(event) => self.events.push((self.now, event)),
                 LifePoll::WaitUntil(t) if t < self.now => {
-                    panic!("asked to wait until {t:?}, before now ({:?}): a busy loop", self.now)
+                    panic!(
+                        "asked to wait until {t:?}, before now ({:?}): a busy loop",
+                        self.now
+                    )
                 }
                 LifePoll::WaitUntil(t) if t <= until => self.now = t,
                 LifePoll::WaitUntil(_) => {
