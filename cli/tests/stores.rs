@@ -32,7 +32,19 @@ fn fresh_name(store: &str) -> String {
     format!("cli-{store}-{}-{nanos}", std::process::id())
 }
 
-fn token_of(out: &Out) -> u64 {
+/// Runs a job under `lock` at once (no wait) and returns the fencing token it was given.
+fn run_for_token(world: &World, lock: &str) -> u64 {
+    let out = world.output(&[
+        "run",
+        "--lock",
+        lock,
+        "--no-wait",
+        "--",
+        "sh",
+        "-c",
+        "echo $BATON_FENCING_TOKEN",
+    ]);
+    out.expect_code(0);
     out.stdout
         .trim()
         .parse()
@@ -45,18 +57,7 @@ fn every_command_on(var: &str, store: &str) {
     world.store = url;
     let lock = fresh_name(store);
 
-    let first = world.output(&[
-        "run",
-        "--lock",
-        &lock,
-        "--no-wait",
-        "--",
-        "sh",
-        "-c",
-        "echo $BATON_FENCING_TOKEN",
-    ]);
-    first.expect_code(0);
-    let first_token = token_of(&first);
+    let first_token = run_for_token(&world, &lock);
 
     // A short TTL, so the holder's keep-alive (every third of it) finds the break soon.
     let script = "trap 'exit 0' TERM; touch \"$READY\"; while :; do sleep 0.02; done";
@@ -86,20 +87,10 @@ fn every_command_on(var: &str, store: &str) {
 
     world.output(&["purge"]).expect_code(0);
 
-    let again = world.output(&[
-        "run",
-        "--lock",
-        &lock,
-        "--no-wait",
-        "--",
-        "sh",
-        "-c",
-        "echo $BATON_FENCING_TOKEN",
-    ]);
-    again.expect_code(0);
+    let again = run_for_token(&world, &lock);
     assert!(
-        token_of(&again) > first_token + 1,
-        "the holder's grant and the forced release each took a token; {again:#?}"
+        again > first_token + 1,
+        "the holder's grant and the forced release each took a token: {again} after {first_token}"
     );
     assert!(!live_locks(&world).contains(&lock));
 }

@@ -93,6 +93,20 @@ impl Host {
         panic!("the life did not settle");
     }
 
+    /// Runs a one-shot operation (a forced release, a release elsewhere) to its end, at once.
+    fn drive<O: Operation>(&mut self, mut op: O) -> baton_kernel::Result<O::Output> {
+        loop {
+            match op.poll(self.now) {
+                Poll::Execute(id, command) => {
+                    let reply = self.execute(&command);
+                    op.handle(id, reply);
+                }
+                Poll::WaitUntil(_) => panic!("this operation does not wait here"),
+                Poll::Ready(r) => return r,
+            }
+        }
+    }
+
     fn count(&self, pred: impl Fn(&LifeEvent) -> bool) -> usize {
         self.events.iter().filter(|(_, e)| pred(e)).count()
     }
@@ -233,20 +247,11 @@ fn a_renewal_notices_a_forced_release() {
         let mut host = Host::new();
         let mut a = life(strategy, "a", Wait::TryOnce, true);
         assert!(!host.run(&mut a, host.now));
-        let mut force = ForceRelease::new(
+        let force = ForceRelease::new(
             LockName::new(NAME).expect("name"),
             &opts(strategy, Wait::TryOnce),
         );
-        let removed = loop {
-            match force.poll(host.now) {
-                Poll::Execute(id, command) => {
-                    let reply = host.execute(&command);
-                    force.handle(id, reply);
-                }
-                Poll::WaitUntil(_) => panic!("a forced release does not wait here"),
-                Poll::Ready(r) => break r.expect("forced"),
-            }
-        };
+        let removed = host.drive(force).expect("forced");
         assert_eq!(removed.len(), 1);
         assert!(!host.run(&mut a, host.at(25.0)));
         assert_eq!(
@@ -412,17 +417,8 @@ fn a_release_elsewhere_then_the_one_due_here() {
         };
         assert_eq!(a.status(host.now), LifeStatus::Released);
         if committed {
-            let mut release = baton_kernel::Release::new(&lease);
-            loop {
-                match release.poll(host.now) {
-                    Poll::Execute(id, command) => {
-                        let reply = host.execute(&command);
-                        release.handle(id, reply);
-                    }
-                    Poll::WaitUntil(_) => panic!("no wait"),
-                    Poll::Ready(r) => break r.expect("released in the transaction"),
-                }
-            }
+            host.drive(baton_kernel::Release::new(&lease))
+                .expect("released in the transaction");
         }
         let commands = host.commands.len();
         assert!(!host.run(&mut a, host.at(100.0)));
