@@ -97,6 +97,7 @@ impl Life {
     }
 
     fn publish(&self, event: &LifeEvent) {
+        log(event);
         self.view.send_modify(|view| match event {
             LifeEvent::Granted(grant) => view.lease = Some(grant.lease.clone()),
             LifeEvent::Renewed(_) => {
@@ -370,5 +371,20 @@ fn with_context(event: LifeEvent, store: &dyn Store) -> LifeEvent {
         LifeEvent::Lost(e) => LifeEvent::Lost(in_context(e, store)),
         LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(in_context(e, store))),
         other => other,
+    }
+}
+
+/// What the log says of each event (the lock's name is in every error's message).
+fn log(event: &LifeEvent) {
+    match event {
+        LifeEvent::Granted(grant) => {
+            tracing::debug!(lock = %grant.lease.name(), token = grant.lease.token(), "granted");
+        }
+        LifeEvent::Renewed(deadline) => tracing::debug!(?deadline, "lease renewed"),
+        LifeEvent::RenewalFailed(e) => tracing::warn!("renewal failed, retrying: {e}"),
+        LifeEvent::Lost(e) => tracing::warn!("{e}"),
+        LifeEvent::Released(Ok(())) => tracing::debug!("released"),
+        LifeEvent::Released(Err(e)) => tracing::warn!("release: {e}"),
+        LifeEvent::Failed(_) | LifeEvent::Cancelled | LifeEvent::ReleaseElsewhere { .. } => {}
     }
 }
