@@ -12,7 +12,6 @@ use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
 use crate::life_host::{self, Life};
-use crate::slots::Slot;
 use crate::store::Store;
 
 /// A held lock. Dropping it releases the lock (in the background, on the runtime that acquired
@@ -51,25 +50,18 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
-    /// The guard of a granted lock: starts the task that drives the rest of its life on `store`
-    /// and frees `slot` once the life is over.
+    /// The guard of a granted lock: starts the task that drives the rest of its life on `store`.
     pub(crate) fn start(
         life: Arc<Life>,
         grant: Grant,
         store: Arc<dyn Store>,
         runtime: Handle,
         pid: u32,
-        slot: Slot,
     ) -> Guard {
         let Grant { lease, row } = grant;
         let task = {
             let (life, store) = (Arc::clone(&life), Arc::clone(&store));
-            runtime.spawn(async move {
-                life.drive_to_end(&*store).await;
-                // Reuse of the owner id is safe once our release has run, whatever its outcome:
-                // values carry a fresh acquisition id.
-                drop(slot);
-            })
+            runtime.spawn(async move { life.drive_to_end(&*store).await })
         };
         Guard {
             name: lease.name().as_str().to_owned(),

@@ -43,6 +43,11 @@ pub(crate) struct View {
 /// A lock's machine, shared by its drivers and its holder.
 pub(crate) struct Life {
     machine: Mutex<LockLife>,
+    /// The owner-id slot, freed as soon as the life has no cell of ours left to write (released,
+    /// failed, cancelled), before anyone waiting for that outcome hears of it: the next
+    /// acquisition of the name in this process then reuses our column. Reuse is safe whatever
+    /// the release's outcome: values carry a fresh acquisition id.
+    slot: Mutex<Option<Slot>>,
     /// Wakes the driver: the holder asked for something.
     kick: Notify,
     clock: Clock,
@@ -50,9 +55,10 @@ pub(crate) struct Life {
 }
 
 impl Life {
-    pub(crate) fn new(machine: LockLife, clock: Clock) -> Arc<Life> {
+    pub(crate) fn new(machine: LockLife, clock: Clock, slot: Slot) -> Arc<Life> {
         Arc::new(Life {
             machine: Mutex::new(machine),
+            slot: Mutex::new(Some(slot)),
             kick: Notify::new(),
             clock,
             view: watch::Sender::new(View::default()),
@@ -98,6 +104,17 @@ impl Life {
 
     fn publish(&self, event: &LifeEvent) {
         log(event);
+        if matches!(
+            event,
+            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+        ) {
+            drop(
+                self.slot
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
+        }
         self.view.send_modify(|view| match event {
             LifeEvent::Granted(grant) => view.lease = Some(grant.lease.clone()),
             LifeEvent::Renewed(_) => {
@@ -257,14 +274,14 @@ async fn wait(
     }
 }
 
-/// An acquisition being driven by its caller's future. Dropped before [`Abandon::granted`] or
-/// [`Abandon::failed`] (the future was cancelled: a timeout around it, a `select!`, an aborted
-/// task), it cancels the machine and spawns one task that sends the cleanup the machine asks for
-/// (removing only our own cell), then frees the owner-id slot, so the next acquisition of the
-/// name cannot reuse our column while the delete is on its way.
+/// An acquisition being driven by its caller's future. Dropped before [`Abandon::finish`] (the
+/// future was cancelled: a timeout around it, a `select!`, an aborted task), it cancels the
+/// machine and spawns one task that sends the cleanup the machine asks for (removing only our
+/// own cell); the owner-id slot is freed when that is done, so the next acquisition of the name
+/// cannot reuse our column while the delete is on its way.
 pub(crate) struct Abandon {
     life: Arc<Life>,
-    slot: Option<Slot>,
+    armed: bool,
     /// Where the cleanup runs; `None` inside a caller's transaction, whose rollback (or the
     /// cell's TTL, if the caller commits anyway) takes care of it.
     store: Option<Arc<dyn Store>>,
@@ -275,35 +292,32 @@ pub(crate) struct Abandon {
 impl Abandon {
     pub(crate) fn new(
         life: Arc<Life>,
-        slot: Slot,
         store: Option<Arc<dyn Store>>,
         runtime: tokio::runtime::Handle,
     ) -> Abandon {
         Abandon {
             life,
-            slot: Some(slot),
+            armed: true,
             store,
             runtime,
             pid: std::process::id(),
         }
     }
 
-    /// The acquisition finished: nothing to clean up; the slot goes with the lease.
-    pub(crate) fn finish(mut self) -> Slot {
-        self.slot
-            .take()
-            .expect("the slot is taken only once, by finish or drop")
+    /// The acquisition finished: nothing to clean up.
+    pub(crate) fn finish(mut self) {
+        self.armed = false;
     }
 }
 
 impl Drop for Abandon {
     fn drop(&mut self) {
-        let Some(slot) = self.slot.take() else {
+        if !self.armed {
             return;
-        };
-        // A forked child: the runtime and the cell are the parent's. Touch nothing.
+        }
+        // A forked child: the runtime and the cell are the parent's. Touch nothing (not even
+        // the slot, whose registry another thread may have held at fork time).
         if std::process::id() != self.pid {
-            std::mem::forget(slot);
             std::mem::forget(Arc::clone(&self.life));
             return;
         }
@@ -316,7 +330,6 @@ impl Drop for Abandon {
         drop(self.runtime.spawn(async move {
             life.drive_to_end(&*store).await;
             tracing::debug!("cleaned up an abandoned acquisition");
-            drop(slot);
         }));
     }
 }

@@ -166,10 +166,14 @@ impl Locker {
         let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
         let hint = self.hint(&name);
         let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
-        let life = Life::new(LockLife::new(op, keep_alive), self.inner.clock.clone());
+        let life = Life::new(
+            LockLife::new(op, keep_alive),
+            self.inner.clock.clone(),
+            slot,
+        );
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
-        let abandon = Abandon::new(Arc::clone(&life), slot, cleanup_store, runtime.clone());
+        let abandon = Abandon::new(Arc::clone(&life), cleanup_store, runtime.clone());
         let ended = life
             .drive(store, |e| {
                 matches!(
@@ -178,7 +182,7 @@ impl Locker {
                 )
             })
             .await;
-        let slot = abandon.finish();
+        abandon.finish();
         let grant = outcome(ended)?;
         if !in_transaction {
             self.remember(&grant.lease);
@@ -189,7 +193,6 @@ impl Locker {
             Arc::clone(&self.inner.store),
             runtime,
             pid,
-            slot,
         ))
     }
 

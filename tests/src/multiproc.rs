@@ -279,10 +279,19 @@ impl Run {
 
     /// Failed calls the workers have reported on stderr so far (lines with ` failed after `).
     pub fn errors_reported(&self) -> usize {
+        self.reported(" failed after ")
+    }
+
+    /// Failed lock calls the workers have reported on stderr so far (` lock failed after `).
+    pub fn lock_errors_reported(&self) -> usize {
+        self.reported(" lock failed after ")
+    }
+
+    fn reported(&self, marker: &str) -> usize {
         (0..self.spec.workers)
             .map(|i| {
                 std::fs::read_to_string(self.dir.join(format!("worker-{i}.err")))
-                    .map(|s| s.lines().filter(|l| l.contains(" failed after ")).count())
+                    .map(|s| s.lines().filter(|l| l.contains(marker)).count())
                     .unwrap_or(0)
             })
             .sum()
