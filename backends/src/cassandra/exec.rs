@@ -23,9 +23,10 @@ use scylla::statement::{Consistency as Cl, SerialConsistency as Scl};
 use scylla::value::CqlValue;
 
 use super::errors::failure;
-use super::statements::{ttl_seconds, Statements};
+use super::statements::Statements;
 use crate::stamps::{next_stamp, next_stamp_after};
 use baton_kernel::model::prefix_end;
+use baton_statements::cql::ttl_seconds;
 
 /// Levels that override the commands' own (the URL's `consistency=` and `serial=`).
 #[derive(Clone, Copy, Debug, Default)]

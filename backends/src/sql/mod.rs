@@ -126,7 +126,7 @@ impl SqlStore {
     }
 
     fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
-        let statements = Statements::new(pool.dialect(), &options.table)?;
+        let statements = dialect::statements(pool.dialect(), &options.table)?;
         let describe = format!("{}, table {}", pool.describe(), options.table);
         Ok(SqlStore {
             inner: Arc::new(Inner {

@@ -1,0 +1,158 @@
+//! The CQL of every kernel command (the native Cassandra store prepares these once per store).
+//!
+//! | command | CQL | idempotent |
+//! | --- | --- | --- |
+//! | read, every cell | `SELECT cell, value, TTL(value), WRITETIME(value) FROM t WHERE lock_name = ?` | yes |
+//! | read, prefix `p` | `… AND cell >= ? AND cell < ?` (bound to `p` and `prefix_end(p)` from the kernel's model; `cell >= ?` alone if `p` has no successor) | yes |
+//! | read, exact | `… AND cell = ?` | yes |
+//! | put | `UPDATE t USING TIMESTAMP ? AND TTL ? SET value = ? WHERE lock_name = ? AND cell = ?` (TTL 0: none) | yes |
+//! | delete | `DELETE FROM t USING TIMESTAMP ? WHERE lock_name = ? AND cell = ?` | yes |
+//! | delete-version | the same, with the command's stamp as the timestamp | yes |
+//! | batch | a logged batch of the put and delete statements, on one partition, all with one timestamp | yes |
+//! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
+//! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
+//! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
+//! | scan | `SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |
+//! | purge | none: Cassandra drops expired cells by itself | — |
+//!
+//! Consistency, serial consistency and tracing are set on each bound statement, from the
+//! command. Conditional statements are not idempotent and use no driver retry policy: the
+//! kernel decides what a failed conditional command means. They carry no timestamp (Cassandra
+//! refuses `USING TIMESTAMP` on them: their writes take the Paxos ballot's). Plain statements
+//! carry the stamp the store took for the command (`USING TIMESTAMP ?`, see the Cassandra
+//! store's docs), so they are idempotent: a resent write lands at its original place in the
+//! owner's sequence of writes, and the driver may retry them on another node.
+
+use alloc::format;
+use alloc::string::String;
+use core::time::Duration;
+
+/// The CQL text of each statement for table `t` (already `"keyspace"."table"`).
+pub fn statements(t: &str) -> [(&'static str, String); 11] {
+    let select =
+        format!("SELECT cell, value, TTL(value), WRITETIME(value) FROM {t} WHERE lock_name = ?");
+    let scan = format!("SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM {t}");
+    [
+        ("read_all", select.clone()),
+        ("read_range", format!("{select} AND cell >= ? AND cell < ?")),
+        ("read_from", format!("{select} AND cell >= ?")),
+        ("read_exact", format!("{select} AND cell = ?")),
+        (
+            "put",
+            format!(
+                "UPDATE {t} USING TIMESTAMP ? AND TTL ? SET value = ? WHERE lock_name = ? AND cell = ?"
+            ),
+        ),
+        (
+            "delete",
+            format!("DELETE FROM {t} USING TIMESTAMP ? WHERE lock_name = ? AND cell = ?"),
+        ),
+        (
+            "insert_if_absent",
+            format!(
+                "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null"
+            ),
+        ),
+        (
+            "compare_and_set",
+            format!(
+                "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = ?"
+            ),
+        ),
+        (
+            "compare_and_delete",
+            format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? IF value = ?"),
+        ),
+        ("scan_first", scan.clone()),
+        (
+            "scan_after",
+            format!("{scan} WHERE token(lock_name) > token(?)"),
+        ),
+    ]
+}
+
+/// Cassandra's largest TTL (`Attributes.MAX_TTL`, 20 years); a larger one is refused.
+const MAX_TTL_SECONDS: u64 = 20 * 365 * 24 * 60 * 60;
+
+/// A TTL as CQL's whole seconds, `ceil(ttl) + 1`, so that the cell lives *at least* `ttl` after
+/// the client sent it.
+///
+/// CQL TTLs are whole seconds, and Cassandra does not count them from the instant of the write:
+/// the coordinator reads its clock once per statement in whole seconds, truncated
+/// (`FBUtilities.nowInSeconds()` is `currentTimeMillis() / 1000`, through
+/// `QueryState.getNowInSeconds()`), and stamps the cell's expiry as that second plus the TTL
+/// (`BufferCell.expiring` → `ExpirationDateOverflowHandling.computeLocalExpirationTime`:
+/// `nowInSec + timeToLive`). Every replica then treats the cell as live while its own
+/// whole-second clock is below that stamp (`AbstractCell.isLive`: `nowInSec <
+/// localDeletionTime()`). A cell written `f` seconds into a second (`0 ≤ f < 1`) therefore
+/// lives `TTL − f`: up to a second less than its TTL. Rounding up to whole seconds and adding
+/// one second covers both losses, and as the coordinator reads its clock after the client
+/// sent the statement, the cell outlives the client's own deadline (send time + `ttl`).
+///
+/// `None` (no TTL) is CQL's TTL 0, and so is a TTL Cassandra would refuse (past 20 years):
+/// a TTL may be rounded up, never down. (Checked against Cassandra 5.0's sources.)
+pub fn ttl_seconds(ttl: Option<Duration>) -> i32 {
+    match ttl {
+        None => 0,
+        Some(t) => {
+            let whole = t.as_secs().saturating_add(u64::from(t.subsec_nanos() > 0));
+            match whole.saturating_add(1) {
+                seconds if seconds > MAX_TTL_SECONDS => 0,
+                seconds => i32::try_from(seconds).unwrap_or(0),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttls_round_up_with_a_spare_second() {
+        assert_eq!(ttl_seconds(None), 0);
+        assert_eq!(ttl_seconds(Some(Duration::ZERO)), 1);
+        assert_eq!(ttl_seconds(Some(Duration::from_nanos(1))), 2);
+        assert_eq!(ttl_seconds(Some(Duration::from_millis(10))), 2);
+        assert_eq!(ttl_seconds(Some(Duration::from_secs(1))), 2);
+        assert_eq!(ttl_seconds(Some(Duration::from_millis(1500))), 3);
+        assert_eq!(ttl_seconds(Some(Duration::from_secs(60))), 61);
+        assert_eq!(
+            ttl_seconds(Some(Duration::from_secs(30 * 24 * 3600))),
+            2_592_001
+        );
+    }
+
+    /// Cassandra's expiry, modelled: the coordinator's whole second (truncated) plus the TTL,
+    /// live while the whole-second clock is below it. Whatever the fraction of a second the
+    /// write lands at, the cell is live for at least the TTL asked for, and dies within 2 s
+    /// after it.
+    #[test]
+    fn cells_live_at_least_their_ttl_at_any_point_of_a_second() {
+        for ttl_ms in [1_u64, 10, 999, 1_000, 1_001, 1_500, 59_999, 60_000] {
+            let ttl = Duration::from_millis(ttl_ms);
+            let sent = u64::try_from(ttl_seconds(Some(ttl))).expect("positive");
+            for written_ms in (10_000..11_000).step_by(7) {
+                let expiry_s = written_ms / 1_000 + sent;
+                // The first millisecond at which the cell is dead: floor(now) >= expiry.
+                let dies_ms = expiry_s * 1_000;
+                assert!(
+                    dies_ms >= written_ms + ttl_ms,
+                    "TTL {ttl_ms} ms written at {written_ms} ms: dead at {dies_ms} ms"
+                );
+                assert!(
+                    dies_ms < written_ms + ttl_ms + 2_000,
+                    "{ttl_ms} {written_ms}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ttls_cassandra_would_refuse_mean_no_ttl() {
+        let max = Duration::from_secs(MAX_TTL_SECONDS);
+        assert_eq!(ttl_seconds(Some(max - Duration::from_secs(1))), 630_720_000);
+        assert_eq!(ttl_seconds(Some(max)), 0);
+        assert_eq!(ttl_seconds(Some(Duration::MAX)), 0);
+    }
+}

@@ -1,0 +1,508 @@
+//! The SQL text of every statement, per database.
+//!
+//! Statements are written once, here, with `?` placeholders and a handful of per-database
+//! fragments (the server's clock, an expiry, a remaining TTL); PostgreSQL's `$n` placeholders are
+//! numbered from the `?`s. The only identifier ever formatted into SQL is the lock table's name,
+//! validated by [`validate_table`] and quoted. Every value travels as a bound parameter of a
+//! prepared statement.
+//!
+//! Clocks: expiry is always decided by the database server's clock, read once per statement:
+//! SQLite's `unixepoch('subsec')` (fixed for one `sqlite3_step`), MariaDB's `UTC_TIMESTAMP(6)`
+//! (fixed for one statement), PostgreSQL's `statement_timestamp()` (fixed for one statement, and
+//! unlike `now()` not frozen at the start of a transaction). One instant per statement keeps a
+//! statement's liveness test and the expiry it writes consistent; as the instant is the
+//! statement's start, which is after the client sent it, an expiry measured from it is never
+//! earlier than the client's own deadline (send time + TTL), which is all the kernel needs.
+//!
+//! Stamps: every row carries the `stamp` of the write that made it (see `stamps.rs`), and the
+//! plain writes compare it in the statement itself, so that a write the server applies late
+//! cannot undo a later one: a put replaces a row only if the row's stamp is smaller than the
+//! put's (`… DO UPDATE … WHERE <t>.stamp < excluded.stamp`, MariaDB `IF(stamp < VALUES(stamp),
+//! …)` per column), and a delete removes a row only if its stamp is at most the delete's
+//! (`… AND stamp <= ?`). Conditional statements write their stamp too, so that reads return a
+//! meaningful one. A delete removes the row: no tombstone is kept, so a put that arrives after
+//! a delete of a newer version recreates the cell (as in the kernel's reference table).
+
+use alloc::borrow::ToOwned;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+/// The database a store talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// SQLite 3.35+ (the bundled library).
+    Sqlite,
+    /// PostgreSQL 12+.
+    Postgres,
+    /// MariaDB 10.5+ (`DELETE … RETURNING`; MySQL proper lacks it).
+    MySql,
+}
+
+impl Dialect {
+    /// The database's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgres",
+            Dialect::MySql => "mysql",
+        }
+    }
+
+    /// `ident` quoted as an identifier (it has been validated: no quote characters inside).
+    fn quote(self, ident: &str) -> String {
+        match self {
+            Dialect::MySql => format!("`{ident}`"),
+            Dialect::Sqlite | Dialect::Postgres => format!("\"{ident}\""),
+        }
+    }
+
+    /// The server's current time, in the type of `expires_at`.
+    fn now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)",
+            Dialect::Postgres => "statement_timestamp()",
+            Dialect::MySql => "UTC_TIMESTAMP(6)",
+        }
+    }
+
+    /// The expiry of a cell written now with a TTL of `?` milliseconds (NULL when `?` is NULL).
+    /// SQLite's clock is read in whole milliseconds, rounded down, so one is added: a TTL is
+    /// rounded up, never down.
+    fn expiry(self) -> String {
+        match self {
+            Dialect::Sqlite => format!("({} + 1 + ?)", self.now()),
+            Dialect::Postgres => format!("({} + ?::bigint * interval '1 millisecond')", self.now()),
+            Dialect::MySql => format!("TIMESTAMPADD(MICROSECOND, ? * 1000, {})", self.now()),
+        }
+    }
+
+    /// Milliseconds until `expires_at`, rounded up (NULL when there is no TTL): a live cell never
+    /// reports less time than it has.
+    fn remaining(self) -> String {
+        match self {
+            Dialect::Sqlite => format!("(expires_at - {})", self.now()),
+            Dialect::Postgres => format!(
+                "CEIL(EXTRACT(EPOCH FROM (expires_at - {})) * 1000)::bigint",
+                self.now()
+            ),
+            Dialect::MySql => format!(
+                "((TIMESTAMPDIFF(MICROSECOND, {}, expires_at) + 999) DIV 1000)",
+                self.now()
+            ),
+        }
+    }
+
+    /// The condition that a row is live at the server's current time.
+    fn live(self) -> String {
+        format!("(expires_at IS NULL OR expires_at > {})", self.now())
+    }
+
+    /// The condition that a row has expired (a row without a TTL never does).
+    fn expired(self) -> String {
+        format!("(expires_at IS NOT NULL AND expires_at <= {})", self.now())
+    }
+
+    /// The final statement text: PostgreSQL numbers its placeholders.
+    fn finish(self, sql: &str) -> String {
+        let text = match self {
+            Dialect::Postgres => {
+                let mut out = String::with_capacity(sql.len() + 16);
+                let mut n = 0;
+                for c in sql.chars() {
+                    if c == '?' {
+                        n += 1;
+                        out.push_str(&format!("${n}"));
+                    } else {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+            Dialect::Sqlite | Dialect::MySql => sql.to_string(),
+        };
+        // Built from constant text and the validated, quoted table name only.
+        text
+    }
+}
+
+/// The default lock table.
+pub const DEFAULT_TABLE: &str = "baton_locks";
+
+/// Checks a table name: `[A-Za-z_][A-Za-z0-9_]{0,62}` ([`ErrorKind::InvalidOption`] otherwise).
+pub fn validate_table(table: &str) -> Result<()> {
+    let mut chars = table.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if first_ok && rest_ok && table.len() <= 63 {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidOption,
+        format!(
+            "invalid lock table name {table:?}: it must be 1 to 63 characters of ASCII letters, digits and _, not starting with a digit"
+        ),
+    ))
+}
+
+/// Every statement a store runs, built once per store: the text of each (`S = String`), or
+/// whatever a driver makes of it ([`Statements::map`]), such as a prepared-statement handle.
+#[derive(Clone, Debug)]
+pub struct Statements<S = String> {
+    /// The database they are written for.
+    pub dialect: Dialect,
+    /// `(row)` → `(cell, value, remaining_ms, stamp)` of every live cell.
+    pub read_all: S,
+    /// `(row, from, to)` → live cells with `from <= cell < to`.
+    pub read_range: S,
+    /// `(row, from)` → live cells with `from <= cell`.
+    pub read_from: S,
+    /// `(row, cell)` → the live cell.
+    pub read_exact: S,
+    /// `(row, cell, value, ttl_ms, stamp)`: insert, or replace a row with a smaller stamp.
+    pub put: S,
+    /// `(row, cell, stamp)`: remove the row if its stamp is at most `stamp`.
+    pub delete: S,
+    /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; see
+    /// [`Statements::applied`].
+    pub insert_if_absent: S,
+    /// `(new, ttl_ms, stamp, row, cell, expected)`: one row affected when applied.
+    pub cas_update: S,
+    /// `(row, cell, expected)`: one row affected when applied.
+    pub cas_delete: S,
+    /// `(row, cell)` → `(value)` of the live cell.
+    pub current: S,
+    /// `()` → `(row, cell)` of every expired row removed.
+    pub purge_all: S,
+    /// `(row)` → `(row, cell)` of the row's expired cells removed.
+    pub purge_row: S,
+    /// `(limit)` → the first live row names.
+    pub scan_first: S,
+    /// `(after, limit)` → live row names after `after`.
+    pub scan_after: S,
+    /// `(first, last)` → `(row, cell, value, remaining_ms, stamp)` of live cells of rows in
+    /// `[first, last]`.
+    pub scan_cells: S,
+    /// `(table)` → the names of the table's columns (no rows if it does not exist).
+    pub columns: S,
+    /// The statements that create the table and its index.
+    pub create: Vec<S>,
+    /// The same, as text to show an operator.
+    pub ddl: String,
+    /// Adds the `stamp` column to a table made before it existed.
+    pub add_stamp: S,
+    /// The same, as text to show an operator.
+    pub add_stamp_ddl: String,
+    /// The table's name as the catalog query of `columns` expects it.
+    pub catalog_name: String,
+}
+
+impl Statements {
+    /// The statements of `dialect` on `table` (validated here).
+    pub fn new(dialect: Dialect, table: &str) -> Result<Statements> {
+        validate_table(table)?;
+        let d = dialect;
+        let t = d.quote(table);
+        let live = d.live();
+        let rem = d.remaining();
+        let select = format!("SELECT cell, value, {rem}, stamp FROM {t} WHERE lock_name = ?");
+        let insert = format!(
+            "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (?, ?, ?, {}, ?)",
+            d.expiry()
+        );
+        let (put, insert_if_absent) = match d {
+            Dialect::Sqlite | Dialect::Postgres => (
+                // The conflicting row is replaced only by a newer write: a put that reaches the
+                // server after a later write of the same cell changes nothing.
+                format!(
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE {t}.stamp < excluded.stamp"
+                ),
+                // The conflicting row is replaced only if it has expired; otherwise nothing is
+                // written and no row is counted. Atomic: the unique key serializes contenders.
+                format!(
+                    "{insert} ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {}",
+                    d.now()
+                ),
+            ),
+            Dialect::MySql => {
+                let expired = d.expired();
+                let newer = "stamp < VALUES(stamp)";
+                (
+                    // MariaDB evaluates the assignments left to right, and each one sees the
+                    // columns assigned before it: `stamp` is assigned last, so the tests before
+                    // it compare the old row's stamp.
+                    format!(
+                        "{insert} ON DUPLICATE KEY UPDATE value = IF({newer}, VALUES(value), value), expires_at = IF({newer}, VALUES(expires_at), expires_at), stamp = GREATEST(stamp, VALUES(stamp))"
+                    ),
+                    // Left to right as well: `value` and `stamp` are assigned while `expires_at`
+                    // still holds the old row's expiry. The driver reports found rows rather
+                    // than changed ones (CLIENT_FOUND_ROWS), so an unchanged row and an
+                    // inserted one both count 1; LAST_INSERT_ID(x) tells them apart: the OK
+                    // packet carries 1 when a live row was kept, 2 when an expired row was
+                    // taken over, and 0 after a plain insert.
+                    format!(
+                        "{insert} ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({expired}, 2, 1)) = 2, VALUES(value), value), stamp = IF({expired}, VALUES(stamp), stamp), expires_at = IF({expired}, VALUES(expires_at), expires_at)"
+                    ),
+                )
+            }
+        };
+        let returning = "RETURNING lock_name, cell";
+        let (columns, catalog_name) = match d {
+            Dialect::Sqlite => (
+                String::from("SELECT name FROM pragma_table_info(?)"),
+                table.to_owned(),
+            ),
+            // to_regclass resolves the name through the search path, as the statements do.
+            Dialect::Postgres => (
+                String::from(
+                    "SELECT attname::text FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped",
+                ),
+                t.clone(),
+            ),
+            Dialect::MySql => (
+                String::from(
+                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+                ),
+                table.to_owned(),
+            ),
+        };
+        let create_sql = create_table(d, table);
+        let add_stamp = add_stamp_column(d, table);
+        Ok(Statements {
+            dialect: d,
+            read_all: d.finish(&format!("{select} AND {live} ORDER BY cell")),
+            read_range: d.finish(&format!(
+                "{select} AND cell >= ? AND cell < ? AND {live} ORDER BY cell"
+            )),
+            read_from: d.finish(&format!("{select} AND cell >= ? AND {live} ORDER BY cell")),
+            read_exact: d.finish(&format!("{select} AND cell = ? AND {live}")),
+            put: d.finish(&put),
+            delete: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"
+            )),
+            insert_if_absent: d.finish(&insert_if_absent),
+            cas_update: d.finish(&format!(
+                "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
+                d.expiry()
+            )),
+            cas_delete: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}"
+            )),
+            current: d.finish(&format!(
+                "SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}"
+            )),
+            purge_all: d.finish(&format!(
+                "DELETE FROM {t} WHERE {} {returning}",
+                d.expired()
+            )),
+            purge_row: d.finish(&format!(
+                "DELETE FROM {t} WHERE lock_name = ? AND {} {returning}",
+                d.expired()
+            )),
+            scan_first: d.finish(&format!(
+                "SELECT DISTINCT lock_name FROM {t} WHERE {live} ORDER BY lock_name LIMIT ?"
+            )),
+            scan_after: d.finish(&format!(
+                "SELECT DISTINCT lock_name FROM {t} WHERE lock_name > ? AND {live} ORDER BY lock_name LIMIT ?"
+            )),
+            scan_cells: d.finish(&format!(
+                "SELECT lock_name, cell, value, {rem}, stamp FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
+            )),
+            columns: d.finish(&columns),
+            ddl: create_sql.join(";\n") + ";",
+            create: create_sql.iter().map(|s| d.finish(s)).collect(),
+            add_stamp_ddl: format!("{add_stamp};"),
+            add_stamp: d.finish(&add_stamp),
+            catalog_name,
+        })
+    }
+}
+
+impl<S> Statements<S> {
+    /// The same statements with each text turned into `T` by `f` (a driver's statement type).
+    pub fn map<T>(self, mut f: impl FnMut(S) -> T) -> Statements<T> {
+        Statements {
+            dialect: self.dialect,
+            read_all: f(self.read_all),
+            read_range: f(self.read_range),
+            read_from: f(self.read_from),
+            read_exact: f(self.read_exact),
+            put: f(self.put),
+            delete: f(self.delete),
+            insert_if_absent: f(self.insert_if_absent),
+            cas_update: f(self.cas_update),
+            cas_delete: f(self.cas_delete),
+            current: f(self.current),
+            purge_all: f(self.purge_all),
+            purge_row: f(self.purge_row),
+            scan_first: f(self.scan_first),
+            scan_after: f(self.scan_after),
+            scan_cells: f(self.scan_cells),
+            columns: f(self.columns),
+            create: self.create.into_iter().map(&mut f).collect(),
+            ddl: self.ddl,
+            add_stamp: f(self.add_stamp),
+            add_stamp_ddl: self.add_stamp_ddl,
+            catalog_name: self.catalog_name,
+        }
+    }
+
+    /// Whether an insert-if-absent was applied, from what the database reported: PostgreSQL
+    /// and SQLite count one row inserted or taken over and none when a live row was kept;
+    /// MariaDB reports the `LAST_INSERT_ID` marker of the statement (1: a live row was kept).
+    pub fn applied(&self, rows: u64, insert_id: u64) -> bool {
+        match self.dialect {
+            Dialect::Sqlite | Dialect::Postgres => rows > 0,
+            Dialect::MySql => rows > 0 && insert_id != 1,
+        }
+    }
+}
+
+/// The columns every lock table has (checked when `create` is off).
+pub const COLUMNS: [&str; 5] = ["lock_name", "cell", "value", "expires_at", "stamp"];
+
+/// The column added after the first release of the table: a table that lacks only this one is
+/// altered (with `create` on) rather than refused.
+pub const STAMP_COLUMN: &str = "stamp";
+
+/// The definition of the `stamp` column, in `CREATE TABLE` and in `ALTER TABLE … ADD COLUMN`:
+/// the stamp of the write that made the row (rows written before the column existed have 0).
+fn stamp_definition(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Sqlite => "stamp INTEGER NOT NULL DEFAULT 0",
+        Dialect::Postgres => "stamp bigint NOT NULL DEFAULT 0",
+        Dialect::MySql => "stamp BIGINT NOT NULL DEFAULT 0",
+    }
+}
+
+/// `CREATE TABLE IF NOT EXISTS` and its index, for `dialect`.
+pub fn create_table(dialect: Dialect, table: &str) -> Vec<String> {
+    let t = dialect.quote(table);
+    let index = dialect.quote(&format!("{table}_expires"));
+    let stamp = stamp_definition(dialect);
+    match dialect {
+        Dialect::Sqlite => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
+        ],
+        Dialect::Postgres => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n)"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
+        ],
+        Dialect::MySql => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell),\n  KEY {index} (expires_at)\n) ENGINE=InnoDB"
+        )],
+    }
+}
+
+/// `ALTER TABLE … ADD COLUMN` of the `stamp` column, for a table created before it existed.
+/// PostgreSQL and MariaDB skip it if a concurrent store added the column first; SQLite has no
+/// `IF NOT EXISTS` here, and its caller checks the columns again after a failure.
+pub fn add_stamp_column(dialect: Dialect, table: &str) -> String {
+    let t = dialect.quote(table);
+    let stamp = stamp_definition(dialect);
+    match dialect {
+        Dialect::Sqlite => format!("ALTER TABLE {t} ADD COLUMN {stamp}"),
+        Dialect::Postgres | Dialect::MySql => {
+            format!("ALTER TABLE {t} ADD COLUMN IF NOT EXISTS {stamp}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_identifiers() {
+        for ok in ["baton_locks", "_x", "T1", &"a".repeat(63)] {
+            assert!(validate_table(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "x\"; DROP TABLE y; --",
+            "tä",
+            &"a".repeat(64),
+        ] {
+            let e = validate_table(bad).expect_err(bad);
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+        }
+    }
+
+    #[test]
+    fn postgres_placeholders_are_numbered() {
+        let st = Statements::new(Dialect::Postgres, "t").expect("valid");
+        assert!(
+            st.cas_update.as_str().starts_with(
+                "UPDATE \"t\" SET value = $1, expires_at = (statement_timestamp() + $2::bigint"
+            ),
+            "{}",
+            st.cas_update.as_str()
+        );
+        assert!(!st.cas_update.as_str().contains('?'));
+        let my = Statements::new(Dialect::MySql, "t").expect("valid");
+        assert_eq!(
+            my.delete.as_str(),
+            "DELETE FROM `t` WHERE lock_name = ? AND cell = ? AND stamp <= ?"
+        );
+    }
+
+    #[test]
+    fn puts_replace_only_older_rows() {
+        let pg = Statements::new(Dialect::Postgres, "t").expect("valid");
+        assert!(
+            pg.put.as_str().ends_with(
+                "DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE \"t\".stamp < excluded.stamp"
+            ),
+            "{}",
+            pg.put.as_str()
+        );
+        assert_eq!(pg.put.as_str().matches('$').count(), 5);
+        let my = Statements::new(Dialect::MySql, "t").expect("valid");
+        // `stamp` is assigned last: MariaDB's later assignments see the earlier ones' values.
+        assert!(
+            my.put
+                .as_str()
+                .ends_with(", stamp = GREATEST(stamp, VALUES(stamp))"),
+            "{}",
+            my.put.as_str()
+        );
+        // In insert-if-absent, `expires_at` is assigned last, after the tests that read it.
+        assert!(
+            my.insert_if_absent
+                .as_str()
+                .ends_with(", expires_at = IF((expires_at IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6)), VALUES(expires_at), expires_at)"),
+            "{}",
+            my.insert_if_absent.as_str()
+        );
+    }
+
+    #[test]
+    fn every_table_definition_has_a_stamp_column() {
+        for d in [Dialect::Sqlite, Dialect::Postgres, Dialect::MySql] {
+            let st = Statements::new(d, "t").expect("valid");
+            assert!(st.ddl.contains(stamp_definition(d)), "{}", st.ddl);
+            assert!(
+                st.add_stamp_ddl.starts_with("ALTER TABLE ")
+                    && st.add_stamp_ddl.contains(stamp_definition(d)),
+                "{}",
+                st.add_stamp_ddl
+            );
+            for c in COLUMNS {
+                assert!(st.ddl.contains(&format!("  {c} ")), "{c}: {}", st.ddl);
+            }
+        }
+    }
+}
