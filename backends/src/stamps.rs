@@ -2,16 +2,18 @@
 //!
 //! The kernel's storage model orders an owner's plain writes by the stamps their executor gives
 //! them ([`Command::stamped`](baton_kernel::Command::stamped)), not by the order in which they
-//! reach the store. The SQL and Cassandra stores take every stamp from [`next_stamp`], when they
+//! reach the store. The SQL and Cassandra stores take every stamp from [`next_stamp_after`], when they
 //! send the command.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The last stamp [`next_stamp`] returned (0 before the first).
+/// The last stamp [`next_stamp_after`] returned (0 before the first).
 static LAST: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh write stamp: microseconds since the Unix epoch by the wall clock, and **strictly
+/// A fresh write stamp, greater than `floor` (a batch's
+/// [`after`](baton_kernel::Command::Batch), 0 otherwise; the generator moves past it, so later
+/// stamps stay greater too): microseconds since the Unix epoch by the wall clock, and **strictly
 /// greater than every stamp returned before in this process**, from any thread and any store.
 ///
 /// When the wall clock reads no later than the last stamp (several stamps in one microsecond,
@@ -22,13 +24,6 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// What this gives: one process's writes of a cell are ordered by when it sent them. Across
 /// processes stamps are only as well ordered as the hosts' clocks, which is enough because a
 /// cell is written with plain writes by one owner only, and an owner lives in one process.
-pub(crate) fn next_stamp() -> u64 {
-    next_stamp_after(0)
-}
-
-/// A stamp from the same generator that is also greater than `floor` (a batch's
-/// [`after`](baton_kernel::Command::Batch)): the generator moves past it, so later stamps stay
-/// greater too.
 pub(crate) fn next_stamp_after(floor: u64) -> u64 {
     let now = now_micros().max(floor.saturating_add(1));
     let previous = LAST
@@ -54,7 +49,7 @@ mod tests {
     #[test]
     fn stamps_are_wall_clock_microseconds() {
         let before = now_micros();
-        let stamp = next_stamp();
+        let stamp = next_stamp_after(0);
         let after = now_micros();
         // Ahead of the clock only by the stamps taken in the same microseconds.
         assert!(stamp >= before, "{stamp} < {before}");
@@ -66,7 +61,7 @@ mod tests {
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 std::thread::spawn(|| {
-                    let stamps: Vec<u64> = (0..10_000).map(|_| next_stamp()).collect();
+                    let stamps: Vec<u64> = (0..10_000).map(|_| next_stamp_after(0)).collect();
                     assert!(stamps.windows(2).all(|w| w[0] < w[1]));
                     stamps
                 })

@@ -1,111 +1,102 @@
-//! scylla driver errors as the kernel's [`Failure`]s.
-//!
-//! The kernel retries [`Failure::Unavailable`] (the command was certainly not applied), settles
-//! [`Failure::Timeout`] by a serial read of the cell (it may have been applied), and stops at
-//! [`Failure::Rejected`] (retrying will not help). So:
-//!
-//! | driver error | failure |
-//! | --- | --- |
-//! | no node reachable, empty plan, connection pool errors, a session that cannot connect | `Unavailable` |
-//! | server `Unavailable` (not enough live replicas), `Overloaded`, `IsBootstrapping`, rate limit | `Unavailable`: the coordinator refused before doing anything |
-//! | `WriteTimeout` (including `CAS` write timeouts), `ReadTimeout`, `ReadFailure`, `WriteFailure`, `ServerError`, a connection broken after sending, the client-side timeout | `Timeout` |
-//! | anything else (missing table, syntax, permissions, bad values) | `Rejected`, with the server's message |
-//!
-//! One `Unavailable` is not "certainly not applied": Cassandra's classic Paxos checks the live
-//! replicas again before its *commit* round, and a replica marked down between a lightweight
-//! transaction's accept and commit rounds (milliseconds apart) yields `Unavailable` for a
-//! proposal a quorum already accepted, which the next Paxos round on the partition completes.
-//! The server does not reliably tell the two checks apart (Cassandra 5.0 was seen reporting a
-//! failed Paxos prepare at SERIAL with two of three nodes down, and at QUORUM on a keyspace with
-//! more replicas than nodes; a commit-round failure reports the commit level, QUORUM by default),
-//! so the store does not try. Mapping every `Unavailable` to
-//! `Timeout` would turn a cluster without quorum into `Ambiguous` errors instead of "store
-//! unavailable"; instead the rare case is left to the kernel, where it is safe: the resent
-//! command meets its own applied value and is answered "not applied, current = ours" (an
-//! insert-if-absent then waits behind a record nobody believes in until its TTL ends; a fencing
-//! bump moves on from its own value, so tokens still increase; a release or renewal finds the
-//! cell already as it wanted), so no client ever believes it holds a lock it does not.
+//! scylla driver errors as the kernel's [`Failure`]s: this module only says what the driver
+//! reported, as a driver-free [`DriverError`]; [`baton_statements::cql::failure`] decides
+//! what it means (see there for the rules and the one `Unavailable` that is not "certainly not
+//! applied", shared by every host).
 
 use baton_kernel::Failure;
+use baton_statements::cql::{DriverError, Phase, ServerError};
 use scylla::errors::{
     ConnectionPoolError, DbError, ExecutionError, NewSessionError, PrepareError,
     RequestAttemptError,
 };
 
-/// The failure `error` stands for.
+/// The failure `error` of a command's statement stands for.
 pub(crate) fn failure(error: &ExecutionError) -> Failure {
-    let message = describe(error);
-    match error {
-        ExecutionError::EmptyPlan | ExecutionError::ConnectionPoolError(_) => {
-            Failure::Unavailable(message)
-        }
-        ExecutionError::PrepareError(e) => prepare_failure(e, message),
-        ExecutionError::LastAttemptError(e) => attempt_failure(e, message),
-        ExecutionError::RequestTimeout(_) => Failure::Timeout(message),
-        ExecutionError::UseKeyspaceError(_)
-        | ExecutionError::SchemaAgreementError(_)
-        | ExecutionError::MetadataError(_) => Failure::Unavailable(message),
-        ExecutionError::BadQuery(_) => Failure::Rejected(message),
-        _ => Failure::Rejected(message),
-    }
+    let (driver, phase) = match error {
+        ExecutionError::PrepareError(e) => (prepare_error(e), Phase::Connect),
+        other => (execution_error(other), Phase::Execute),
+    };
+    baton_statements::cql::failure(driver, phase, describe(error))
 }
 
-/// A failed `prepare`: nothing was applied, so connection trouble is `Unavailable`.
+/// The failure of a setup statement (schema, catalog): nothing of a command is at stake.
+pub(crate) fn setup_failure(error: &ExecutionError) -> Failure {
+    let driver = match error {
+        ExecutionError::PrepareError(e) => prepare_error(e),
+        other => execution_error(other),
+    };
+    baton_statements::cql::failure(driver, Phase::Connect, describe(error))
+}
+
+/// A failed `prepare`: nothing was applied.
 pub(crate) fn prepare_failure(error: &PrepareError, message: String) -> Failure {
-    match error {
-        PrepareError::ConnectionPoolError(_) => Failure::Unavailable(message),
-        PrepareError::AllAttemptsFailed { first_attempt } => {
-            match attempt_failure(first_attempt, message) {
-                Failure::Timeout(m) => Failure::Unavailable(m),
-                other => other,
-            }
-        }
-        _ => Failure::Rejected(message),
-    }
+    baton_statements::cql::failure(prepare_error(error), Phase::Connect, message)
 }
 
 /// A session that could not be built: the cluster is unreachable (or refused the login).
 pub(crate) fn session_failure(error: &NewSessionError) -> Failure {
-    let message = format!("cannot connect to the Cassandra cluster: {error}");
-    match error {
+    let driver = match error {
         NewSessionError::EmptyKnownNodesList | NewSessionError::IllegalConfig(_) => {
-            Failure::Rejected(message)
+            DriverError::Invalid
         }
-        _ => Failure::Unavailable(message),
-    }
+        _ => DriverError::NotSent,
+    };
+    baton_statements::cql::failure(
+        driver,
+        Phase::Connect,
+        format!("cannot connect to the Cassandra cluster: {error}"),
+    )
 }
 
-fn attempt_failure(error: &RequestAttemptError, message: String) -> Failure {
+fn execution_error(error: &ExecutionError) -> DriverError {
     match error {
-        RequestAttemptError::DbError(db, _) => db_failure(db, message),
-        // Never sent.
-        RequestAttemptError::UnableToAllocStreamId
-        | RequestAttemptError::SerializationError(_)
-        | RequestAttemptError::CqlRequestSerialization(_) => match error {
-            RequestAttemptError::UnableToAllocStreamId => Failure::Unavailable(message),
-            _ => Failure::Rejected(message),
-        },
-        // Sent, and then the connection broke: it may have been applied.
-        RequestAttemptError::BrokenConnectionError(_) => Failure::Timeout(message),
-        _ => Failure::Rejected(message),
+        ExecutionError::EmptyPlan
+        | ExecutionError::ConnectionPoolError(_)
+        | ExecutionError::UseKeyspaceError(_)
+        | ExecutionError::SchemaAgreementError(_)
+        | ExecutionError::MetadataError(_) => DriverError::NotSent,
+        ExecutionError::PrepareError(e) => prepare_error(e),
+        ExecutionError::LastAttemptError(e) => attempt_error(e),
+        ExecutionError::RequestTimeout(_) => DriverError::ClientTimeout,
+        ExecutionError::BadQuery(_) => DriverError::Invalid,
+        _ => DriverError::Other,
     }
 }
 
-fn db_failure(db: &DbError, message: String) -> Failure {
+fn prepare_error(error: &PrepareError) -> DriverError {
+    match error {
+        PrepareError::ConnectionPoolError(_) => DriverError::NotSent,
+        PrepareError::AllAttemptsFailed { first_attempt } => attempt_error(first_attempt),
+        _ => DriverError::Other,
+    }
+}
+
+fn attempt_error(error: &RequestAttemptError) -> DriverError {
+    match error {
+        RequestAttemptError::DbError(db, _) => DriverError::Server(server_error(db)),
+        // Never sent.
+        RequestAttemptError::UnableToAllocStreamId => DriverError::NotSent,
+        RequestAttemptError::SerializationError(_)
+        | RequestAttemptError::CqlRequestSerialization(_) => DriverError::Invalid,
+        // Sent, and then the connection broke: it may have been applied.
+        RequestAttemptError::BrokenConnectionError(_) => DriverError::Broken,
+        _ => DriverError::Other,
+    }
+}
+
+fn server_error(db: &DbError) -> ServerError {
     match db {
-        // Refused before anything was sent to replicas, with one rare exception: see the
-        // module docs.
-        DbError::Unavailable { .. } => Failure::Unavailable(message),
-        DbError::Overloaded | DbError::IsBootstrapping | DbError::RateLimitReached { .. } => {
-            Failure::Unavailable(message)
-        }
-        DbError::Unprepared { .. } => Failure::Unavailable(message),
-        DbError::ReadTimeout { .. }
-        | DbError::WriteTimeout { .. }
-        | DbError::ReadFailure { .. }
-        | DbError::WriteFailure { .. }
-        | DbError::ServerError => Failure::Timeout(message),
-        _ => Failure::Rejected(message),
+        DbError::Unavailable { .. } => ServerError::Unavailable,
+        DbError::Overloaded => ServerError::Overloaded,
+        DbError::IsBootstrapping => ServerError::IsBootstrapping,
+        DbError::RateLimitReached { .. } => ServerError::RateLimited,
+        DbError::Unprepared { .. } => ServerError::Unprepared,
+        DbError::ReadTimeout { .. } => ServerError::ReadTimeout,
+        DbError::WriteTimeout { .. } => ServerError::WriteTimeout,
+        DbError::ReadFailure { .. } => ServerError::ReadFailure,
+        DbError::WriteFailure { .. } => ServerError::WriteFailure,
+        DbError::ServerError => ServerError::ServerError,
+        _ => ServerError::Other,
     }
 }
 

@@ -98,11 +98,11 @@
 //! (`token(lock_name) > token(after)`), so a listing's order is the partitioner's, stable
 //! between pages.
 
-pub mod errors;
+mod errors;
 pub(crate) mod exec;
 mod options;
 pub mod schema;
-pub mod statements;
+mod statements;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -120,7 +120,7 @@ use tokio::sync::{watch, OnceCell};
 pub use options::{parse_consistency, parse_serial, CassandraOptions, Replication, DEFAULT_PORT};
 
 use crate::store::{may_free_a_lock, Store, StoreFuture};
-use exec::Overrides;
+use baton_statements::cql::Levels;
 use statements::Statements;
 
 /// A lock table in a Cassandra (or ScyllaDB) cluster.
@@ -134,7 +134,7 @@ pub struct CassandraStore {
 
 struct Inner {
     options: CassandraOptions,
-    overrides: Overrides,
+    levels: Levels,
     /// The session, with the table checked and the statements prepared, once connected.
     ready: OnceCell<Ready>,
     changes: watch::Sender<u64>,
@@ -190,7 +190,7 @@ impl CassandraStore {
         );
         Ok(CassandraStore {
             inner: Arc::new(Inner {
-                overrides: Overrides {
+                levels: Levels {
                     consistency: options.consistency,
                     serial: options.serial,
                 },
@@ -237,7 +237,7 @@ impl CassandraStore {
         exec::execute_raw(
             &ready.session,
             &ready.statements,
-            &self.inner.overrides,
+            &self.inner.levels,
             command,
         )
         .await
@@ -251,7 +251,7 @@ impl CassandraStore {
         let (reply, result) = exec::run(
             &ready.session,
             &ready.statements,
-            &self.inner.overrides,
+            &self.inner.levels,
             command,
             true,
         )
@@ -343,7 +343,7 @@ impl CassandraStore {
         exec::execute(
             &ready.session,
             &ready.statements,
-            &self.inner.overrides,
+            &self.inner.levels,
             command,
             stamp,
         )

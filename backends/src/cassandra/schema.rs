@@ -1,4 +1,6 @@
-//! The keyspace and lock table: names, the DDL, and creating or checking them on first use.
+//! The keyspace and lock table, created or checked on first use. Their definition (names, the
+//! DDL, the catalog queries and the check of an existing table) is
+//! [`baton_statements::cql`]'s, shared by every host; see there for each choice of the table:
 //!
 //! ```text
 //! CREATE TABLE "<keyspace>"."<table>" (
@@ -32,90 +34,31 @@
 //! Names are validated identifiers (`[A-Za-z][A-Za-z0-9_]{0,47}`) and always double-quoted, so
 //! they are case-sensitive and never interpolated unchecked.
 
-use baton_kernel::{Error, ErrorKind, Failure, Result};
+use baton_kernel::Failure;
+use baton_statements::cql::{check_columns, COLUMNS_QUERY, KEYSPACE_QUERY};
 use scylla::client::session::Session;
 use scylla::statement::unprepared::Statement;
 
-use super::errors::failure;
+use super::errors::setup_failure;
 use super::options::CassandraOptions;
 
-/// The default keyspace.
-pub const DEFAULT_KEYSPACE: &str = "baton";
-/// The default lock table (the same name as the SQL stores').
-pub const DEFAULT_TABLE: &str = "baton_locks";
-/// `gc_grace_seconds` of a table baton creates (see the module docs).
-pub const GC_GRACE_SECONDS: u32 = 3600;
+pub use baton_statements::cql::{
+    validate_identifier, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS,
+};
 
-/// Checks a keyspace or table name: 1 to 48 ASCII letters, digits and underscores, starting with
-/// a letter (Cassandra's own limit is 48 characters).
-pub fn validate_identifier(what: &str, name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 48
-        && name.starts_with(|c: char| c.is_ascii_alphabetic())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(
-            ErrorKind::InvalidOption,
-            format!(
-                "Cassandra {what} name {name:?} must be 1 to 48 ASCII letters, digits or underscores, starting with a letter"
-            ),
-        ))
-    }
-}
-
-/// `"keyspace"."table"`, for statements. Both names are validated identifiers.
+/// `"keyspace"."table"`, for statements.
 pub(crate) fn qualified(options: &CassandraOptions) -> String {
-    format!("\"{}\".\"{}\"", options.keyspace, options.table)
+    baton_statements::cql::qualified(&options.keyspace, &options.table)
 }
 
 /// The `CREATE KEYSPACE` statement for the options.
 pub fn create_keyspace_cql(options: &CassandraOptions) -> String {
-    format!(
-        "CREATE KEYSPACE IF NOT EXISTS \"{}\" WITH replication = {}",
-        options.keyspace,
-        options.replication.cql()
-    )
+    baton_statements::cql::create_keyspace(&options.keyspace, &options.replication.cql())
 }
 
-/// The `CREATE TABLE` statement for the options (see the module docs for each choice).
+/// The `CREATE TABLE` statement for the options.
 pub fn create_table_cql(options: &CassandraOptions) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} (lock_name text, cell text, value text, PRIMARY KEY ((lock_name), cell)) \
-         WITH gc_grace_seconds = {GC_GRACE_SECONDS} \
-         AND compaction = {{'class': 'SizeTieredCompactionStrategy', 'unchecked_tombstone_compaction': 'true', 'tombstone_threshold': '0.1'}} \
-         AND comment = 'baton lock table' \
-         AND ID = {}",
-        qualified(options),
-        table_id(&options.keyspace, &options.table)
-    )
-}
-
-/// A UUID derived from the keyspace and table names (two FNV-1a hashes, version and variant
-/// bits set), so every creator of one table proposes the same table id.
-fn table_id(keyspace: &str, table: &str) -> String {
-    fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
-        let mut h = seed;
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h
-    }
-    let name = format!("baton-lock-table/{keyspace}/{table}");
-    let hi = fnv1a(0xcbf2_9ce4_8422_2325, name.as_bytes());
-    let lo = fnv1a(0x8422_2325_cbf2_9ce4, name.as_bytes());
-    let hi = (hi & !0xf000) | 0x5000; // version 5 (name-based)
-    let lo = (lo & !(0xc << 60)) | (0x8 << 60); // RFC 4122 variant
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
+    baton_statements::cql::create_table(&options.keyspace, &options.table)
 }
 
 /// Creates (when allowed and missing) or checks the keyspace and table. `Rejected` failures
@@ -148,7 +91,7 @@ pub(crate) async fn ensure(
         run_ddl(session, &create_table_cql(options)).await?;
         return Ok(());
     }
-    check_columns(options, &columns)
+    check_columns(&options.keyspace, &options.table, &columns).map_err(Failure::Rejected)
 }
 
 async fn run_ddl(session: &Session, cql: &str) -> std::result::Result<(), Failure> {
@@ -158,22 +101,16 @@ async fn run_ddl(session: &Session, cql: &str) -> std::result::Result<(), Failur
         .query_unpaged(statement, ())
         .await
         .map(|_| ())
-        .map_err(|e| match failure(&e) {
+        .map_err(|e| match setup_failure(&e) {
             Failure::Rejected(m) => Failure::Rejected(format!("{m} (running: {cql})")),
             // A DDL statement that timed out may have been applied: the next attempt's
-            // IF NOT EXISTS copes with either.
-            Failure::Timeout(m) | Failure::Unavailable(m) => Failure::Unavailable(m),
+            // IF NOT EXISTS copes with either (a setup failure is never a timeout).
             other => other,
         })
 }
 
 async fn keyspace_exists(session: &Session, keyspace: &str) -> std::result::Result<bool, Failure> {
-    let rows: Vec<(String,)> = system_query(
-        session,
-        "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?",
-        (keyspace,),
-    )
-    .await?;
+    let rows: Vec<(String,)> = system_query(session, KEYSPACE_QUERY, (keyspace,)).await?;
     Ok(!rows.is_empty())
 }
 
@@ -184,7 +121,7 @@ async fn table_columns(
 ) -> std::result::Result<Vec<(String, String, String)>, Failure> {
     system_query(
         session,
-        "SELECT column_name, kind, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+        COLUMNS_QUERY,
         (options.keyspace.as_str(), options.table.as_str()),
     )
     .await
@@ -204,10 +141,7 @@ where
     let result = session
         .query_unpaged(statement, values)
         .await
-        .map_err(|e| match failure(&e) {
-            Failure::Timeout(m) => Failure::Unavailable(m),
-            other => other,
-        })?;
+        .map_err(|e| setup_failure(&e))?;
     let rows = result
         .into_rows_result()
         .map_err(|e| Failure::Rejected(format!("reading the schema: {e}")))?;
@@ -217,77 +151,4 @@ where
         .collect::<std::result::Result<Vec<R>, _>>()
         .map_err(|e| Failure::Rejected(format!("reading the schema: {e}")))?;
     Ok(rows)
-}
-
-fn check_columns(
-    options: &CassandraOptions,
-    columns: &[(String, String, String)],
-) -> std::result::Result<(), Failure> {
-    let want = [
-        ("lock_name", "partition_key", "text"),
-        ("cell", "clustering", "text"),
-        ("value", "regular", "text"),
-    ];
-    for (name, kind, ty) in want {
-        let found = columns.iter().find(|(n, _, _)| n == name);
-        let ok = found.is_some_and(|(_, k, t)| k == kind && (t == ty || t == "varchar"));
-        if !ok {
-            let seen = found
-                .map(|(_, k, t)| format!("a {k} column of type {t}"))
-                .unwrap_or_else(|| String::from("missing"));
-            return Err(Failure::Rejected(format!(
-                "table {}.{} is not a baton lock table: column {name} should be a {kind} column of type {ty}, but is {seen}; baton's lock table is: {}",
-                options.keyspace,
-                options.table,
-                create_table_cql(options)
-            )));
-        }
-    }
-    if let Some((extra, _, _)) = columns.iter().find(|(n, k, _)| {
-        !want.iter().any(|(w, _, _)| w == n) && (k == "partition_key" || k == "clustering")
-    }) {
-        return Err(Failure::Rejected(format!(
-            "table {}.{} is not a baton lock table: it has an extra key column {extra}",
-            options.keyspace, options.table
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identifiers() {
-        for ok in ["baton_locks", "libQtCassandraLockTable", "t_1_2_abc", "a"] {
-            assert!(validate_identifier("table", ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "_x",
-            "1x",
-            "x-y",
-            "x\"y",
-            "x y",
-            "ks.t",
-            &"x".repeat(49),
-        ] {
-            let e = validate_identifier("table", bad).expect_err(bad);
-            assert_eq!(e.kind(), ErrorKind::InvalidOption);
-        }
-    }
-
-    #[test]
-    fn ddl_quotes_names_and_ids_are_stable() {
-        let o = CassandraOptions::new(["h"]).keyspace("Ks").table("QtLocks");
-        let ddl = create_table_cql(&o);
-        assert!(ddl.contains("\"Ks\".\"QtLocks\""), "{ddl}");
-        assert!(ddl.contains("gc_grace_seconds = 3600"), "{ddl}");
-        let id = table_id("Ks", "QtLocks");
-        assert_eq!(id, table_id("Ks", "QtLocks"));
-        assert_ne!(id, table_id("Ks", "QtLocks2"));
-        assert_eq!(id.len(), 36);
-        assert_eq!(&id[14..15], "5");
-    }
 }

@@ -1,4 +1,5 @@
 //! The CQL of every kernel command, from [`baton_statements::cql`], prepared once per store.
+//! (The table below is that module's, repeated for readers of this store.)
 //!
 //! | command | CQL | idempotent |
 //! | --- | --- | --- |
@@ -26,25 +27,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_statements::cql::Statement;
 use scylla::client::session::Session;
 use scylla::errors::PrepareError;
 use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::statement::prepared::PreparedStatement;
 
-/// The prepared statements of one lock table.
+/// The prepared statements of one lock table, in the order of [`Statement::ALL`].
 #[derive(Debug, Clone)]
 pub(crate) struct Statements {
-    pub read_all: PreparedStatement,
-    pub read_range: PreparedStatement,
-    pub read_from: PreparedStatement,
-    pub read_exact: PreparedStatement,
-    pub put: PreparedStatement,
-    pub delete: PreparedStatement,
-    pub insert_if_absent: PreparedStatement,
-    pub compare_and_set: PreparedStatement,
-    pub compare_and_delete: PreparedStatement,
-    pub scan_first: PreparedStatement,
-    pub scan_after: PreparedStatement,
+    prepared: Vec<PreparedStatement>,
 }
 
 impl Statements {
@@ -56,33 +48,25 @@ impl Statements {
     ) -> Result<Statements, PrepareError> {
         let texts = baton_statements::cql::statements(table);
         let mut prepared = Vec::with_capacity(texts.len());
-        for (name, text) in texts {
+        for (statement, text) in texts {
             let mut p = session.prepare(text).await?;
             p.set_request_timeout(Some(timeout));
-            let conditional = matches!(
-                name,
-                "insert_if_absent" | "compare_and_set" | "compare_and_delete"
-            );
+            let conditional = statement.is_conditional();
             p.set_is_idempotent(!conditional);
             if conditional {
                 p.set_retry_policy(Some(Arc::new(FallthroughRetryPolicy::new())));
             }
             prepared.push(p);
         }
-        let mut it = prepared.into_iter();
-        let mut next = || it.next().ok_or(PrepareError::PreparedStatementIdsMismatch);
-        Ok(Statements {
-            read_all: next()?,
-            read_range: next()?,
-            read_from: next()?,
-            read_exact: next()?,
-            put: next()?,
-            delete: next()?,
-            insert_if_absent: next()?,
-            compare_and_set: next()?,
-            compare_and_delete: next()?,
-            scan_first: next()?,
-            scan_after: next()?,
-        })
+        Ok(Statements { prepared })
+    }
+
+    /// The prepared `statement`.
+    pub fn get(&self, statement: Statement) -> &PreparedStatement {
+        let at = Statement::ALL
+            .iter()
+            .position(|s| *s == statement)
+            .unwrap_or_default();
+        &self.prepared[at]
     }
 }

@@ -9,6 +9,8 @@ use std::future::Future;
 
 use sqlx::{Row, SqlStr};
 
+use baton_statements::sql::{Done, Kind, Param, Val};
+
 use super::dialect::Dialect;
 
 /// A database connection baton can run lock operations on: [`sqlx::SqliteConnection`],
@@ -22,61 +24,6 @@ pub trait SqlConn: Sealed {}
 
 impl<C: Sealed> SqlConn for C {}
 
-/// A bound parameter.
-#[derive(Clone, Copy, Debug)]
-pub enum Arg<'a> {
-    /// Text.
-    Text(&'a str),
-    /// A 64-bit integer or NULL.
-    Int(Option<i64>),
-}
-
-/// The type of a result column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Text (never NULL).
-    Text,
-    /// A 64-bit integer or NULL.
-    Int,
-}
-
-/// A value of a result column.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Val {
-    /// Text.
-    Text(String),
-    /// A 64-bit integer or NULL.
-    Int(Option<i64>),
-}
-
-impl Val {
-    /// The text, or an empty string for an integer (statements and kinds are paired in
-    /// this module's callers, so that does not happen).
-    pub fn into_text(self) -> String {
-        match self {
-            Val::Text(s) => s,
-            Val::Int(_) => String::new(),
-        }
-    }
-
-    /// The integer, or `None` for NULL or text.
-    pub fn int(&self) -> Option<i64> {
-        match self {
-            Val::Int(i) => *i,
-            Val::Text(_) => None,
-        }
-    }
-}
-
-/// What a statement reported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Done {
-    /// Rows affected (MariaDB: rows found, as sqlx connects with CLIENT_FOUND_ROWS).
-    pub rows: u64,
-    /// MariaDB's last-insert id of the statement (0 elsewhere).
-    pub insert_id: u64,
-}
-
 /// The primitives, implemented once per connection type. Public in a private module: callers
 /// can name [`SqlConn`] but neither implement nor call these.
 pub trait Sealed: Send {
@@ -87,32 +34,32 @@ pub trait Sealed: Send {
     fn run<'a>(
         &'a mut self,
         sql: &'a SqlStr,
-        args: &'a [Arg<'a>],
+        params: &'a [Param<'a>],
     ) -> impl Future<Output = Result<Done, sqlx::Error>> + Send + 'a;
 
     /// Runs a query and decodes every row by `kinds`.
     fn fetch<'a>(
         &'a mut self,
         sql: &'a SqlStr,
-        args: &'a [Arg<'a>],
+        params: &'a [Param<'a>],
         kinds: &'a [Kind],
     ) -> impl Future<Output = Result<Vec<Vec<Val>>, sqlx::Error>> + Send + 'a;
 
     /// Runs statements in one transaction (a savepoint when the connection is already in one).
     fn batch<'a>(
         &'a mut self,
-        statements: &'a [(&'a SqlStr, Vec<Arg<'a>>)],
+        statements: &'a [(&'a SqlStr, Vec<Param<'a>>)],
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
 }
 
-/// A prepared query of `$db` with `$args` bound.
+/// A prepared query of `$db` with `$params` bound.
 macro_rules! bound {
-    ($db:ty, $sql:expr, $args:expr) => {{
+    ($db:ty, $sql:expr, $params:expr) => {{
         let mut query = sqlx::query::<$db>($sql);
-        for arg in $args {
-            query = match *arg {
-                Arg::Text(s) => query.bind(s),
-                Arg::Int(i) => query.bind(i),
+        for param in $params {
+            query = match param {
+                Param::Text(s) => query.bind(s.as_ref()),
+                Param::Int(i) => query.bind(*i),
             };
         }
         query
@@ -128,10 +75,10 @@ macro_rules! sql_conn {
             fn run<'a>(
                 &'a mut self,
                 sql: &'a SqlStr,
-                args: &'a [Arg<'a>],
+                params: &'a [Param<'a>],
             ) -> impl Future<Output = Result<Done, sqlx::Error>> + Send + 'a {
                 async move {
-                    let done = bound!($db, sql.clone(), args).execute(&mut *self).await?;
+                    let done = bound!($db, sql.clone(), params).execute(&mut *self).await?;
                     Ok(Done {
                         rows: done.rows_affected(),
                         insert_id: $insert_id(&done),
@@ -142,11 +89,13 @@ macro_rules! sql_conn {
             fn fetch<'a>(
                 &'a mut self,
                 sql: &'a SqlStr,
-                args: &'a [Arg<'a>],
+                params: &'a [Param<'a>],
                 kinds: &'a [Kind],
             ) -> impl Future<Output = Result<Vec<Vec<Val>>, sqlx::Error>> + Send + 'a {
                 async move {
-                    let rows = bound!($db, sql.clone(), args).fetch_all(&mut *self).await?;
+                    let rows = bound!($db, sql.clone(), params)
+                        .fetch_all(&mut *self)
+                        .await?;
                     let mut out = Vec::with_capacity(rows.len());
                     for row in rows {
                         let mut vals = Vec::with_capacity(kinds.len());
@@ -164,12 +113,14 @@ macro_rules! sql_conn {
 
             fn batch<'a>(
                 &'a mut self,
-                statements: &'a [(&'a SqlStr, Vec<Arg<'a>>)],
+                statements: &'a [(&'a SqlStr, Vec<Param<'a>>)],
             ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
                 async move {
                     let mut tx = sqlx::Connection::begin(&mut *self).await?;
-                    for (sql, args) in statements {
-                        bound!($db, (*sql).clone(), args).execute(&mut *tx).await?;
+                    for (sql, params) in statements {
+                        bound!($db, (*sql).clone(), params)
+                            .execute(&mut *tx)
+                            .await?;
                     }
                     tx.commit().await
                 }

@@ -4,7 +4,7 @@
 //! the server clocks they use and the stamps they compare).
 
 use baton_kernel::Result;
-pub use baton_statements::sql::{validate_table, Dialect, COLUMNS, DEFAULT_TABLE, STAMP_COLUMN};
+pub use baton_statements::sql::{validate_table, Dialect, DEFAULT_TABLE};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 /// Every statement a store runs, as sqlx statements, built once per store.

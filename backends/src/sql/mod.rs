@@ -317,7 +317,7 @@ impl SqlStore {
         match outcome {
             Ok(reply) => reply,
             Err(ExecError::Sql(e)) => Reply::Failed(failure(&e, self.dialect(), Phase::Statement)),
-            Err(ExecError::Invalid(m)) => Reply::Failed(Failure::Rejected(m)),
+            Err(ExecError::Invalid(f)) => Reply::Failed(f),
         }
     }
 

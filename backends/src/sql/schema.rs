@@ -4,102 +4,70 @@
 //! statement.
 
 use baton_kernel::Failure;
+use baton_statements::sql::{add_stamp_failed, missing_columns, Kind, Param, SchemaCheck, Val};
 
-use super::conn::{Arg, Kind, Sealed, Val};
-use super::dialect::{Statements, COLUMNS, STAMP_COLUMN};
+use super::conn::Sealed;
+use super::dialect::Statements;
 use super::errors::{failure, Phase};
 
-/// Makes sure the lock table exists with every column: creates it when missing and `create`
-/// is on (race-safe: concurrent creators across processes all succeed), adds the `stamp`
-/// column when it is the only one missing and `create` is on (race-safe too), and fails with
-/// [`Failure::Rejected`] naming the table, the missing column and the DDL otherwise. Runs
-/// once per store (the caller caches success).
+/// Makes sure the lock table exists with every column, as [`SchemaCheck`] decides: creates it
+/// when missing and `create` is on (race-safe: concurrent creators across processes all
+/// succeed), adds the `stamp` column when it is the only one missing and `create` is on
+/// (race-safe too), and fails with [`Failure::Rejected`] naming the table, the missing column
+/// and the DDL otherwise. Runs once per store (the caller caches success).
 pub(crate) async fn ensure<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     create: bool,
     table: &str,
 ) -> Result<(), Failure> {
-    let mut present = columns(conn, st).await?;
-    if present.is_empty() {
-        if !create {
-            return Err(Failure::Rejected(format!(
-                "the lock table {table:?} does not exist and the store may not create it (create=false); create it with:\n{}",
-                st.ddl
-            )));
-        }
-        for statement in &st.create {
-            if let Err(e) = conn.run(statement, &[]).await {
-                // Another process may have created it at the same moment (PostgreSQL reports
-                // that race as a duplicate): fine if the table is there now.
-                let now_present = columns(conn, st).await?;
-                if !has_all(&now_present) {
-                    return Err(failure(&e, st.dialect, Phase::Connect));
+    let present = columns(conn, st).await?;
+    match SchemaCheck::of(&present, create, table, &st.ddl, &st.add_stamp_ddl) {
+        SchemaCheck::Ready => return Ok(()),
+        SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
+        SchemaCheck::Create => {
+            for statement in &st.create {
+                if let Err(e) = conn.run(statement, &[]).await {
+                    // Another process may have created it at the same moment (PostgreSQL
+                    // reports that race as a duplicate): fine if the table is there now.
+                    if !missing_columns(&columns(conn, st).await?).is_empty() {
+                        return Err(failure(&e, st.dialect, Phase::Connect));
+                    }
                 }
             }
+            tracing::info!(
+                table,
+                database = st.dialect.name(),
+                "created the lock table"
+            );
         }
-        tracing::info!(
-            table,
-            database = st.dialect.name(),
-            "created the lock table"
-        );
-        present = columns(conn, st).await?;
-    }
-    let mut missing = missing_columns(&present);
-    if missing == [STAMP_COLUMN] {
-        if !create {
-            return Err(Failure::Rejected(format!(
-                "the lock table {table:?} has no column {STAMP_COLUMN} (it was made by an older version of baton) and the store may not alter it (create=false); add the column with:\n{}",
-                st.add_stamp_ddl
-            )));
-        }
-        if let Err(e) = conn.run(&st.add_stamp, &[]).await {
-            // Another process may have added it at the same moment (SQLite has no
-            // `ADD COLUMN IF NOT EXISTS`): fine if the column is there now.
-            if !missing_columns(&columns(conn, st).await?).is_empty() {
-                return Err(match failure(&e, st.dialect, Phase::Connect) {
-                    Failure::Rejected(m) => Failure::Rejected(format!(
-                        "the lock table {table:?} has no column {STAMP_COLUMN} (it was made by an older version of baton), and adding it failed: {m}; add it with:\n{}",
-                        st.add_stamp_ddl
-                    )),
-                    other => other,
-                });
+        SchemaCheck::AddStamp => {
+            if let Err(e) = conn.run(&st.add_stamp, &[]).await {
+                // Another process may have added it at the same moment (SQLite has no
+                // `ADD COLUMN IF NOT EXISTS`): fine if the column is there now.
+                if !missing_columns(&columns(conn, st).await?).is_empty() {
+                    return Err(match failure(&e, st.dialect, Phase::Connect) {
+                        Failure::Rejected(m) => {
+                            Failure::Rejected(add_stamp_failed(table, &m, &st.add_stamp_ddl))
+                        }
+                        other => other,
+                    });
+                }
             }
+            tracing::info!(
+                table,
+                database = st.dialect.name(),
+                "added the stamp column to the lock table"
+            );
         }
-        tracing::info!(
-            table,
-            database = st.dialect.name(),
-            "added the stamp column to the lock table"
-        );
-        present = columns(conn, st).await?;
-        missing = missing_columns(&present);
     }
-    if missing.is_empty() {
-        return Ok(());
+    match SchemaCheck::verify(&columns(conn, st).await?, table, &st.ddl) {
+        SchemaCheck::Ready => Ok(()),
+        SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
+        other => Err(Failure::Rejected(format!(
+            "internal error: the lock table {table:?} still needs {other:?} after it was changed"
+        ))),
     }
-    Err(Failure::Rejected(format!(
-        "the lock table {table:?} has no column {} (found {}); baton's lock table is:\n{}",
-        missing.join(", "),
-        if present.is_empty() {
-            String::from("no columns")
-        } else {
-            present.join(", ")
-        },
-        st.ddl
-    )))
-}
-
-fn has_all(present: &[String]) -> bool {
-    missing_columns(present).is_empty()
-}
-
-/// The columns of [`COLUMNS`] that `present` lacks.
-fn missing_columns(present: &[String]) -> Vec<&'static str> {
-    COLUMNS
-        .iter()
-        .copied()
-        .filter(|c| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
-        .collect()
 }
 
 /// The table's column names (empty when the table does not exist).
@@ -108,7 +76,11 @@ async fn columns<C: Sealed + ?Sized>(
     st: &Statements,
 ) -> Result<Vec<String>, Failure> {
     let rows = conn
-        .fetch(&st.columns, &[Arg::Text(&st.catalog_name)], &[Kind::Text])
+        .fetch(
+            &st.columns,
+            &[Param::Text(st.catalog_name.as_str().into())],
+            &[Kind::Text],
+        )
         .await
         .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
     Ok(rows

@@ -181,7 +181,7 @@ pub async fn list_shows_holders(table: Table, strategy: Strategy) {
         ]
     );
     // Stores may round a TTL up: Cassandra to whole seconds, plus one for its whole-second
-    // expiry stamps (see baton::cassandra::statements::ttl_seconds).
+    // expiry stamps (see baton_statements::cql::ttl_seconds).
     let rounding = match table.backend() {
         super::Backend::Cassandra => Duration::from_secs(2),
         _ => Duration::ZERO,

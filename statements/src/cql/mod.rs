@@ -27,48 +27,107 @@ use alloc::format;
 use alloc::string::String;
 use core::time::Duration;
 
-/// The CQL text of each statement for table `t` (already `"keyspace"."table"`).
-pub fn statements(t: &str) -> [(&'static str, String); 11] {
-    let select =
-        format!("SELECT cell, value, TTL(value), WRITETIME(value) FROM {t} WHERE lock_name = ?");
-    let scan = format!("SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM {t}");
-    [
-        ("read_all", select.clone()),
-        ("read_range", format!("{select} AND cell >= ? AND cell < ?")),
-        ("read_from", format!("{select} AND cell >= ?")),
-        ("read_exact", format!("{select} AND cell = ?")),
-        (
-            "put",
-            format!(
+mod errors;
+mod operation;
+mod schema;
+
+pub use errors::{failure, DriverError, Phase, ServerError};
+pub use operation::{
+    effective_writes, Level, Levels, Operation, Rows, Step, Val, Value, SCAN_PAGE,
+};
+pub use schema::{
+    check_columns, create_keyspace, create_table, qualified, table_id, validate_identifier,
+    COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY,
+};
+
+/// The statements an [`Operation`] asks a host to run, each prepared once per store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Statement {
+    /// Every live cell of a row.
+    ReadAll,
+    /// The cells of a row in `[from, to)`.
+    ReadRange,
+    /// The cells of a row from `from` on.
+    ReadFrom,
+    /// One cell.
+    ReadExact,
+    /// A plain put.
+    Put,
+    /// A plain delete (and delete-version).
+    Delete,
+    /// Insert-if-absent (Paxos).
+    InsertIfAbsent,
+    /// Compare-and-set (Paxos).
+    CompareAndSet,
+    /// Compare-and-delete (Paxos).
+    CompareAndDelete,
+    /// A scan from the first partition.
+    ScanFirst,
+    /// A scan after a partition.
+    ScanAfter,
+}
+
+impl Statement {
+    /// Every statement, in the order of [`statements`].
+    pub const ALL: [Statement; 11] = [
+        Statement::ReadAll,
+        Statement::ReadRange,
+        Statement::ReadFrom,
+        Statement::ReadExact,
+        Statement::Put,
+        Statement::Delete,
+        Statement::InsertIfAbsent,
+        Statement::CompareAndSet,
+        Statement::CompareAndDelete,
+        Statement::ScanFirst,
+        Statement::ScanAfter,
+    ];
+
+    /// A lightweight transaction: not idempotent, and no driver may retry it (the kernel
+    /// decides what a failed one means); it carries no timestamp of its own.
+    pub fn is_conditional(self) -> bool {
+        matches!(
+            self,
+            Statement::InsertIfAbsent | Statement::CompareAndSet | Statement::CompareAndDelete
+        )
+    }
+
+    /// The statement's CQL for table `t` (already `"keyspace"."table"`, see [`qualified`]).
+    pub fn cql(self, t: &str) -> String {
+        let select = || {
+            format!("SELECT cell, value, TTL(value), WRITETIME(value) FROM {t} WHERE lock_name = ?")
+        };
+        let scan =
+            || format!("SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM {t}");
+        match self {
+            Statement::ReadAll => select(),
+            Statement::ReadRange => format!("{} AND cell >= ? AND cell < ?", select()),
+            Statement::ReadFrom => format!("{} AND cell >= ?", select()),
+            Statement::ReadExact => format!("{} AND cell = ?", select()),
+            Statement::Put => format!(
                 "UPDATE {t} USING TIMESTAMP ? AND TTL ? SET value = ? WHERE lock_name = ? AND cell = ?"
             ),
-        ),
-        (
-            "delete",
-            format!("DELETE FROM {t} USING TIMESTAMP ? WHERE lock_name = ? AND cell = ?"),
-        ),
-        (
-            "insert_if_absent",
-            format!(
+            Statement::Delete => {
+                format!("DELETE FROM {t} USING TIMESTAMP ? WHERE lock_name = ? AND cell = ?")
+            }
+            Statement::InsertIfAbsent => format!(
                 "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null"
             ),
-        ),
-        (
-            "compare_and_set",
-            format!(
+            Statement::CompareAndSet => format!(
                 "UPDATE {t} USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = ?"
             ),
-        ),
-        (
-            "compare_and_delete",
-            format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? IF value = ?"),
-        ),
-        ("scan_first", scan.clone()),
-        (
-            "scan_after",
-            format!("{scan} WHERE token(lock_name) > token(?)"),
-        ),
-    ]
+            Statement::CompareAndDelete => {
+                format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? IF value = ?")
+            }
+            Statement::ScanFirst => scan(),
+            Statement::ScanAfter => format!("{} WHERE token(lock_name) > token(?)", scan()),
+        }
+    }
+}
+
+/// Every statement with its CQL for table `t`.
+pub fn statements(t: &str) -> [(Statement, String); 11] {
+    Statement::ALL.map(|s| (s, s.cql(t)))
 }
 
 /// Cassandra's largest TTL (`Attributes.MAX_TTL`, 20 years); a larger one is refused.

@@ -1,4 +1,6 @@
-//! The SQL text of every statement, per database.
+//! The SQL of every statement, per database ([`Statements`]); how each kernel command runs
+//! them ([`Operation`]); how driver errors classify ([`failure`]); what the table must have
+//! ([`missing_columns`]).
 //!
 //! Statements are written once, here, with `?` placeholders and a handful of per-database
 //! fragments (the server's clock, an expiry, a remaining TTL); PostgreSQL's `$n` placeholders are
@@ -30,6 +32,14 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use baton_kernel::{Error, ErrorKind, Result};
+
+mod errors;
+mod operation;
+mod schema;
+
+pub use errors::{describe_database, failure, DriverError, Phase};
+pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
+pub use schema::{add_stamp_failed, missing_columns, SchemaCheck};
 
 /// The database a store talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -148,6 +158,42 @@ pub fn validate_table(table: &str) -> Result<()> {
             "invalid lock table name {table:?}: it must be 1 to 63 characters of ASCII letters, digits and _, not starting with a digit"
         ),
     ))
+}
+
+/// The statements an [`Operation`] asks a host to run (each is the [`Statements`] field of the
+/// same name, where its parameters and result columns are listed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Statement {
+    /// [`Statements::read_all`].
+    ReadAll,
+    /// [`Statements::read_range`].
+    ReadRange,
+    /// [`Statements::read_from`].
+    ReadFrom,
+    /// [`Statements::read_exact`].
+    ReadExact,
+    /// [`Statements::put`].
+    Put,
+    /// [`Statements::delete`].
+    Delete,
+    /// [`Statements::insert_if_absent`].
+    InsertIfAbsent,
+    /// [`Statements::cas_update`].
+    CasUpdate,
+    /// [`Statements::cas_delete`].
+    CasDelete,
+    /// [`Statements::current`].
+    Current,
+    /// [`Statements::purge_all`].
+    PurgeAll,
+    /// [`Statements::purge_row`].
+    PurgeRow,
+    /// [`Statements::scan_first`].
+    ScanFirst,
+    /// [`Statements::scan_after`].
+    ScanAfter,
+    /// [`Statements::scan_cells`].
+    ScanCells,
 }
 
 /// Every statement a store runs, built once per store: the text of each (`S = String`), or
@@ -352,13 +398,24 @@ impl<S> Statements<S> {
         }
     }
 
-    /// Whether an insert-if-absent was applied, from what the database reported: PostgreSQL
-    /// and SQLite count one row inserted or taken over and none when a live row was kept;
-    /// MariaDB reports the `LAST_INSERT_ID` marker of the statement (1: a live row was kept).
-    pub fn applied(&self, rows: u64, insert_id: u64) -> bool {
-        match self.dialect {
-            Dialect::Sqlite | Dialect::Postgres => rows > 0,
-            Dialect::MySql => rows > 0 && insert_id != 1,
+    /// The statement `which`.
+    pub fn get(&self, which: Statement) -> &S {
+        match which {
+            Statement::ReadAll => &self.read_all,
+            Statement::ReadRange => &self.read_range,
+            Statement::ReadFrom => &self.read_from,
+            Statement::ReadExact => &self.read_exact,
+            Statement::Put => &self.put,
+            Statement::Delete => &self.delete,
+            Statement::InsertIfAbsent => &self.insert_if_absent,
+            Statement::CasUpdate => &self.cas_update,
+            Statement::CasDelete => &self.cas_delete,
+            Statement::Current => &self.current,
+            Statement::PurgeAll => &self.purge_all,
+            Statement::PurgeRow => &self.purge_row,
+            Statement::ScanFirst => &self.scan_first,
+            Statement::ScanAfter => &self.scan_after,
+            Statement::ScanCells => &self.scan_cells,
         }
     }
 }

@@ -1,0 +1,214 @@
+//! The keyspace and lock table, defined once for every host: names, the DDL, the catalog
+//! queries and the check of an existing table (a host runs them on first use).
+//!
+//! ```text
+//! CREATE TABLE "<keyspace>"."<table>" (
+//!     lock_name text,      -- the kernel's row: one partition per lock name
+//!     cell text,           -- the kernel's column: a clustering key, so prefix reads are ranges
+//!     value text,          -- the cell's value; its TTL is the cell's TTL
+//!     PRIMARY KEY ((lock_name), cell)
+//! ) WITH gc_grace_seconds = 3600 AND compaction = {…tombstone compaction…} AND ID = <uuid>
+//! ```
+//!
+//! - **One partition per lock**, the cells of a lock as clustering rows: a row read is one
+//!   partition read; a prefix read is the clustering range `cell >= p AND cell < succ(p)`.
+//! - **No row markers.** Cells are written with `UPDATE` (never `INSERT`), so a clustering row
+//!   exists exactly while its `value` is live, and its TTL is `TTL(value)`. An `INSERT` would
+//!   add a primary-key liveness marker with its own TTL, which a later conditional update with a
+//!   different TTL would not move: the row would outlive its value.
+//! - **`gc_grace_seconds = 3600`** instead of 10 days, so a deleted cell's tombstone stops being
+//!   read an hour after the delete (reads skip purgeable tombstones even before compaction). It is
+//!   safe because every lock cell the kernel writes carries a TTL, and fencing counters are never
+//!   deleted: a tombstone forgotten too early can only let a replica that missed the delete
+//!   resurrect a lock cell until that cell's own TTL ends, which delays contenders and never grants
+//!   a lock (grants need our own, newer cell). If the table also holds your own data columns
+//!   (column prefix's read-modify-write), run repairs within an hour or raise it with
+//!   `ALTER TABLE … WITH gc_grace_seconds = …`.
+//! - **Tombstone compaction** (`unchecked_tombstone_compaction`, `tombstone_threshold 0.1`):
+//!   single-SSTable compactions drop purgeable tombstones without waiting for size tiers.
+//! - **A table id derived from the names** (`WITH ID`), so clients that create the table
+//!   concurrently through different coordinators create the same table instead of conflicting
+//!   schema versions.
+//!
+//! Names are validated identifiers (`[A-Za-z][A-Za-z0-9_]{0,47}`) and always double-quoted, so
+//! they are case-sensitive and never interpolated unchecked.
+
+use alloc::format;
+use alloc::string::String;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+/// The default keyspace.
+pub const DEFAULT_KEYSPACE: &str = "baton";
+/// The default lock table (the same name as the SQL stores').
+pub const DEFAULT_TABLE: &str = "baton_locks";
+/// `gc_grace_seconds` of a table baton creates (see the module docs).
+pub const GC_GRACE_SECONDS: u32 = 3600;
+
+/// `(keyspace)` → `(keyspace_name)`: one row when the keyspace exists. Run at `ONE`.
+pub const KEYSPACE_QUERY: &str =
+    "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?";
+/// `(keyspace, table)` → `(column_name, kind, type)` of every column of the table (no rows
+/// when it does not exist); see [`check_columns`]. Run at `ONE`.
+pub const COLUMNS_QUERY: &str = "SELECT column_name, kind, type FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?";
+
+/// Checks a keyspace or table name: 1 to 48 ASCII letters, digits and underscores, starting with
+/// a letter (Cassandra's own limit is 48 characters).
+pub fn validate_identifier(what: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "Cassandra {what} name {name:?} must be 1 to 48 ASCII letters, digits or underscores, starting with a letter"
+            ),
+        ))
+    }
+}
+
+/// `"keyspace"."table"`, for statements. Both names must be validated identifiers.
+pub fn qualified(keyspace: &str, table: &str) -> String {
+    format!("\"{keyspace}\".\"{table}\"")
+}
+
+/// The `CREATE KEYSPACE` statement, with `replication` the CQL map of its replication.
+pub fn create_keyspace(keyspace: &str, replication: &str) -> String {
+    format!("CREATE KEYSPACE IF NOT EXISTS \"{keyspace}\" WITH replication = {replication}")
+}
+
+/// The `CREATE TABLE` statement (see the module docs for each choice).
+pub fn create_table(keyspace: &str, table: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (lock_name text, cell text, value text, PRIMARY KEY ((lock_name), cell)) \
+         WITH gc_grace_seconds = {GC_GRACE_SECONDS} \
+         AND compaction = {{'class': 'SizeTieredCompactionStrategy', 'unchecked_tombstone_compaction': 'true', 'tombstone_threshold': '0.1'}} \
+         AND comment = 'baton lock table' \
+         AND ID = {}",
+        qualified(keyspace, table),
+        table_id(keyspace, table)
+    )
+}
+
+/// A UUID derived from the keyspace and table names (two FNV-1a hashes, version and variant
+/// bits set), so every creator of one table proposes the same table id.
+pub fn table_id(keyspace: &str, table: &str) -> String {
+    fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+        let mut h = seed;
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+    let name = format!("baton-lock-table/{keyspace}/{table}");
+    let hi = fnv1a(0xcbf2_9ce4_8422_2325, name.as_bytes());
+    let lo = fnv1a(0x8422_2325_cbf2_9ce4, name.as_bytes());
+    let hi = (hi & !0xf000) | 0x5000; // version 5 (name-based)
+    let lo = (lo & !(0xc << 60)) | (0x8 << 60); // RFC 4122 variant
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+/// Checks the `(column_name, kind, type)` rows of [`COLUMNS_QUERY`] for an existing table:
+/// the message says what is wrong and shows baton's table otherwise.
+pub fn check_columns(
+    keyspace: &str,
+    table: &str,
+    columns: &[(String, String, String)],
+) -> core::result::Result<(), String> {
+    let want = [
+        ("lock_name", "partition_key", "text"),
+        ("cell", "clustering", "text"),
+        ("value", "regular", "text"),
+    ];
+    for (name, kind, ty) in want {
+        let found = columns.iter().find(|(n, _, _)| n == name);
+        let ok = found.is_some_and(|(_, k, t)| k == kind && (t == ty || t == "varchar"));
+        if !ok {
+            let seen = found
+                .map(|(_, k, t)| format!("a {k} column of type {t}"))
+                .unwrap_or_else(|| String::from("missing"));
+            return Err(format!(
+                "table {keyspace}.{table} is not a baton lock table: column {name} should be a {kind} column of type {ty}, but is {seen}; baton's lock table is: {}",
+                create_table(keyspace, table)
+            ));
+        }
+    }
+    if let Some((extra, _, _)) = columns.iter().find(|(n, k, _)| {
+        !want.iter().any(|(w, _, _)| w == n) && (k == "partition_key" || k == "clustering")
+    }) {
+        return Err(format!(
+            "table {keyspace}.{table} is not a baton lock table: it has an extra key column {extra}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    #[test]
+    fn identifiers() {
+        for ok in ["baton_locks", "libQtCassandraLockTable", "t_1_2_abc", "a"] {
+            assert!(validate_identifier("table", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "_x",
+            "1x",
+            "x-y",
+            "x\"y",
+            "x y",
+            "ks.t",
+            &"x".repeat(49),
+        ] {
+            let e = validate_identifier("table", bad).expect_err(bad);
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+        }
+    }
+
+    #[test]
+    fn ddl_quotes_names_and_ids_are_stable() {
+        let ddl = create_table("Ks", "QtLocks");
+        assert!(ddl.contains("\"Ks\".\"QtLocks\""), "{ddl}");
+        assert!(ddl.contains("gc_grace_seconds = 3600"), "{ddl}");
+        let id = table_id("Ks", "QtLocks");
+        assert_eq!(id, table_id("Ks", "QtLocks"));
+        assert_ne!(id, table_id("Ks", "QtLocks2"));
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "5");
+    }
+
+    #[test]
+    fn a_table_of_another_shape_is_refused() {
+        let col = |n: &str, k: &str, t: &str| (n.to_string(), k.to_string(), t.to_string());
+        let good = vec![
+            col("lock_name", "partition_key", "text"),
+            col("cell", "clustering", "text"),
+            col("value", "regular", "text"),
+        ];
+        assert_eq!(check_columns("k", "t", &good), Ok(()));
+        let mut extra = good.clone();
+        extra.push(col("id", "clustering", "int"));
+        assert!(
+            check_columns("k", "t", &extra).is_err_and(|m| m.ends_with("an extra key column id"))
+        );
+        let wrong = vec![col("lock_name", "partition_key", "int")];
+        assert!(check_columns("k", "t", &wrong)
+            .is_err_and(|m| m.contains("should be a partition_key column of type text, but is a partition_key column of type int")));
+    }
+}
