@@ -157,8 +157,8 @@ pub(crate) async fn execute(
     }
 }
 
-/// Executes `command`, optionally traced; also returns the driver's last result (for tracing
-/// ids).
+/// Executes `command`, optionally traced; also returns the driver's last result when traced
+/// (for tracing ids).
 pub(crate) async fn run(
     session: &Session,
     st: &Statements,
@@ -196,8 +196,10 @@ async fn run_stamped(
                     .execute_bound_unpaged(&bound)
                     .await
                     .map_err(|e| failure(&e))?;
-                op.rows(rows(result.clone())?);
-                last = Some(result);
+                if trace {
+                    last = Some(result.clone());
+                }
+                op.rows(rows(result)?);
             }
             Step::Batch {
                 statements,
