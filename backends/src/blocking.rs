@@ -284,24 +284,8 @@ impl BlockingGuard {
         let life = std::sync::Arc::clone(&self.guard.life);
         let runtime = self.guard.runtime.clone();
         drop(runtime.spawn(async move {
-            let mut changes = life.subscribe();
-            loop {
-                match life.status() {
-                    baton_kernel::LifeStatus::Held(deadline) => {
-                        let clock = life.clock().clone();
-                        tokio::select! {
-                            changed = changes.changed() => if changed.is_err() { return },
-                            () = tokio::time::sleep_until(clock.to_tokio(deadline)) => {}
-                        }
-                    }
-                    baton_kernel::LifeStatus::Lost(e) => return on_lost(e),
-                    _ => {
-                        if let Some(e) = life.view().lost {
-                            on_lost(e);
-                        }
-                        return;
-                    }
-                }
+            if let Some(e) = life.until_not_held().await {
+                on_lost(e);
             }
         }));
     }

@@ -118,18 +118,7 @@ impl Guard {
     /// Resolves when the guard no longer holds the lock: the lease was lost (renewal failed,
     /// the lock was taken over or broken, or the deadline passed), or it was released.
     pub async fn lost(&self) {
-        let mut changes = self.life.subscribe();
-        loop {
-            let LifeStatus::Held(deadline) = self.life.status() else {
-                return;
-            };
-            let clock = self.life.clock().clone();
-            tokio::select! {
-                // Renewed, lost or released meanwhile: look again.
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep_until(clock.to_tokio(deadline)) => {}
-            }
-        }
+        self.life.until_not_held().await;
     }
 
     /// With column prefix and [`LockRequest::read_row`](crate::LockRequest::read_row): the

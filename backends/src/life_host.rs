@@ -97,9 +97,26 @@ impl Life {
         view.unwrap_or_else(|_| self.view())
     }
 
-    /// Subscribes to view changes (for [`crate::Guard::lost`]).
-    pub(crate) fn subscribe(&self) -> watch::Receiver<View> {
-        self.view.subscribe()
+    /// Waits until the lock is no longer held (lost, released, or its deadline passed with no
+    /// renewal), and returns why when it was lost (`None` after a release). Wakes on every
+    /// renewal to look at the new deadline; costs nothing while it waits.
+    pub(crate) async fn until_not_held(&self) -> Option<Error> {
+        let mut changes = self.view.subscribe();
+        loop {
+            match self.status() {
+                LifeStatus::Held(deadline) => {
+                    let at = self.clock.to_tokio(deadline);
+                    tokio::select! {
+                        // Renewed, lost or released meanwhile: look again. (The sender lives
+                        // as long as `self`, so this never ends the wait by itself.)
+                        changed = changes.changed() => if changed.is_err() { return self.view().lost },
+                        () = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                LifeStatus::Lost(e) => return Some(e),
+                _ => return self.view().lost,
+            }
+        }
     }
 
     fn publish(&self, event: &LifeEvent) {
