@@ -153,10 +153,11 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         #[cfg(feature = "sqlite")]
         Target::SqliteFile(path) => {
             use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-            // synchronous=FULL, not WAL's usual NORMAL: NORMAL may lose the last commits on a
-            // power loss or OS crash (they are in the WAL but not yet on disk), and a lost
-            // commit can take a fencing counter back to a token already handed out, or forget
-            // a granted lock. FULL syncs the WAL at every commit.
+            // What `baton_statements::sql::session_setup` says, as sqlx options. synchronous=FULL,
+            // not WAL's usual NORMAL: NORMAL may lose the last commits on a power loss or OS
+            // crash (they are in the WAL but not yet on disk), and a lost commit can take a
+            // fencing counter back to a token already handed out, or forget a granted lock.
+            // FULL syncs the WAL at every commit.
             let connect = SqliteConnectOptions::new()
                 .filename(path)
                 .create_if_missing(true)
@@ -189,6 +190,7 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
                     format!("malformed store URL {:?}: {e}", redact(url)),
                 )
             })?;
+            // What `baton_statements::sql::session_setup` says, as a connection option.
             let ms = timeout.as_millis().to_string();
             let connect = connect
                 .application_name("baton")
@@ -206,20 +208,18 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
                 )
             })?;
             // The server aborts (and rolls back) a statement after the timeout; lock waits
-            // give up at the same time (whole seconds, at least 1).
-            let session = format!(
-                "SET SESSION max_statement_time = {:.3}, innodb_lock_wait_timeout = {}",
-                timeout.as_secs_f64(),
-                timeout.as_secs().max(1) + u64::from(timeout.subsec_nanos() > 0)
-            );
+            // give up at the same time.
+            let setup = baton_statements::sql::session_setup(Dialect::MySql, timeout);
             let pool = pool_options!(sqlx::MySql)
                 .after_connect(move |conn, _| {
-                    let session = session.clone();
+                    let setup = setup.clone();
                     Box::pin(async move {
-                        sqlx::raw_sql(sqlx::AssertSqlSafe(session))
-                            .execute(conn)
-                            .await
-                            .map(|_| ())
+                        for statement in setup {
+                            sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        Ok(())
                     })
                 })
                 .connect_lazy_with(connect);

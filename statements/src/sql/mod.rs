@@ -139,6 +139,32 @@ impl Dialect {
     }
 }
 
+/// What a host sets on every new connection, as statements, for a store whose statements time
+/// out after `timeout` on the server: the server then aborts (and rolls back) a statement
+/// rather than letting it run on after the client gave up, and lock waits give up at the same
+/// time. SQLite: write-ahead log with `synchronous=FULL` (a power loss must not lose a commit:
+/// a lost commit can take a fencing counter back to a token already handed out, or forget a
+/// granted lock; `journal_mode` applies to file databases only) and a busy timeout;
+/// PostgreSQL: `statement_timeout`; MariaDB: `max_statement_time` and
+/// `innodb_lock_wait_timeout` (whole seconds, at least 1). The native stores set the same
+/// through their driver's connection options.
+pub fn session_setup(dialect: Dialect, timeout: core::time::Duration) -> Vec<String> {
+    let ms = timeout.as_millis();
+    match dialect {
+        Dialect::Sqlite => vec![
+            String::from("PRAGMA journal_mode = WAL"),
+            String::from("PRAGMA synchronous = FULL"),
+            format!("PRAGMA busy_timeout = {ms}"),
+        ],
+        Dialect::Postgres => vec![format!("SET statement_timeout = {ms}")],
+        Dialect::MySql => vec![format!(
+            "SET SESSION max_statement_time = {:.3}, innodb_lock_wait_timeout = {}",
+            timeout.as_secs_f64(),
+            timeout.as_secs().max(1) + u64::from(timeout.subsec_nanos() > 0)
+        )],
+    }
+}
+
 /// The default lock table.
 pub const DEFAULT_TABLE: &str = "baton_locks";
 
