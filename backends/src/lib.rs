@@ -32,7 +32,7 @@
 //! ```
 //!
 //! From synchronous code, the same through [`Locker::blocking`] (not from inside a tokio
-//! runtime: that gives [`ErrorKind::InvalidOption`]):
+//! runtime: that gives [`ErrorKind::WrongContext`]):
 //!
 //! ```
 //! # fn main() -> baton::Result<()> {

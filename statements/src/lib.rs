@@ -1,10 +1,43 @@
 //! # baton-statements
 //!
-//! The statements baton's stores run, as data, driver-free: each SQL dialect's text and each
-//! lock table's schema, and the CQL of the Cassandra store, built once per store. No I/O, no driver types: the native stores turn
-//! the text into sqlx statements, and a host without them (WebAssembly in Node, where
-//! JavaScript does the I/O) runs the same text, so a table written by one host is read
-//! correctly by every other. `no_std` + `alloc`; builds for `wasm32-unknown-unknown`.
+//! What baton's stores run, as data, driver-free, so that every host runs the same thing and a
+//! table written by one is read correctly by every other:
+//!
+//! - [`sql`]: each SQL dialect's statements and lock table, and [`sql::Operation`], one kernel
+//!   command's exchange with the table (which statement, which parameters, what the rows mean);
+//!   [`sql::failure`] classifies a driver's error; [`sql::SchemaCheck`] decides what to do with
+//!   an existing table.
+//! - [`cql`]: the same for Cassandra: the CQL, the keyspace and table, [`cql::Operation`] with
+//!   each statement's consistency, and [`cql::failure`].
+//!
+//! An operation is sans-IO, in the shape of the kernel's: the host asks it for a step, runs the
+//! statement with its own driver, and feeds back what the database said, until it answers with
+//! the command's reply. The native stores run the steps through sqlx and scylla; a host without
+//! them (WebAssembly in Node, where JavaScript does the I/O) runs the same steps.
+//!
+//! ```
+//! use baton_kernel::{Command, Consistency, Reply};
+//! use baton_statements::sql::{Dialect, Done, Operation, Statement, Statements, Step};
+//!
+//! let statements = Statements::new(Dialect::Postgres, "baton_locks")?;
+//! let put = Command::Put {
+//!     row: "job".into(),
+//!     column: "owner".into(),
+//!     value: "me".into(),
+//!     ttl: None,
+//!     consistency: Consistency::Quorum,
+//! };
+//! let mut op = Operation::new(Dialect::Postgres, &put, |floor| floor + 1).expect("a SQL command");
+//! let Step::Execute { statement, params } = op.step() else { unreachable!() };
+//! assert_eq!(statement, Statement::Put);
+//! assert!(statements.get(statement).starts_with("INSERT INTO \"baton_locks\""));
+//! assert_eq!(params.len(), 5); // (row, cell, value, ttl_ms, stamp)
+//! op.executed(Done { rows: 1, insert_id: 0 }); // what the driver reported
+//! assert_eq!(op.step(), Step::Reply(Reply::Written));
+//! # Ok::<(), baton_kernel::Error>(())
+//! ```
+//!
+//! `no_std` + `alloc`; builds for `wasm32-unknown-unknown`.
 
 #![no_std]
 #![forbid(unsafe_code)]

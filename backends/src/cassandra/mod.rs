@@ -2,7 +2,7 @@
 //!
 //! A [`CassandraStore`] keeps the kernel's cells in one lock table, one partition per lock name
 //! and one clustering row per cell (see [`schema`] for the table and its options, and
-//! [`statements`] for the CQL of every command). It is opened by URL:
+//! [`baton_statements::cql`] for the CQL of every command). It is opened by URL:
 //!
 //! ```text
 //! cassandra://[user:password@]host1[:port],host2,host3/keyspace?consistency=quorum&serial=serial&replication=3&table=baton_locks&create=true&timeout=10s
@@ -85,7 +85,7 @@
 //! name, a traced acquire read reports the tombstones read ([`CassandraStore::trace`]).
 //!
 //! # Failures
-//! See [`errors`]: not enough replicas, no node, refused connections are
+//! See [`baton_statements::cql::failure`]: not enough replicas, no node, refused connections are
 //! [`Failure::Unavailable`] (not applied); write and read
 //! timeouts, including lightweight-transaction timeouts, are
 //! [`Failure::Timeout`] (maybe applied), which the kernel settles

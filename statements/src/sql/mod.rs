@@ -240,8 +240,9 @@ pub struct Statements<S = String> {
     pub put: S,
     /// `(row, cell, stamp)`: remove the row if its stamp is at most `stamp`.
     pub delete: S,
-    /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; see
-    /// [`Statements::applied`].
+    /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; whether
+    /// it was applied depends on the dialect (MariaDB reports a `LAST_INSERT_ID` marker), which
+    /// [`Operation`] reads.
     pub insert_if_absent: S,
     /// `(new, ttl_ms, stamp, row, cell, expected)`: one row affected when applied.
     pub cas_update: S,
