@@ -266,6 +266,11 @@ impl BlockingGuard {
         })
     }
 
+    /// [`Guard::check`].
+    pub fn check(&self) -> Result<()> {
+        self.guard.check()
+    }
+
     /// [`Guard::row`].
     pub fn row(&self) -> &[Cell] {
         self.guard.row()

@@ -23,8 +23,9 @@ use crate::store::Store;
 /// Check [`Guard::is_held`] before acting as the owner, wait on [`Guard::lost`] to abort
 /// work, and show [`Guard::token`] to resources that can fence stale holders.
 ///
-/// A guard dropped in a forked child process does nothing at all: the lock belongs to the
-/// parent, and the parent's runtime does not exist in the child.
+/// A guard dropped in a forked child process does nothing at all, and releasing or renewing it
+/// there gives [`ErrorKind::NotOwner`]: the lock belongs to the parent, and the parent's
+/// runtime does not exist in the child.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct Guard {
     name: String,
@@ -115,6 +116,37 @@ impl Guard {
         }
     }
 
+    /// `Ok` while the lock is held; once the lease was lost (a failed renewal, a takeover, a
+    /// break, or its deadline passed), the loss, of kind [`ErrorKind::Lost`]; after a release,
+    /// [`ErrorKind::NotOwner`]. QCassandraLock-style code calls it before trusting the lock
+    /// again after a long step.
+    pub fn check(&self) -> Result<()> {
+        match self.life.status() {
+            LifeStatus::Held(_) => Ok(()),
+            LifeStatus::Lost(e) => Err(e),
+            _ => Err(Error::new(
+                ErrorKind::NotOwner,
+                format!("lock {:?} was released by this guard", self.name),
+            )
+            .with_lock(self.name.as_str())),
+        }
+    }
+
+    /// In a forked child, the error every operation on the parent's lock gives (the lock and
+    /// the runtime that keeps it are the parent's); `None` in the process that took it.
+    fn forked(&self) -> Option<Error> {
+        (std::process::id() != self.pid).then(|| {
+            Error::new(
+                ErrorKind::NotOwner,
+                format!(
+                    "lock {:?} belongs to process {}, which took it; this forked child cannot renew or release it",
+                    self.name, self.pid
+                ),
+            )
+            .with_lock(self.name.as_str())
+        })
+    }
+
     /// Resolves when the guard no longer holds the lock: the lease was lost (renewal failed,
     /// the lock was taken over or broken, or the deadline passed), or it was released.
     pub async fn lost(&self) {
@@ -134,6 +166,9 @@ impl Guard {
     /// after release; store kinds otherwise (the lease then stays valid until its current
     /// deadline).
     pub async fn renew(&self) -> Result<()> {
+        if let Some(e) = self.forked() {
+            return Err(e);
+        }
         let before = self.life.view().renewals;
         self.life.request(LockLife::renew_now)?;
         let view = self.life.wait_for(|v| v.renewals > before || v.done).await;
@@ -154,6 +189,9 @@ impl Guard {
     /// where it still exists. A second call gives [`ErrorKind::NotOwner`](crate::ErrorKind::NotOwner).
     /// On a store error the lock expires with its TTL; the guard counts as released either way.
     pub async fn release(&mut self) -> Result<()> {
+        if let Some(e) = self.forked() {
+            return Err(e);
+        }
         life_host::release(&self.life, Vec::new()).await
     }
 
@@ -162,6 +200,9 @@ impl Guard {
     /// row with data (column prefix); other strategies, and writes to the lock's own columns,
     /// give [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) and leave the lock held.
     pub async fn release_with(&mut self, writes: Vec<Write>) -> Result<()> {
+        if let Some(e) = self.forked() {
+            return Err(e);
+        }
         life_host::release(&self.life, writes).await
     }
 

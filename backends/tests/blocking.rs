@@ -221,3 +221,14 @@ fn a_loss_calls_the_callback_and_a_release_does_not() {
         "not called after a release"
     );
 }
+
+#[test]
+fn check_says_held_lost_or_released() {
+    let locker = BlockingLocker::open("memory:").expect("memory");
+    let mut guard = locker.lock("checked").expect("lock");
+    assert_eq!(guard.check(), Ok(()));
+    guard.release().expect("release");
+    let e = guard.check().expect_err("released");
+    assert_eq!(e.kind(), ErrorKind::NotOwner, "{e}");
+    assert_eq!(e.lock(), Some("checked"));
+}

@@ -1,0 +1,189 @@
+//! `baton_guard`: one held lock. Unlock it with [`baton_unlock`] to learn whether the critical
+//! section was protected throughout, or free it with [`baton_guard_free`], which unlocks it
+//! too and cannot fail.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use baton::{BlockingGuard, Error};
+
+use crate::call::{call, invalid};
+use crate::codes::BatonCode;
+use crate::locker::millis;
+
+/// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`. Its functions may be
+/// called from any thread. In a child process after `fork()` it belongs to the parent:
+/// `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees memory.
+pub struct BatonGuard {
+    guard: Mutex<BlockingGuard>,
+}
+
+impl BatonGuard {
+    pub(crate) fn boxed(guard: BlockingGuard) -> *mut BatonGuard {
+        Box::into_raw(Box::new(BatonGuard {
+            guard: Mutex::new(guard),
+        }))
+    }
+
+    fn guard(&self) -> std::sync::MutexGuard<'_, BlockingGuard> {
+        self.guard.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Called once, from a thread of baton's, when a held lock's lease is lost: `context` as given
+/// to [`baton_guard_on_lost`], the error's code (`BATON_LOST`) and message (valid during the
+/// call only). It must return quickly and must not call back into the same lock.
+pub type BatonLostCallback =
+    Option<unsafe extern "C" fn(context: *mut c_void, code: BatonCode, message: *const c_char)>;
+
+/// # Safety
+/// `lock` is NULL or a live lock.
+unsafe fn lock_ref<'a>(function: &str, lock: *const BatonGuard) -> Result<&'a BatonGuard, Error> {
+    // SAFETY: the caller's promise.
+    unsafe { lock.as_ref() }.ok_or_else(|| invalid(function, "lock is NULL"))
+}
+
+/// Unlocks. `BATON_OK` means the lease was valid until the unlock was sent: the critical
+/// section was protected throughout. `BATON_LOST` means it was not. A second unlock gives
+/// `BATON_NOT_OWNER`. The handle stays allocated: free it with [`baton_guard_free`].
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn baton_unlock(lock: *mut BatonGuard) -> BatonCode {
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref("baton_unlock", lock) }?;
+        let result = this.guard().release();
+        result
+    })
+}
+
+/// Unlocks if still held (errors ignored: an unreleased lock expires with its TTL) and frees
+/// the handle. NULL is ignored.
+///
+/// # Safety
+/// `lock` is NULL or a live lock, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_free(lock: *mut BatonGuard) {
+    if lock.is_null() {
+        return;
+    }
+    let _ = call(|| {
+        // SAFETY: the caller gives up a live handle made by Box::into_raw.
+        drop(unsafe { Box::from_raw(lock) });
+        Ok(())
+    });
+}
+
+/// The lock's fencing token (0 for a NULL lock): pass it to the resource you protect.
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_token(lock: *const BatonGuard) -> u64 {
+    // SAFETY: the caller's promise.
+    unsafe { lock.as_ref() }.map_or(0, |l| l.guard().token())
+}
+
+/// Whether the lock is held: false once unlocked, lost, or past its deadline (and for NULL).
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_held(lock: *const BatonGuard) -> bool {
+    // SAFETY: the caller's promise.
+    unsafe { lock.as_ref() }.is_some_and(|l| l.guard().is_held())
+}
+
+/// Milliseconds left before the lease's deadline (0 when not held, and for NULL).
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_remaining_ms(lock: *const BatonGuard) -> i64 {
+    // SAFETY: the caller's promise.
+    unsafe { lock.as_ref() }.map_or(0, |l| {
+        i64::try_from(l.guard().remaining().as_millis()).unwrap_or(i64::MAX)
+    })
+}
+
+/// `BATON_OK` while the lock is held; `BATON_LOST` (with the reason) once its lease was lost;
+/// `BATON_NOT_OWNER` after an unlock.
+///
+/// # Safety
+/// `lock` is NULL or a live lock.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_check(lock: *const BatonGuard) -> BatonCode {
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref("baton_guard_check", lock) }?;
+        this.guard().check()
+    })
+}
+
+/// Waits up to `timeout_ms` milliseconds for the lock to stop being held (lost, unlocked or
+/// past its deadline); `*lost` says whether it did. Negative timeouts are
+/// `BATON_INVALID_OPTION`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `lost` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_wait_lost(
+    lock: *const BatonGuard,
+    timeout_ms: i64,
+    lost: *mut bool,
+) -> BatonCode {
+    const F: &str = "baton_guard_wait_lost";
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref(F, lock) }?;
+        if lost.is_null() {
+            return Err(invalid(F, "lost is NULL"));
+        }
+        let timeout = millis(F, "timeout_ms", timeout_ms)?;
+        let ended = this
+            .guard()
+            .wait_lost(timeout.min(Duration::from_secs(u64::MAX / 4)))?;
+        // SAFETY: non-NULL and writable.
+        unsafe { lost.write(ended) };
+        Ok(())
+    })
+}
+
+/// A raw pointer that may travel to baton's thread: the caller of [`baton_guard_on_lost`]
+/// promises `context` may be used from any thread until the callback ran or the lock was
+/// unlocked.
+struct Context(*mut c_void);
+// SAFETY: see the type's docs: the C caller vouches for the pointer's thread-safety.
+unsafe impl Send for Context {}
+
+/// Asks for `callback(context, BATON_LOST, message)` once, from a thread of baton's, if the
+/// lease is lost (a renewal found the lock broken or taken over, or its deadline passed). Not
+/// called after an unlock. A NULL callback is `BATON_INVALID_OPTION`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `context` must stay usable from another thread until the
+/// callback has run or the lock was unlocked or freed.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_on_lost(
+    lock: *const BatonGuard,
+    callback: BatonLostCallback,
+    context: *mut c_void,
+) -> BatonCode {
+    const F: &str = "baton_guard_on_lost";
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref(F, lock) }?;
+        let callback = callback.ok_or_else(|| invalid(F, "callback is NULL"))?;
+        let context = Context(context);
+        this.guard().on_lost(move |e| {
+            let context = context;
+            let message = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
+            // SAFETY: the caller's promise about `callback` and `context`.
+            unsafe { callback(context.0, BatonCode::from(e.kind()), message.as_ptr()) };
+        });
+        Ok(())
+    })
+}

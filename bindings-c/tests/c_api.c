@@ -1,0 +1,173 @@
+/*
+ * The C API against the memory store (and a store nobody listens on): locking, fencing,
+ * unlocking, and every kind of bad input, each reported with its code and never crashed on.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <baton.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",        \
+                    __FILE__, __LINE__, #cond, baton_last_error());              \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_CODE(expr, want)                                                   \
+    do {                                                                         \
+        baton_code got_ = (expr);                                                \
+        if (got_ != (want)) {                                                    \
+            fprintf(stderr, "%s:%d: %s gave %s, wanted %s (last error: %s)\n",   \
+                    __FILE__, __LINE__, #expr, baton_code_name(got_),            \
+                    baton_code_name(want), baton_last_error());                  \
+            failures++;                                                          \
+        }                                                                        \
+    } while (0)
+
+static baton_locker *open_memory(void) {
+    baton_options options;
+    baton_options_init(&options);
+    options.wait_timeout_ms = 200;
+    baton_locker *locker = NULL;
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_OK);
+    CHECK(locker != NULL);
+    return locker;
+}
+
+static void locks_exclude_and_fence(void) {
+    baton_locker *locker = open_memory();
+    baton_locker *other = NULL;
+    CHECK_CODE(baton_locker_clone(locker, &other), BATON_OK);
+    const char *name = "users::snap";
+
+    baton_guard *first = NULL;
+    CHECK_CODE(baton_lock(locker, name, strlen(name), &first), BATON_OK);
+    CHECK(baton_guard_held(first));
+    CHECK(baton_guard_remaining_ms(first) > 0);
+    CHECK_CODE(baton_guard_check(first), BATON_OK);
+    uint64_t token = baton_guard_token(first);
+
+    baton_guard *second = (baton_guard *)0x1;  /* set to NULL on error */
+    CHECK_CODE(baton_try_lock(other, name, strlen(name), &second), BATON_BUSY);
+    CHECK(second == NULL);
+    CHECK(strstr(baton_last_error(), "users::snap") != NULL);
+    CHECK_CODE(baton_lock_for(other, name, strlen(name), 50, &second), BATON_TIMED_OUT);
+
+    CHECK_CODE(baton_unlock(first), BATON_OK);
+    CHECK(!baton_guard_held(first));
+    CHECK_CODE(baton_unlock(first), BATON_NOT_OWNER);  /* double unlock */
+    CHECK_CODE(baton_guard_check(first), BATON_NOT_OWNER);
+    bool ended = false;
+    CHECK_CODE(baton_guard_wait_lost(first, 0, &ended), BATON_OK);
+    CHECK(ended);
+    baton_guard_free(first);
+
+    CHECK_CODE(baton_lock(other, name, strlen(name), &second), BATON_OK);
+    CHECK(baton_guard_token(second) > token);
+    baton_guard_free(second);  /* unlocks */
+    CHECK_CODE(baton_try_lock(locker, name, strlen(name), &first), BATON_OK);
+    baton_guard_free(first);
+
+    baton_locker_free(other);
+    baton_locker_free(locker);
+}
+
+static void bad_names_are_refused(void) {
+    baton_locker *locker = open_memory();
+    baton_guard *lock = NULL;
+    CHECK_CODE(baton_lock(locker, NULL, 3, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock(locker, "", 0, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock(locker, "a\0b", 3, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock(locker, "\xff\xfe", 2, &lock), BATON_INVALID_NAME);
+    size_t huge = 1 << 20;
+    char *big = malloc(huge);
+    CHECK(big != NULL);
+    if (big) {
+        memset(big, 'x', huge);
+        CHECK_CODE(baton_lock(locker, big, huge, &lock), BATON_INVALID_NAME);
+        free(big);
+    }
+    CHECK(lock == NULL);
+    baton_locker_free(locker);
+}
+
+static void bad_arguments_are_refused(void) {
+    baton_locker *locker = NULL;
+    baton_guard *lock = NULL;
+    CHECK_CODE(baton_locker_open(NULL, NULL, &locker), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_locker_open("memory:", NULL, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_locker_open("nosuch://x", NULL, &locker), BATON_INVALID_OPTION);
+    CHECK(locker == NULL);
+
+    baton_options options;
+    baton_options_init(&options);
+    options.ttl_ms = 0;
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+    options.ttl_ms = -5;
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+    baton_options_init(&options);
+    options.wait_timeout_ms = -1;
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+    baton_options_init(&options);
+    options.strategy = "queue";
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+    options.strategy = "\xff";
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+    baton_options_init(&options);
+    options.consistency = "most";
+    CHECK_CODE(baton_locker_open("memory:", &options, &locker), BATON_INVALID_OPTION);
+
+    CHECK_CODE(baton_lock(NULL, "x", 1, &lock), BATON_INVALID_OPTION);
+    locker = open_memory();
+    CHECK_CODE(baton_lock(locker, "x", 1, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_for(locker, "x", 1, -1, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_unlock(NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_guard_check(NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_guard_on_lost(NULL, NULL, NULL), BATON_INVALID_OPTION);
+    CHECK(baton_guard_token(NULL) == 0);
+    CHECK(!baton_guard_held(NULL));
+    CHECK(baton_guard_remaining_ms(NULL) == 0);
+    baton_guard_free(NULL);
+    baton_locker_free(NULL);
+    baton_options_init(NULL);
+    baton_locker_free(locker);
+
+    CHECK(strcmp(baton_code_name(BATON_OK), "ok") == 0);
+    CHECK(strcmp(baton_code_name(BATON_TIMED_OUT), "timed_out") == 0);
+    CHECK(strcmp(baton_code_name(999), "unknown") == 0);
+    baton_clear_error();
+    CHECK(strcmp(baton_last_error(), "") == 0);
+}
+
+static void a_dead_store_is_unavailable(void) {
+    baton_options options;
+    baton_options_init(&options);
+    options.wait_timeout_ms = 0;
+    baton_locker *locker = NULL;
+    /* Port 9 (discard) on loopback: nothing listens. */
+    CHECK_CODE(baton_locker_open("postgres://baton@127.0.0.1:9/baton?timeout=1s", &options, &locker),
+               BATON_OK);
+    baton_guard *lock = NULL;
+    CHECK_CODE(baton_lock(locker, "x", 1, &lock), BATON_STORE_UNAVAILABLE);
+    CHECK(lock == NULL);
+    baton_locker_free(locker);
+}
+
+int main(void) {
+    locks_exclude_and_fence();
+    bad_names_are_refused();
+    bad_arguments_are_refused();
+    a_dead_store_is_unavailable();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("c_api: all checks passed\n");
+    return 0;
+}
