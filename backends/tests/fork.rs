@@ -114,9 +114,8 @@ fn guards_dropped_in_a_forked_child_leave_the_parents_locks_alone() {
             exit_child(move || {
                 // Releasing or renewing the parent's lock is refused, touching nothing.
                 let mut blocking_guard = blocking_guard;
-                let refused = |r: baton::Result<()>| {
-                    r.is_err_and(|e| e.kind() == baton::ErrorKind::NotOwner)
-                };
+                let refused =
+                    |r: baton::Result<()>| r.is_err_and(|e| e.kind() == baton::ErrorKind::NotOwner);
                 let refused = refused(blocking_guard.release()) && refused(blocking_guard.renew());
                 drop(guard);
                 drop(blocking_guard);

@@ -10,7 +10,7 @@ use baton::{BlockingGuard, Error};
 
 use crate::call::{call, invalid};
 use crate::codes::BatonCode;
-use crate::locker::millis;
+use crate::shared::{self, millis};
 
 /// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`. Its functions may be
 /// called from any thread. In a child process after `fork()` it belongs to the parent:
@@ -60,8 +60,8 @@ pub unsafe extern "C" fn baton_unlock(lock: *mut BatonGuard) -> BatonCode {
     })
 }
 
-/// Unlocks if still held (errors ignored: an unreleased lock expires with its TTL) and frees
-/// the handle. NULL is ignored.
+/// Unlocks if still held, waiting for the store to confirm (errors ignored: an unlock that
+/// could not be confirmed expires with its TTL), and frees the handle. NULL is ignored.
 ///
 /// # Safety
 /// `lock` is NULL or a live lock, not used again.
@@ -72,7 +72,12 @@ pub unsafe extern "C" fn baton_guard_free(lock: *mut BatonGuard) {
     }
     let _ = call(|| {
         // SAFETY: the caller gives up a live handle made by Box::into_raw.
-        drop(unsafe { Box::from_raw(lock) });
+        let lock = unsafe { Box::from_raw(lock) };
+        shared::finish(
+            lock.guard
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         Ok(())
     });
 }

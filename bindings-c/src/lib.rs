@@ -17,8 +17,10 @@
 
 mod call;
 mod codes;
+mod cxx_bridge;
 mod guard;
 mod locker;
+mod shared;
 mod text;
 
 pub use call::{baton_clear_error, baton_last_error};

@@ -1,16 +1,13 @@
 //! `baton_locker`: a store and default options, opened from a URL; shareable between threads.
 
 use std::ffi::c_char;
-use std::time::Duration;
 
-use baton::cassandra::parse_consistency;
-use baton::{
-    open_store, BlockingLocker, Error, LockOptions, LockRequest, LockerBuilder, Strategy, Wait,
-};
+use baton::{BlockingLocker, Error};
 
 use crate::call::{call, invalid};
 use crate::codes::BatonCode;
 use crate::guard::BatonGuard;
+use crate::shared::{self, Attempt};
 use crate::text;
 
 /// A locker: a store with default options. Thread-safe: one locker may be used from many
@@ -47,43 +44,20 @@ pub struct BatonOptions {
 /// `options` is NULL or points to writable memory for one [`BatonOptions`].
 #[no_mangle]
 pub unsafe extern "C" fn baton_options_init(options: *mut BatonOptions) {
-    let defaults = LockOptions::default();
-    let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     if options.is_null() {
         return;
     }
+    let (ttl_ms, wait_timeout_ms) = shared::default_times();
     let filled = BatonOptions {
         strategy: std::ptr::null(),
-        ttl_ms: millis(defaults.ttl),
-        wait_timeout_ms: match defaults.wait {
-            Wait::Timeout(wait) => millis(wait),
-            Wait::TryOnce => 0,
-        },
+        ttl_ms,
+        wait_timeout_ms,
         consistency: std::ptr::null(),
         table: std::ptr::null(),
-        // A locker keeps its locks alive unless told otherwise.
         keep_alive: true,
     };
     // SAFETY: non-NULL, and the caller promises room for one BatonOptions.
     unsafe { options.write(filled) };
-}
-
-/// A duration in milliseconds from C: negative is refused.
-pub(crate) fn millis(function: &str, what: &str, ms: i64) -> Result<Duration, Error> {
-    match u64::try_from(ms) {
-        Ok(ms) if ms == i64::MAX as u64 => Ok(Duration::MAX),
-        Ok(ms) => Ok(Duration::from_millis(ms)),
-        Err(_) => Err(invalid(
-            function,
-            &format!("{what} must not be negative (got {ms} ms)"),
-        )),
-    }
-}
-
-/// `url` with `table=` added to its query.
-fn with_table(url: &str, table: &str) -> String {
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}table={table}")
 }
 
 /// Opens a locker on the store at `url` (`memory:`, `sqlite:///path.db`, `postgres://…`,
@@ -123,35 +97,17 @@ pub unsafe extern "C" fn baton_locker_open(
         } else {
             unsafe { options.read() }
         };
-        // SAFETY: the caller's promise about the strings of `options`.
-        let table = unsafe { text::option(F, "options.table", options.table) }?;
-        let url = match table {
-            Some(table) => with_table(url, table),
-            None => url.to_owned(),
+        // SAFETY (each): the caller's promise about the strings of `options`.
+        let options = shared::Options {
+            strategy: unsafe { text::option(F, "options.strategy", options.strategy) }?,
+            ttl_ms: options.ttl_ms,
+            wait_timeout_ms: options.wait_timeout_ms,
+            consistency: unsafe { text::option(F, "options.consistency", options.consistency) }?,
+            table: unsafe { text::option(F, "options.table", options.table) }?,
+            keep_alive: options.keep_alive,
         };
-        let mut builder = LockerBuilder::new(open_store(&url)?)
-            .ttl(millis(F, "options.ttl_ms", options.ttl_ms)?)
-            .wait_timeout(millis(
-                F,
-                "options.wait_timeout_ms",
-                options.wait_timeout_ms,
-            )?)
-            .keep_alive(options.keep_alive);
-        // SAFETY: as above.
-        if let Some(strategy) = unsafe { text::option(F, "options.strategy", options.strategy) }? {
-            let strategy: Strategy = strategy.parse()?;
-            builder = builder.strategy(strategy);
-        }
-        // SAFETY: as above.
-        if let Some(level) = unsafe { text::option(F, "options.consistency", options.consistency) }?
-        {
-            let level = parse_consistency(level).ok_or_else(|| {
-                invalid(F, &format!("unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"))
-            })?;
-            builder = builder.consistency(level);
-        }
         let locker = Box::new(BatonLocker {
-            locker: builder.build()?.blocking(),
+            locker: shared::open(F, url, &options)?,
         });
         // SAFETY: `out` is non-NULL and writable.
         unsafe { out.write(Box::into_raw(locker)) };
@@ -228,7 +184,7 @@ pub unsafe extern "C" fn baton_lock(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     // SAFETY: the caller's promises, passed on.
-    unsafe { lock_with("baton_lock", locker, name, name_len, out, LockRequest::new) }
+    unsafe { lock_with("baton_lock", locker, name, name_len, out, Attempt::Wait) }
 }
 
 /// One attempt at lock `name`: `BATON_BUSY` if it is held. Otherwise as [`baton_lock`].
@@ -243,11 +199,7 @@ pub unsafe extern "C" fn baton_try_lock(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     // SAFETY: the caller's promises, passed on.
-    unsafe {
-        lock_with("baton_try_lock", locker, name, name_len, out, || {
-            LockRequest::new().try_once()
-        })
-    }
+    unsafe { lock_with("baton_try_lock", locker, name, name_len, out, Attempt::Once) }
 }
 
 /// [`baton_lock`] waiting up to `wait_ms` milliseconds instead of the locker's timeout (0:
@@ -264,16 +216,12 @@ pub unsafe extern "C" fn baton_lock_for(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     const F: &str = "baton_lock_for";
-    let wait = match millis(F, "wait_ms", wait_ms) {
+    let wait = match shared::millis(F, "wait_ms", wait_ms) {
         Ok(wait) => wait,
         Err(e) => return call(|| Err(e)),
     };
     // SAFETY: the caller's promises, passed on.
-    unsafe {
-        lock_with(F, locker, name, name_len, out, || {
-            LockRequest::new().wait_timeout(wait)
-        })
-    }
+    unsafe { lock_with(F, locker, name, name_len, out, Attempt::For(wait)) }
 }
 
 /// # Safety
@@ -284,7 +232,7 @@ unsafe fn lock_with(
     name: *const c_char,
     name_len: usize,
     out: *mut *mut BatonGuard,
-    request: impl FnOnce() -> LockRequest,
+    attempt: Attempt,
 ) -> BatonCode {
     call(|| {
         if out.is_null() {
@@ -296,7 +244,7 @@ unsafe fn lock_with(
         let this = unsafe { locker_ref(function, locker) }?;
         // SAFETY: the caller's promise about `name`.
         let name = unsafe { text::name(name, name_len) }?;
-        let guard = this.locker.lock_with(name, request())?;
+        let guard = shared::lock(&this.locker, name, attempt)?;
         // SAFETY: `out` is non-NULL and writable.
         unsafe { out.write(BatonGuard::boxed(guard)) };
         Ok(())

@@ -1,0 +1,371 @@
+// baton.hpp: the C++ API of baton, a distributed lock library (C++17).
+//
+//   baton::Locker locker("postgres://app@db/app", options);   // a store; copyable, thread-safe
+//   {
+//       baton::Lock lock(locker, "users::snap");   // locks, or throws baton::TimedOut
+//       ...                                          // the critical section
+//   }                                                // the destructor unlocks, never throws
+//
+// Every decision (waiting, renewing the lease, loss, unlocking) is made by baton's Rust core;
+// these classes only adapt its types and errors. Errors are baton::Error (a
+// std::runtime_error) with the kernel's stable code(), and one subclass per kind.
+//
+// Threads: a Locker may be shared by any number of threads. A Lock or Mutex is one lock held
+// by one owner: use it from one thread at a time (a Mutex is meant to be shared, through
+// std::lock_guard and friends, which serialise its use). After fork(), a child cannot unlock
+// its parent's locks (NotOwner; their destructors then do nothing) and opens Lockers of its own.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "baton-c/src/cxx_bridge.rs.h"
+#include "baton/lost_callback.hpp"
+
+namespace baton {
+
+// The kind of an error, with the kernel's stable code (the same numbers in C, Python, JS).
+enum class ErrorKind : std::uint32_t {
+    TimedOut = 1,
+    Busy = 2,
+    Lost = 3,
+    NotOwner = 4,
+    StaleLock = 5,
+    InvalidName = 6,
+    InvalidOption = 7,
+    StoreUnavailable = 8,
+    StoreError = 9,
+    Ambiguous = 10,
+    Cancelled = 11,
+    Internal = 12,
+    RuntimeFailed = 13,
+    WrongContext = 14,
+};
+
+// The kind's name: "timed_out", "busy", ... ("unknown" for a code this header predates).
+inline std::string_view kind_name(ErrorKind kind) {
+    rust::Str name = bridge::code_name(static_cast<std::uint32_t>(kind));
+    return std::string_view(name.data(), name.size());
+}
+
+// Every error baton throws.
+class Error : public std::runtime_error {
+public:
+    Error(std::uint32_t code, const std::string& message)
+        : std::runtime_error(message), code_(code) {}
+    // The kernel's stable code.
+    std::uint32_t code() const noexcept { return code_; }
+    ErrorKind kind() const noexcept { return static_cast<ErrorKind>(code_); }
+
+private:
+    std::uint32_t code_;
+};
+
+#define BATON_ERROR_KIND(Name)          \
+    class Name : public Error {         \
+    public:                             \
+        using Error::Error;             \
+    };
+BATON_ERROR_KIND(TimedOut)          // waited the whole timeout without acquiring
+BATON_ERROR_KIND(Busy)              // a try found the lock held
+BATON_ERROR_KIND(Lost)              // the lease ended while the holder believed it held it
+BATON_ERROR_KIND(NotOwner)          // unlock of a lock not (or no longer) held here
+BATON_ERROR_KIND(StaleLock)         // column prefix found an expired lock column
+BATON_ERROR_KIND(InvalidName)       // empty, over 255 bytes, NUL inside, not UTF-8
+BATON_ERROR_KIND(InvalidOption)     // an option out of range, a bad URL, a negative duration
+BATON_ERROR_KIND(StoreUnavailable)  // the store could not be reached; nothing was applied
+BATON_ERROR_KIND(StoreError)        // the store refused (schema, permissions)
+BATON_ERROR_KIND(Ambiguous)         // a write may or may not have been applied
+BATON_ERROR_KIND(Cancelled)         // a wait was cancelled
+BATON_ERROR_KIND(Internal)          // a bug in baton: please report it
+BATON_ERROR_KIND(RuntimeFailed)     // baton could not start its runtime
+BATON_ERROR_KIND(WrongContext)      // a call from where it cannot run
+#undef BATON_ERROR_KIND
+
+namespace detail {
+
+// Throws the subclass of `code` (one table with C's baton_code and the kernel's codes).
+[[noreturn]] inline void throw_code(std::uint32_t code, const std::string& message) {
+    switch (static_cast<ErrorKind>(code)) {
+        case ErrorKind::TimedOut: throw TimedOut(code, message);
+        case ErrorKind::Busy: throw Busy(code, message);
+        case ErrorKind::Lost: throw Lost(code, message);
+        case ErrorKind::NotOwner: throw NotOwner(code, message);
+        case ErrorKind::StaleLock: throw StaleLock(code, message);
+        case ErrorKind::InvalidName: throw InvalidName(code, message);
+        case ErrorKind::InvalidOption: throw InvalidOption(code, message);
+        case ErrorKind::StoreUnavailable: throw StoreUnavailable(code, message);
+        case ErrorKind::StoreError: throw StoreError(code, message);
+        case ErrorKind::Ambiguous: throw Ambiguous(code, message);
+        case ErrorKind::Cancelled: throw Cancelled(code, message);
+        case ErrorKind::Internal: throw Internal(code, message);
+        case ErrorKind::RuntimeFailed: throw RuntimeFailed(code, message);
+        case ErrorKind::WrongContext: throw WrongContext(code, message);
+    }
+    throw Error(code, message);
+}
+
+// A bridge error ("<code>:<message>") as the baton::Error it stands for.
+[[noreturn]] inline void rethrow(const rust::Error& e) {
+    std::string_view text(e.what());
+    std::uint32_t code = 0;
+    std::size_t i = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+        code = code * 10 + static_cast<std::uint32_t>(text[i] - '0');
+        ++i;
+    }
+    if (i == 0 || i >= text.size() || text[i] != ':') {
+        throw Internal(static_cast<std::uint32_t>(ErrorKind::Internal), std::string(text));
+    }
+    throw_code(code, std::string(text.substr(i + 1)));
+}
+
+template <class F>
+auto call(F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const rust::Error& e) {
+        rethrow(e);
+    }
+}
+
+inline rust::Slice<const std::uint8_t> bytes(std::string_view s) {
+    return rust::Slice<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(s.data()),
+                                           s.size());
+}
+
+}  // namespace detail
+
+// A locker's options. Durations are std::chrono; a negative one is InvalidOption.
+struct Options {
+    // "unique-insert" (empty: the default), "bakery" or "column-prefix" (QCassandraLock's
+    // algorithm is "bakery").
+    std::string strategy;
+    // The lease, renewed in the background while held (10 ms to 30 days).
+    std::chrono::milliseconds ttl{bridge::default_options().ttl_ms};
+    // How long a lock waits for another holder (QCassandraContext::setLockTimeout);
+    // std::chrono::milliseconds::max(): forever.
+    std::chrono::milliseconds wait_timeout{bridge::default_options().wait_timeout_ms};
+    // Cassandra consistency of plain reads and writes: "quorum" (empty: the default, as
+    // QCassandraLock's CONSISTENCY_LEVEL_QUORUM), "local_quorum", "each_quorum", "all", "one".
+    std::string consistency;
+    // The lock table (QCassandraContext::setLockTableName); empty: the URL's, or baton_locks.
+    std::string table;
+    // Whether held locks renew their leases in the background.
+    bool keep_alive = true;
+};
+
+// A store with default options, opened from a URL: "memory:", "sqlite:///path.db",
+// "postgres://…", "mysql://…", "cassandra://h1,h2,h3/keyspace". Opening does not connect: an
+// unreachable store is reported by the first lock. Copies share the store; thread-safe.
+class Locker {
+public:
+    explicit Locker(std::string_view url, const Options& options = Options()) {
+        bridge::LockerOptions o = bridge::default_options();
+        o.strategy = rust::String(options.strategy);
+        o.ttl_ms = static_cast<std::int64_t>(options.ttl.count());
+        o.wait_timeout_ms = static_cast<std::int64_t>(options.wait_timeout.count());
+        o.consistency = rust::String(options.consistency);
+        o.table = rust::String(options.table);
+        o.keep_alive = options.keep_alive;
+        inner_ = std::make_shared<rust::Box<bridge::Locker>>(
+            detail::call([&] { return bridge::open_locker(detail::bytes(url), o); }));
+    }
+
+private:
+    friend class Lock;
+    const bridge::Locker& get() const { return **inner_; }
+    std::shared_ptr<rust::Box<bridge::Locker>> inner_;
+};
+
+// One lock, RAII: QCassandraLock's shape. Move-only.
+//
+//   baton::Lock lock(locker, "users::snap");   // locks or throws baton::TimedOut
+//   baton::Lock later(locker);                  // holds nothing yet
+//   if (later.lock("users::snap")) { ... }      // true, or false when the wait ran out
+class Lock {
+public:
+    // Locks `name`, waiting up to the locker's wait timeout: TimedOut when it runs out; the
+    // store's errors (StoreUnavailable, ...) and InvalidName otherwise.
+    Lock(const Locker& locker, std::string_view name) : locker_(locker) {
+        acquire(name, [&] { return locker_.get().lock(detail::bytes(name)); });
+    }
+
+    // Holds nothing until lock() or try_lock().
+    explicit Lock(const Locker& locker) : locker_(locker) {}
+
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    // The moved-from Lock holds nothing.
+    Lock(Lock&& other) noexcept
+        : locker_(other.locker_), guard_(std::move(other.guard_)), name_(std::move(other.name_)) {
+        other.guard_.reset();
+        other.name_.clear();
+    }
+    Lock& operator=(Lock&& other) noexcept {
+        if (this != &other) {
+            finish();
+            locker_ = other.locker_;
+            guard_ = std::move(other.guard_);
+            name_ = std::move(other.name_);
+            other.guard_.reset();
+            other.name_.clear();
+        }
+        return *this;
+    }
+
+    // Unlocks if held, waiting for the store to confirm; never throws (an unlock that cannot
+    // be confirmed lets the lock expire with its TTL).
+    ~Lock() { finish(); }
+
+    // Locks `name` (after unlocking what this Lock held): true once held, false when the wait
+    // ran out; other errors throw.
+    bool lock(std::string_view name) {
+        return attempt(name, [&] { return locker_.get().lock(detail::bytes(name)); });
+    }
+
+    // One attempt: false if another owner holds it.
+    bool try_lock(std::string_view name) {
+        return attempt(name, [&] { return locker_.get().try_lock(detail::bytes(name)); });
+    }
+
+    // Waits up to `wait` instead of the locker's timeout: false when it ran out.
+    bool lock_for(std::string_view name, std::chrono::milliseconds wait) {
+        auto ms = static_cast<std::int64_t>(wait.count());
+        return attempt(name, [&] { return locker_.get().lock_for(detail::bytes(name), ms); });
+    }
+
+    // Unlocks. Returns normally when the lease was valid until the unlock was sent (the
+    // critical section was protected throughout); throws Lost when it was not, NotOwner when
+    // this Lock holds nothing (a second unlock).
+    void unlock() {
+        if (!guard_) {
+            detail::throw_code(static_cast<std::uint32_t>(ErrorKind::NotOwner),
+                               "this baton::Lock holds no lock" + describe());
+        }
+        detail::call([&] { (*guard_)->unlock(); });
+    }
+
+    // The fencing token of the lock held (0 when none): show it to the resource you protect.
+    std::uint64_t token() const { return guard_ ? (*guard_)->token() : 0; }
+    // Whether the lock is held: false once unlocked, lost, or past its deadline.
+    bool held() const { return guard_ && (*guard_)->held(); }
+    // Time left before the lease's deadline (zero when not held).
+    std::chrono::milliseconds remaining() const {
+        return std::chrono::milliseconds(guard_ ? (*guard_)->remaining_ms() : 0);
+    }
+    // The name locked (empty when none).
+    const std::string& name() const { return name_; }
+
+    // Throws Lost if the lease was lost (NotOwner after an unlock, or when nothing is held).
+    void check() const {
+        if (!guard_) {
+            detail::throw_code(static_cast<std::uint32_t>(ErrorKind::NotOwner),
+                               "this baton::Lock holds no lock");
+        }
+        detail::call([&] { (*guard_)->check(); });
+    }
+
+    // Waits up to `timeout` for the lock to stop being held; true if it did.
+    bool wait_lost(std::chrono::milliseconds timeout) const {
+        if (!guard_) {
+            return true;
+        }
+        auto ms = static_cast<std::int64_t>(timeout.count());
+        return detail::call([&] { return (*guard_)->wait_lost(ms); });
+    }
+
+    // Calls `callback` once, from a thread of baton's, if the lease is lost (a renewal found
+    // the lock broken or taken over, or its deadline passed); not after an unlock. It must be
+    // callable from another thread and return quickly; exceptions it throws are dropped.
+    void on_lost(std::function<void(const Error&)> callback) {
+        if (!guard_) {
+            detail::throw_code(static_cast<std::uint32_t>(ErrorKind::NotOwner),
+                               "this baton::Lock holds no lock");
+        }
+        auto adapter = std::make_unique<bridge::LostCallback>(
+            [callback = std::move(callback)](std::uint32_t code, rust::Str message) {
+                try {
+                    callback(Error(code, std::string(message)));
+                } catch (...) {
+                }
+            });
+        detail::call([&] { (*guard_)->on_lost(std::move(adapter)); });
+    }
+
+private:
+    template <class Take>
+    void acquire(std::string_view name, Take take) {
+        finish();
+        guard_.emplace(detail::call(take));
+        name_ = std::string(name);
+    }
+
+    template <class Take>
+    bool attempt(std::string_view name, Take take) {
+        try {
+            acquire(name, take);
+            return true;
+        } catch (const TimedOut&) {
+            return false;
+        } catch (const Busy&) {
+            return false;
+        }
+    }
+
+    void finish() noexcept {
+        if (guard_) {
+            (*guard_)->finish();
+            guard_.reset();
+            name_.clear();
+        }
+    }
+
+    std::string describe() const { return name_.empty() ? "" : " (" + name_ + ")"; }
+
+    Locker locker_;
+    std::optional<rust::Box<bridge::Guard>> guard_;
+    std::string name_;
+};
+
+// One named lock as a standard Lockable: std::lock_guard, std::unique_lock and
+// std::scoped_lock work with it. lock() waits up to the locker's wait timeout and throws
+// TimedOut after it; try_lock() makes one attempt; unlock() never throws (as the standard
+// asks): check() before unlocking if you need to know the lease held throughout.
+class Mutex {
+public:
+    Mutex(const Locker& locker, std::string name) : lock_(locker), name_(std::move(name)) {}
+
+    void lock() {
+        if (!lock_.lock(name_)) {
+            detail::throw_code(static_cast<std::uint32_t>(ErrorKind::TimedOut),
+                               "timed out waiting for lock " + name_);
+        }
+    }
+    bool try_lock() { return lock_.try_lock(name_); }
+    void unlock() noexcept {
+        try {
+            lock_.unlock();
+        } catch (...) {
+        }
+    }
+
+    // The fencing token while locked.
+    std::uint64_t token() const { return lock_.token(); }
+    // Throws Lost if the lease was lost.
+    void check() const { lock_.check(); }
+    const std::string& name() const { return name_; }
+
+private:
+    Lock lock_;
+    std::string name_;
+};
+
+}  // namespace baton

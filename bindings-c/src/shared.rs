@@ -1,0 +1,115 @@
+//! What the C and the C++ APIs share: opening a locker from a URL and options, the waits of a
+//! lock call, and finishing a guard. Each API only converts its own types into these.
+
+use std::time::Duration;
+
+use baton::cassandra::parse_consistency;
+use baton::{
+    open_store, BlockingGuard, BlockingLocker, Error, LockOptions, LockRequest, LockerBuilder,
+    Strategy, Wait,
+};
+
+use crate::call::invalid;
+
+/// A locker's options, as both APIs describe them (`None`: the default).
+pub(crate) struct Options<'a> {
+    pub strategy: Option<&'a str>,
+    pub ttl_ms: i64,
+    pub wait_timeout_ms: i64,
+    pub consistency: Option<&'a str>,
+    pub table: Option<&'a str>,
+    pub keep_alive: bool,
+}
+
+/// The defaults: the kernel's lease and wait, keep-alive on.
+pub(crate) fn default_times() -> (i64, i64) {
+    let defaults = LockOptions::default();
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let wait = match defaults.wait {
+        Wait::Timeout(wait) => ms(wait),
+        Wait::TryOnce => 0,
+    };
+    (ms(defaults.ttl), wait)
+}
+
+/// A duration in milliseconds from C or C++: negative is refused, `INT64_MAX` is forever.
+pub(crate) fn millis(function: &str, what: &str, ms: i64) -> Result<Duration, Error> {
+    match u64::try_from(ms) {
+        Ok(ms) if ms == i64::MAX as u64 => Ok(Duration::MAX),
+        Ok(ms) => Ok(Duration::from_millis(ms)),
+        Err(_) => Err(invalid(
+            function,
+            &format!("{what} must not be negative (got {ms} ms)"),
+        )),
+    }
+}
+
+/// Opens the locker `url` names with `options` (the table is added to the URL's query).
+pub(crate) fn open(
+    function: &str,
+    url: &str,
+    options: &Options<'_>,
+) -> Result<BlockingLocker, Error> {
+    let url = match options.table {
+        Some(table) => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}table={table}")
+        }
+        None => url.to_owned(),
+    };
+    let mut builder = LockerBuilder::new(open_store(&url)?)
+        .ttl(millis(function, "the ttl", options.ttl_ms)?)
+        .wait_timeout(millis(
+            function,
+            "the wait timeout",
+            options.wait_timeout_ms,
+        )?)
+        .keep_alive(options.keep_alive);
+    if let Some(strategy) = options.strategy {
+        builder = builder.strategy(strategy.parse::<Strategy>()?);
+    }
+    if let Some(level) = options.consistency {
+        let level = parse_consistency(level).ok_or_else(|| {
+            invalid(
+                function,
+                &format!(
+                    "unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"
+                ),
+            )
+        })?;
+        builder = builder.consistency(level);
+    }
+    Ok(builder.build()?.blocking())
+}
+
+/// How a lock call waits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Attempt {
+    /// Up to the locker's wait timeout.
+    Wait,
+    /// Once: a held lock is `Busy`.
+    Once,
+    /// Up to this long: a held lock is `TimedOut` after it.
+    For(Duration),
+}
+
+/// Takes `name` on `locker`.
+pub(crate) fn lock(
+    locker: &BlockingLocker,
+    name: &str,
+    attempt: Attempt,
+) -> Result<BlockingGuard, Error> {
+    let request = match attempt {
+        Attempt::Wait => LockRequest::new(),
+        Attempt::Once => LockRequest::new().try_once(),
+        Attempt::For(wait) => LockRequest::new().wait_timeout(wait),
+    };
+    locker.lock_with(name, request)
+}
+
+/// Ends a guard as both APIs' destructors do: unlocks it and waits for the store to confirm,
+/// so the lock is free when the destructor returns (errors are dropped: an unlock that could
+/// not be confirmed expires with its TTL; an unlocked or lost guard has nothing to do).
+pub(crate) fn finish(mut guard: BlockingGuard) {
+    let _ = guard.release();
+}
