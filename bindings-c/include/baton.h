@@ -111,8 +111,8 @@ const char *baton_code_name(int32_t code);
 // `lock` is NULL or a live lock.
 enum baton_code baton_unlock(struct baton_guard *lock);
 
-// Unlocks if still held (errors ignored: an unreleased lock expires with its TTL) and frees
-// the handle. NULL is ignored.
+// Unlocks if still held, waiting for the store to confirm (errors ignored: an unlock that
+// could not be confirmed expires with its TTL), and frees the handle. NULL is ignored.
 //
 // # Safety
 // `lock` is NULL or a live lock, not used again.
