@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The package as a user gets it: `cmake --install` of this build into a fresh prefix; a user
+# project built against it with find_package(baton) and with add_subdirectory; a C program
+# built with pkg-config alone. The programs lock a SQLite store; one holds its lock while
+# `baton locks` shows it.
+#   package.sh BUILD_DIR BATON_CLI SOURCE_DIR
+set -euo pipefail
+build=$1 baton=$2 source=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
+export BATON_STORE="sqlite://$work/locks.db"
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+test -f "$work/prefix/include/baton.h" && test -f "$work/prefix/include/baton.hpp"
+
+for how in package subdirectory; do
+  args=(-DCMAKE_PREFIX_PATH="$work/prefix")
+  [[ $how == subdirectory ]] && args=(-DBATON_SOURCE="$source" -DBATON_BUILD_TESTS=OFF)
+  cmake -S "$source/tests/consumer" -B "$work/$how" "${args[@]}" >/dev/null
+  cmake --build "$work/$how" -j 2 >/dev/null
+  "$work/$how/register_user" "$BATON_STORE" "snap-$how"
+  "$work/$how/register_user_c" "$BATON_STORE" "snap-$how-c"
+  echo "ok: built with $how and ran"
+done
+
+# pkg-config alone, as a C user without CMake would (the shared library).
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib64/pkgconfig"
+# shellcheck disable=SC2046
+cc -o "$work/register_user_pc" "$source/examples/register_user.c" $(pkg-config --cflags --libs baton)
+LD_LIBRARY_PATH="$(pkg-config --variable=libdir baton)" "$work/register_user_pc" "$BATON_STORE" snap-pkg-config
+echo "ok: built with pkg-config and ran"
+
+# The installed package's program holds a lock that the command sees.
+"$work/package/hold" "$BATON_STORE" held-by-cpp "$work/held" &
+holder=$!
+deadline=$((SECONDS + 30))
+until [[ -e $work/held ]]; do
+  ((SECONDS < deadline)) || { echo "FAIL: the lock was not taken" >&2; exit 1; }
+  sleep 0.01
+done
+"$baton" locks | tee "$work/locks.txt"
+grep -q held-by-cpp "$work/locks.txt" || { echo "FAIL: baton locks does not show it" >&2; exit 1; }
+rm "$work/held"
+wait "$holder"
+"$baton" run --lock held-by-cpp --no-wait -- true
+echo "package: all checks passed"
