@@ -85,8 +85,9 @@ fn guarded<T>(body: impl FnOnce() -> Result<T, Error>) -> Result<T, Coded> {
 /// A locker (`baton::Locker` in C++).
 pub struct Locker(BlockingLocker);
 
-/// A held lock (inside `baton::Lock` and `baton::Mutex`).
-pub struct Guard(Option<BlockingGuard>);
+/// A held lock (inside `baton::Lock` and `baton::Mutex`), and whether it was unlocked (then
+/// finishing it has nothing left to do).
+pub struct Guard(Option<BlockingGuard>, bool);
 
 fn default_options() -> ffi::LockerOptions {
     let (ttl_ms, wait_timeout_ms) = shared::default_times();
@@ -148,7 +149,10 @@ impl Locker {
     fn take(&self, name: &[u8], attempt: Attempt) -> Result<Box<Guard>, Coded> {
         guarded(|| {
             let name = text("a lock name", name, ErrorKind::InvalidName)?;
-            Ok(Box::new(Guard(Some(shared::lock(&self.0, name, attempt)?))))
+            Ok(Box::new(Guard(
+                Some(shared::lock(&self.0, name, attempt)?),
+                false,
+            )))
         })
     }
 
@@ -185,7 +189,9 @@ impl Guard {
 
     fn finish(&mut self) {
         if let Some(guard) = self.0.take() {
-            let _ = catch_unwind(AssertUnwindSafe(|| shared::finish(guard)));
+            if !self.1 {
+                let _ = catch_unwind(AssertUnwindSafe(|| shared::finish(guard)));
+            }
         }
     }
 

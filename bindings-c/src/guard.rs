@@ -16,17 +16,18 @@ use crate::shared::{self, millis};
 /// called from any thread. In a child process after `fork()` it belongs to the parent:
 /// `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees memory.
 pub struct BatonGuard {
-    guard: Mutex<BlockingGuard>,
+    /// The guard, and whether it was unlocked (then freeing it has nothing left to do).
+    guard: Mutex<(BlockingGuard, bool)>,
 }
 
 impl BatonGuard {
     pub(crate) fn boxed(guard: BlockingGuard) -> *mut BatonGuard {
         Box::into_raw(Box::new(BatonGuard {
-            guard: Mutex::new(guard),
+            guard: Mutex::new((guard, false)),
         }))
     }
 
-    fn guard(&self) -> std::sync::MutexGuard<'_, BlockingGuard> {
+    fn guard(&self) -> std::sync::MutexGuard<'_, (BlockingGuard, bool)> {
         self.guard.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -55,8 +56,10 @@ pub unsafe extern "C" fn baton_unlock(lock: *mut BatonGuard) -> BatonCode {
     call(|| {
         // SAFETY: the caller's promise.
         let this = unsafe { lock_ref("baton_unlock", lock) }?;
-        let result = this.guard().release();
-        result
+        let mut guard = this.guard();
+        // Released either way (a failed unlock lets the lock expire with its TTL).
+        guard.1 = true;
+        guard.0.release()
     })
 }
 
@@ -73,11 +76,13 @@ pub unsafe extern "C" fn baton_guard_free(lock: *mut BatonGuard) {
     let _ = call(|| {
         // SAFETY: the caller gives up a live handle made by Box::into_raw.
         let lock = unsafe { Box::from_raw(lock) };
-        shared::finish(
-            lock.guard
-                .into_inner()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let (guard, unlocked) = lock
+            .guard
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !unlocked {
+            shared::finish(guard);
+        }
         Ok(())
     });
 }
@@ -89,7 +94,7 @@ pub unsafe extern "C" fn baton_guard_free(lock: *mut BatonGuard) {
 #[no_mangle]
 pub unsafe extern "C" fn baton_guard_token(lock: *const BatonGuard) -> u64 {
     // SAFETY: the caller's promise.
-    unsafe { lock.as_ref() }.map_or(0, |l| l.guard().token())
+    unsafe { lock.as_ref() }.map_or(0, |l| l.guard().0.token())
 }
 
 /// Whether the lock is held: false once unlocked, lost, or past its deadline (and for NULL).
@@ -99,7 +104,7 @@ pub unsafe extern "C" fn baton_guard_token(lock: *const BatonGuard) -> u64 {
 #[no_mangle]
 pub unsafe extern "C" fn baton_guard_held(lock: *const BatonGuard) -> bool {
     // SAFETY: the caller's promise.
-    unsafe { lock.as_ref() }.is_some_and(|l| l.guard().is_held())
+    unsafe { lock.as_ref() }.is_some_and(|l| l.guard().0.is_held())
 }
 
 /// Milliseconds left before the lease's deadline (0 when not held, and for NULL).
@@ -110,7 +115,7 @@ pub unsafe extern "C" fn baton_guard_held(lock: *const BatonGuard) -> bool {
 pub unsafe extern "C" fn baton_guard_remaining_ms(lock: *const BatonGuard) -> i64 {
     // SAFETY: the caller's promise.
     unsafe { lock.as_ref() }.map_or(0, |l| {
-        i64::try_from(l.guard().remaining().as_millis()).unwrap_or(i64::MAX)
+        i64::try_from(l.guard().0.remaining().as_millis()).unwrap_or(i64::MAX)
     })
 }
 
@@ -124,7 +129,7 @@ pub unsafe extern "C" fn baton_guard_check(lock: *const BatonGuard) -> BatonCode
     call(|| {
         // SAFETY: the caller's promise.
         let this = unsafe { lock_ref("baton_guard_check", lock) }?;
-        this.guard().check()
+        this.guard().0.check()
     })
 }
 
@@ -150,6 +155,7 @@ pub unsafe extern "C" fn baton_guard_wait_lost(
         let timeout = millis(F, "timeout_ms", timeout_ms)?;
         let ended = this
             .guard()
+            .0
             .wait_lost(timeout.min(Duration::from_secs(u64::MAX / 4)))?;
         // SAFETY: non-NULL and writable.
         unsafe { lost.write(ended) };
@@ -183,7 +189,7 @@ pub unsafe extern "C" fn baton_guard_on_lost(
         let this = unsafe { lock_ref(F, lock) }?;
         let callback = callback.ok_or_else(|| invalid(F, "callback is NULL"))?;
         let context = Context(context);
-        this.guard().on_lost(move |e| {
+        this.guard().0.on_lost(move |e| {
             let context = context;
             let message = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
             // SAFETY: the caller's promise about `callback` and `context`.

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <baton.h>
@@ -169,6 +171,49 @@ static void a_dead_store_is_unavailable(void) {
     baton_locker_free(locker);
 }
 
+/* After fork(), the child cannot unlock its parent's lock (and freeing the handle there only
+ * frees memory); it opens a locker of its own, which sees the parent's lock held. */
+static void a_forked_child_leaves_the_parents_lock_alone(void) {
+    char url[128];
+    snprintf(url, sizeof url, "sqlite:///tmp/baton-c-fork-%ld.db", (long)getpid());
+    baton_locker *locker = NULL;
+    CHECK_CODE(baton_locker_open(url, NULL, &locker), BATON_OK);
+    baton_guard *lock = NULL;
+    CHECK_CODE(baton_lock(locker, "forked", 6, &lock), BATON_OK);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        int ok = baton_unlock(lock) == BATON_NOT_OWNER;
+        baton_guard_free(lock);
+        baton_locker_free(locker);
+        baton_locker *own = NULL;
+        baton_guard *other = NULL;
+        ok = ok && baton_locker_open(url, NULL, &own) == BATON_OK;
+        ok = ok && baton_try_lock(own, "forked", 6, &other) == BATON_BUSY;
+        ok = ok && baton_try_lock(own, "child", 5, &other) == BATON_OK;
+        ok = ok && baton_unlock(other) == BATON_OK;
+        baton_guard_free(other);
+        baton_locker_free(own);
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(child > 0);
+    int status = -1;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK_CODE(baton_guard_check(lock), BATON_OK);
+    CHECK_CODE(baton_unlock(lock), BATON_OK);
+    baton_guard_free(lock);
+    baton_locker_free(locker);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/baton-c-fork-%ld.db", (long)getpid());
+    remove(path);
+    strcat(path, "-wal");
+    remove(path);
+    path[strlen(path) - 4] = 0;
+    strcat(path, "-shm");
+    remove(path);
+}
+
 int main(void) {
     const char *strategies[] = {"unique-insert", "bakery", "column-prefix"};
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
@@ -178,6 +223,7 @@ int main(void) {
     bad_arguments_are_refused();
     if (strcmp(store_url(), "memory:") == 0) {  /* once, not per store */
         a_dead_store_is_unavailable();
+        a_forked_child_leaves_the_parents_lock_alone();
     }
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
