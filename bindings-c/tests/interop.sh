@@ -3,9 +3,10 @@
 #   while `baton run` holds a lock, the C++ try_lock says busy (and `baton locks` shows it);
 #   while C++ holds one, `baton run --no-wait` exits 75, and `baton locks` shows it;
 #   once each side releases, the other takes the lock at once.
-#   interop.sh BATON HOLD STORE_URL
+# and the same with the C API (hold_c).
+#   interop.sh BATON HOLD HOLD_C STORE_URL
 set -euo pipefail
-baton=$1 hold=$2 url=$3
+baton=$1 hold=$2 hold_c=$3 url=$4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; kill $(jobs -p) 2>/dev/null || true' EXIT
 export BATON_STORE=$url
@@ -32,6 +33,7 @@ expect() {  # expect STATUS COMMAND...: run it, fail unless it exits with STATUS
 runner=$!
 wait_for "$dir/inside"
 expect 75 "$hold" "$url" "$name" try
+expect 75 "$hold_c" "$url" "$name" try
 "$baton" locks | grep -q "$name" || { echo "FAIL: baton locks does not show $name" >&2; exit 1; }
 rm "$dir/inside"
 expect 0 wait "$runner"
@@ -46,4 +48,14 @@ expect 75 "$baton" run --lock "$name" --no-wait -- true
 rm "$dir/held"
 expect 0 wait "$holder"
 expect 0 "$baton" run --lock "$name" --no-wait -- true
+
+# C holds; the command sees it held.
+"$hold_c" "$url" "$name" "$dir/held-c" &
+holder=$!
+wait_for "$dir/held-c"
+expect 75 "$baton" run --lock "$name" --no-wait -- true
+"$baton" locks | grep -q "$name" || { echo "FAIL: baton locks does not show $name" >&2; exit 1; }
+rm "$dir/held-c"
+expect 0 wait "$holder"
+expect 0 "$hold_c" "$url" "$name" try
 echo "interop: all checks passed"
