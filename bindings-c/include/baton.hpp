@@ -26,27 +26,29 @@
 #include <string_view>
 #include <utility>
 
+#include "baton.h"
 #include "baton-c/src/cxx_bridge.rs.h"
 #include "baton/lost_callback.hpp"
 
 namespace baton {
 
-// The kind of an error, with the kernel's stable code (the same numbers in C, Python, JS).
+// The kind of an error, with the kernel's stable code: the values are baton.h's baton_code
+// (generated from the Rust table), so C and C++ share one table.
 enum class ErrorKind : std::uint32_t {
-    TimedOut = 1,
-    Busy = 2,
-    Lost = 3,
-    NotOwner = 4,
-    StaleLock = 5,
-    InvalidName = 6,
-    InvalidOption = 7,
-    StoreUnavailable = 8,
-    StoreError = 9,
-    Ambiguous = 10,
-    Cancelled = 11,
-    Internal = 12,
-    RuntimeFailed = 13,
-    WrongContext = 14,
+    TimedOut = BATON_TIMED_OUT,
+    Busy = BATON_BUSY,
+    Lost = BATON_LOST,
+    NotOwner = BATON_NOT_OWNER,
+    StaleLock = BATON_STALE_LOCK,
+    InvalidName = BATON_INVALID_NAME,
+    InvalidOption = BATON_INVALID_OPTION,
+    StoreUnavailable = BATON_STORE_UNAVAILABLE,
+    StoreError = BATON_STORE_ERROR,
+    Ambiguous = BATON_AMBIGUOUS,
+    Cancelled = BATON_CANCELLED,
+    Internal = BATON_INTERNAL,
+    RuntimeFailed = BATON_RUNTIME_FAILED,
+    WrongContext = BATON_WRONG_CONTEXT,
 };
 
 // The kind's name: "timed_out", "busy", ... ("unknown" for a code this header predates).
