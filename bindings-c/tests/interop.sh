@@ -39,23 +39,18 @@ rm "$dir/inside"
 expect 0 wait "$runner"
 expect 0 "$hold" "$url" "$name" try
 
-# C++ holds; the command sees it held.
-"$hold" "$url" "$name" "$dir/held" &
-holder=$!
-wait_for "$dir/held"
-expect 75 "$baton" run --lock "$name" --no-wait -- true
-"$baton" locks | grep -q "$name" || { echo "FAIL: baton locks does not show $name" >&2; exit 1; }
-rm "$dir/held"
-expect 0 wait "$holder"
-expect 0 "$baton" run --lock "$name" --no-wait -- true
-
-# C holds; the command sees it held.
-"$hold_c" "$url" "$name" "$dir/held-c" &
-holder=$!
-wait_for "$dir/held-c"
-expect 75 "$baton" run --lock "$name" --no-wait -- true
-"$baton" locks | grep -q "$name" || { echo "FAIL: baton locks does not show $name" >&2; exit 1; }
-rm "$dir/held-c"
-expect 0 wait "$holder"
-expect 0 "$hold_c" "$url" "$name" try
+# held_by PROGRAM: PROGRAM (C++ or C) holds the lock; the command sees it held, then free.
+held_by() {
+  local program=$1
+  "$program" "$url" "$name" "$dir/held" &
+  local holder=$!
+  wait_for "$dir/held"
+  expect 75 "$baton" run --lock "$name" --no-wait -- true
+  "$baton" locks | grep -q "$name" || { echo "FAIL: baton locks does not show $name" >&2; exit 1; }
+  rm "$dir/held"
+  expect 0 wait "$holder"
+  expect 0 "$baton" run --lock "$name" --no-wait -- true
+}
+held_by "$hold"
+held_by "$hold_c"
 echo "interop: all checks passed"
