@@ -20,6 +20,14 @@ use crate::request::LockRequest;
 /// The process-wide runtime, with the process id it was built in.
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
 
+/// The process-wide tokio runtime the blocking API runs on (one worker thread, built on first
+/// use, and built again in a forked child, whose copy of the parent's has no threads). For
+/// bindings that wait on futures from a foreign event loop (Python's asyncio) without a thread
+/// per wait: spawn the async API's futures on it. Errors: [`ErrorKind::RuntimeFailed`].
+pub fn shared_runtime() -> Result<Arc<Runtime>> {
+    runtime()
+}
+
 fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
     let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);

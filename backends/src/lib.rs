@@ -91,7 +91,7 @@ mod transaction;
 mod url;
 mod url_text;
 
-pub use blocking::{BlockingGuard, BlockingLocker, Cancel};
+pub use blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
 pub use clock::Clock;
 pub use driver::drive;
 pub use guard::Guard;

@@ -1,0 +1,382 @@
+//! `baton._baton`: the native half of the Python package `baton` (the pure-Python half in
+//! `python/baton/` gives the `with`/`async with` shapes, the exceptions and the types).
+//!
+//! Every decision is the `baton` crate's; this module adapts types, errors and waiting:
+//! - a wait runs as a future on baton's process-wide runtime ([`baton::shared_runtime`]); a
+//!   blocking call releases the GIL and looks for signals every 50 ms, so Ctrl-C interrupts it
+//!   with `KeyboardInterrupt` (dropping the wait, which removes its cell);
+//! - an asyncio call gets a callback that settles its future (no thread per waiting task), and a
+//!   handle whose `cancel()` drops the wait;
+//! - errors become the exception classes the Python half registers, by the kernel's codes.
+
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use baton::cassandra::parse_consistency;
+use baton::{Error, ErrorKind, LockRequest, LockerBuilder, Strategy};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::PyDict;
+use tokio::task::JoinHandle;
+
+/// The exception class of each error code, registered by the Python half.
+static CLASSES: GILOnceCell<Py<PyDict>> = GILOnceCell::new();
+
+/// `e` as the exception of its kind (a `RuntimeError` before the classes are registered).
+fn to_py(e: &Error) -> PyErr {
+    Python::with_gil(|py| {
+        let class = CLASSES
+            .get(py)
+            .and_then(|classes| classes.bind(py).get_item(e.code()).ok().flatten());
+        match class {
+            Some(class) => match class.call1((e.to_string(),)) {
+                Ok(instance) => PyErr::from_value(instance),
+                Err(err) => err,
+            },
+            None => PyRuntimeError::new_err(format!("baton error {}: {e}", e.code())),
+        }
+    })
+}
+
+fn invalid(what: String) -> Error {
+    Error::new(ErrorKind::InvalidOption, what)
+}
+
+/// Seconds from Python (already a float) as a duration: negative or NaN is refused, infinity
+/// is "forever".
+fn seconds(what: &str, s: f64) -> Result<Duration, Error> {
+    if s.is_nan() || s < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a number of seconds >= 0, got {s}"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+}
+
+fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
+    baton::shared_runtime().map_err(|e| to_py(&e))
+}
+
+/// Registers the exception class of each code (`{code: class}`); called once by `baton`.
+#[pyfunction]
+fn _register_errors(py: Python<'_>, classes: Bound<'_, PyDict>) -> PyResult<()> {
+    let _ = CLASSES.set(py, classes.unbind());
+    Ok(())
+}
+
+/// `[(code, name)]` of every error kind, from the kernel (the Python half checks its table).
+#[pyfunction]
+fn error_kinds() -> Vec<(u32, &'static str)> {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.code(), k.as_str()))
+        .collect()
+}
+
+/// A store and default options (see `baton.Locker`).
+#[pyclass(module = "baton._baton", frozen)]
+struct Locker {
+    inner: baton::Locker,
+}
+
+/// How a lock call waits.
+fn request(timeout: Option<f64>, blocking: bool) -> Result<LockRequest, Error> {
+    Ok(match (blocking, timeout) {
+        (false, _) => LockRequest::new().try_once(),
+        (true, None) => LockRequest::new(),
+        (true, Some(t)) => LockRequest::new().wait_timeout(seconds("timeout", t)?),
+    })
+}
+
+#[pymethods]
+impl Locker {
+    #[new]
+    #[pyo3(signature = (url, *, strategy=None, ttl=None, timeout=None, consistency=None, table=None, keep_alive=true))]
+    fn new(
+        url: &str,
+        strategy: Option<&str>,
+        ttl: Option<f64>,
+        timeout: Option<f64>,
+        consistency: Option<&str>,
+        table: Option<&str>,
+        keep_alive: bool,
+    ) -> PyResult<Self> {
+        let open = || -> Result<baton::Locker, Error> {
+            let url = match table {
+                Some(table) => {
+                    let separator = if url.contains('?') { '&' } else { '?' };
+                    format!("{url}{separator}table={table}")
+                }
+                None => url.to_owned(),
+            };
+            let mut builder = LockerBuilder::new(baton::open_store(&url)?).keep_alive(keep_alive);
+            if let Some(ttl) = ttl {
+                builder = builder.ttl(seconds("ttl", ttl)?);
+            }
+            if let Some(timeout) = timeout {
+                builder = builder.wait_timeout(seconds("timeout", timeout)?);
+            }
+            if let Some(strategy) = strategy {
+                builder = builder.strategy(strategy.parse::<Strategy>()?);
+            }
+            if let Some(level) = consistency {
+                let level = parse_consistency(level).ok_or_else(|| {
+                    invalid(format!(
+                        "unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"
+                    ))
+                })?;
+                builder = builder.consistency(level);
+            }
+            builder.build()
+        };
+        open().map(|inner| Locker { inner }).map_err(|e| to_py(&e))
+    }
+
+    /// Takes `name`, blocking (GIL released) up to `timeout` seconds (None: the locker's), or
+    /// once when `blocking` is false; Ctrl-C interrupts the wait.
+    #[pyo3(signature = (name, timeout=None, blocking=true))]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: String,
+        timeout: Option<f64>,
+        blocking: bool,
+    ) -> PyResult<Guard> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let (tx, mut rx) = channel();
+        let task = runtime()?.spawn(async move {
+            let _ = tx.send(locker.lock_with(&name, request).await);
+        });
+        loop {
+            // The receiver travels into the GIL-free closure and back (it is Send, not Sync).
+            let (received, back) = py.allow_threads(move || {
+                let received = rx.recv_timeout(Duration::from_millis(50));
+                (received, rx)
+            });
+            rx = back;
+            match received {
+                Ok(outcome) => return outcome.map(Guard::new).map_err(|e| to_py(&e)),
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(interrupt) = py.check_signals() {
+                        // Dropping the wait removes its cell; a guard granted meanwhile is
+                        // dropped with the channel, which releases it.
+                        task.abort();
+                        return Err(interrupt);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(to_py(&Error::internal(
+                        "the lock task ended without an answer",
+                    )))
+                }
+            }
+        }
+    }
+
+    /// The asyncio form of `lock`: `done(result)` is called once, from baton's thread, with the
+    /// guard or the exception; the returned handle's `cancel()` drops the wait.
+    #[pyo3(signature = (name, done, timeout=None, blocking=true))]
+    fn lock_async(
+        &self,
+        name: String,
+        done: PyObject,
+        timeout: Option<f64>,
+        blocking: bool,
+    ) -> PyResult<Pending> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let task = runtime()?.spawn(async move {
+            let outcome = locker.lock_with(&name, request).await;
+            Python::with_gil(|py| {
+                let result: PyObject = match outcome {
+                    Ok(guard) => match Py::new(py, Guard::new(guard)) {
+                        Ok(g) => g.into_any(),
+                        Err(e) => e.into_value(py).into_any(),
+                    },
+                    Err(e) => to_py(&e).into_value(py).into_any(),
+                };
+                if let Err(e) = done.call1(py, (result,)) {
+                    e.write_unraisable(py, None);
+                }
+            });
+        });
+        Ok(Pending {
+            task: Mutex::new(Some(task)),
+        })
+    }
+
+    /// Every lock in the store: `[(name, strategy, owner, state, token, expires_in)]`.
+    fn locks(&self, py: Python<'_>) -> PyResult<Vec<LockEntry>> {
+        let locker = self.inner.clone();
+        let rt = runtime()?;
+        let infos = py
+            .allow_threads(|| rt.block_on(locker.list()))
+            .map_err(|e| to_py(&e))?;
+        Ok(infos.into_iter().map(LockEntry::from).collect())
+    }
+
+    /// Removes expired entries (of `name`, or of the whole table): `[(row, column)]`.
+    #[pyo3(signature = (name=None))]
+    fn purge(&self, py: Python<'_>, name: Option<String>) -> PyResult<Vec<(String, String)>> {
+        let locker = self.inner.clone();
+        let rt = runtime()?;
+        py.allow_threads(|| rt.block_on(locker.purge(name.as_deref())))
+            .map_err(|e| to_py(&e))
+    }
+
+    /// Breaks lock `name` on purpose; returns whose entries were removed.
+    fn force_release(&self, py: Python<'_>, name: String) -> PyResult<Vec<LockEntry>> {
+        let locker = self.inner.clone();
+        let rt = runtime()?;
+        let infos = py
+            .allow_threads(|| rt.block_on(locker.force_release(&name)))
+            .map_err(|e| to_py(&e))?;
+        Ok(infos.into_iter().map(LockEntry::from).collect())
+    }
+}
+
+/// One entry of a lock, as the operators' calls report it.
+#[pyclass(module = "baton._baton", frozen, get_all)]
+struct LockEntry {
+    name: String,
+    strategy: String,
+    owner: String,
+    state: String,
+    token: Option<u64>,
+    expires_in: Option<f64>,
+}
+
+impl From<baton::LockInfo> for LockEntry {
+    fn from(i: baton::LockInfo) -> Self {
+        LockEntry {
+            name: i.name,
+            strategy: i.strategy.to_string(),
+            owner: i.owner,
+            state: format!("{:?}", i.state).to_lowercase(),
+            token: i.token,
+            expires_in: i.expires_in.map(|d| d.as_secs_f64()),
+        }
+    }
+}
+
+#[pymethods]
+impl LockEntry {
+    fn __repr__(&self) -> String {
+        format!(
+            "LockEntry(name={:?}, strategy={:?}, owner={:?}, state={:?}, token={:?}, expires_in={:?})",
+            self.name, self.strategy, self.owner, self.state, self.token, self.expires_in
+        )
+    }
+}
+
+/// A wait in progress for asyncio.
+#[pyclass(module = "baton._baton", frozen)]
+struct Pending {
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[pymethods]
+impl Pending {
+    /// Drops the wait (its cell is removed in the background); `done` is then never called.
+    fn cancel(&self) {
+        if let Some(task) = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// A held lock (see `baton.Lease`).
+#[pyclass(module = "baton._baton", frozen)]
+struct Guard {
+    guard: Arc<tokio::sync::Mutex<baton::Guard>>,
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    token: u64,
+}
+
+impl Guard {
+    fn new(guard: baton::Guard) -> Guard {
+        Guard {
+            name: guard.name().to_owned(),
+            token: guard.token(),
+            guard: Arc::new(tokio::sync::Mutex::new(guard)),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&baton::Guard) -> T) -> T {
+        f(&self.guard.blocking_lock())
+    }
+}
+
+#[pymethods]
+impl Guard {
+    /// Whether the lock is held (false once released, lost, or past its deadline).
+    #[getter]
+    fn held(&self, py: Python<'_>) -> bool {
+        py.allow_threads(|| self.with(baton::Guard::is_held))
+    }
+
+    /// Seconds left before the lease's deadline (0 when not held).
+    #[getter]
+    fn expires_in(&self, py: Python<'_>) -> f64 {
+        py.allow_threads(|| self.with(|g| g.remaining().as_secs_f64()))
+    }
+
+    /// Raises `baton.Lost` once the lease was lost, `baton.NotOwner` after a release.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        py.allow_threads(|| self.with(baton::Guard::check))
+            .map_err(|e| to_py(&e))
+    }
+
+    /// Releases the lock (GIL released): returns when the store confirmed; raises
+    /// `baton.Lost` if the lease had ended, `baton.NotOwner` on a second call.
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        let guard = Arc::clone(&self.guard);
+        let rt = runtime()?;
+        py.allow_threads(|| rt.block_on(async move { guard.lock().await.release().await }))
+            .map_err(|e| to_py(&e))
+    }
+
+    /// The asyncio form of `release`: `done(None or exception)` from baton's thread.
+    fn release_async(&self, done: PyObject) -> PyResult<()> {
+        let guard = Arc::clone(&self.guard);
+        drop(runtime()?.spawn(async move {
+            let outcome = guard.lock().await.release().await;
+            Python::with_gil(|py| {
+                let result: PyObject = match outcome {
+                    Ok(()) => py.None(),
+                    Err(e) => to_py(&e).into_value(py).into_any(),
+                };
+                if let Err(e) = done.call1(py, (result,)) {
+                    e.write_unraisable(py, None);
+                }
+            });
+        }));
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Guard(name={:?}, token={})", self.name, self.token)
+    }
+}
+
+/// The native module.
+#[pymodule]
+fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Locker>()?;
+    m.add_class::<Guard>()?;
+    m.add_class::<Pending>()?;
+    m.add_class::<LockEntry>()?;
+    m.add_function(wrap_pyfunction!(_register_errors, m)?)?;
+    m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
+    Ok(())
+}
