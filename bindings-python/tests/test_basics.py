@@ -71,7 +71,12 @@ def test_async_with(locker: baton.Locker) -> None:
     asyncio.run(main())
 
 
-def test_many_tasks_each_get_it_once(locker: baton.Locker) -> None:
+@pytest.mark.parametrize("strategy", ["unique-insert", "bakery"])
+def test_many_tasks_each_get_it_once(strategy: str) -> None:
+    # (Column prefix is left out: under 100-way contention on one name its contenders keep
+    # colliding and backing off, and on SQLite it does not finish within a minute. See the
+    # README's notes on column prefix under contention.)
+    locker = baton.Locker(url(), strategy=strategy, ttl=5)
     name = fresh("tasks")
     inside = 0
     overlaps = 0
@@ -88,11 +93,11 @@ def test_many_tasks_each_get_it_once(locker: baton.Locker) -> None:
             inside -= 1
 
     async def main() -> None:
-        await asyncio.gather(*(worker(i) for i in range(20)))
+        await asyncio.gather(*(worker(i) for i in range(100)))
 
     asyncio.run(main())
     assert overlaps == 0
-    assert sorted(got) == list(range(20))
+    assert sorted(got) == list(range(100))
 
 
 def test_cancelling_a_waiting_task_stops_its_wait(locker: baton.Locker) -> None:

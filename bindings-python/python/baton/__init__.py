@@ -159,6 +159,12 @@ class Lease:
             if not failing:
                 raise
 
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self._leave(failing=kind is not None)
+
     def __repr__(self) -> str:
         return f"Lease(name={self.name!r}, token={self.token}, held={self.held})"
 
