@@ -56,7 +56,10 @@ def test_eight_processes_never_overlap_and_tokens_increase(store: str, tmp_path:
 
 
 CHILD = """
-import sys, baton
+import signal, sys, baton
+# A process started in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then leaves it so: restore the handler a terminal's Ctrl-C meets.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 locker = baton.Locker(sys.argv[1], strategy="bakery", timeout=60)
 print("waiting", flush=True)
 try:
