@@ -93,6 +93,9 @@ def test_ctrl_c_interrupts_a_blocked_wait_and_leaves_no_lock(store: str) -> None
         assert child.wait(timeout=10) == 3
     finally:
         child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
     held.release()
     # The interrupted wait left nothing behind: the lock is free at once.
     deadline = time.monotonic() + 5
