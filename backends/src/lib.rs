@@ -76,6 +76,7 @@ pub mod memory;
 mod owner;
 mod request;
 mod slots;
+mod spec;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub mod sql;
 #[cfg(any(
@@ -98,6 +99,7 @@ pub use guard::Guard;
 pub use locker::{Locker, LockerBuilder};
 pub use memory::MemoryStore;
 pub use request::LockRequest;
+pub use spec::LockerSpec;
 pub use store::{Store, StoreFuture};
 pub use url::open_store;
 

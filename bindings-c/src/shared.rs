@@ -3,11 +3,7 @@
 
 use std::time::Duration;
 
-use baton::cassandra::parse_consistency;
-use baton::{
-    open_store, BlockingGuard, BlockingLocker, Error, LockOptions, LockRequest, LockerBuilder,
-    Strategy, Wait,
-};
+use baton::{BlockingGuard, BlockingLocker, Error, LockOptions, LockRequest, LockerSpec, Wait};
 
 use crate::call::invalid;
 
@@ -44,42 +40,27 @@ pub(crate) fn millis(function: &str, what: &str, ms: i64) -> Result<Duration, Er
     }
 }
 
-/// Opens the locker `url` names with `options` (the table is added to the URL's query).
+/// Opens the locker `url` names with `options` (the reading of each option is the `baton`
+/// crate's [`LockerSpec`]; this only converts C's and C++'s millisecond counts).
 pub(crate) fn open(
     function: &str,
     url: &str,
     options: &Options<'_>,
 ) -> Result<BlockingLocker, Error> {
-    let url = match options.table {
-        Some(table) => {
-            let separator = if url.contains('?') { '&' } else { '?' };
-            format!("{url}{separator}table={table}")
-        }
-        None => url.to_owned(),
-    };
-    let mut builder = LockerBuilder::new(open_store(&url)?)
-        .ttl(millis(function, "the ttl", options.ttl_ms)?)
-        .wait_timeout(millis(
+    let spec = LockerSpec {
+        url,
+        strategy: options.strategy,
+        ttl: Some(millis(function, "the ttl", options.ttl_ms)?),
+        wait_timeout: Some(millis(
             function,
             "the wait timeout",
             options.wait_timeout_ms,
-        )?)
-        .keep_alive(options.keep_alive);
-    if let Some(strategy) = options.strategy {
-        builder = builder.strategy(strategy.parse::<Strategy>()?);
-    }
-    if let Some(level) = options.consistency {
-        let level = parse_consistency(level).ok_or_else(|| {
-            invalid(
-                function,
-                &format!(
-                    "unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"
-                ),
-            )
-        })?;
-        builder = builder.consistency(level);
-    }
-    Ok(builder.build()?.blocking())
+        )?),
+        consistency: options.consistency,
+        table: options.table,
+        keep_alive: options.keep_alive,
+    };
+    Ok(spec.open()?.blocking())
 }
 
 /// How a lock call waits.

@@ -13,8 +13,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use baton::cassandra::parse_consistency;
-use baton::{Error, ErrorKind, LockRequest, LockerBuilder, Strategy};
+use baton::{Error, ErrorKind, LockRequest, LockerSpec};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
@@ -104,32 +103,16 @@ impl Locker {
         keep_alive: bool,
     ) -> PyResult<Self> {
         let open = || -> Result<baton::Locker, Error> {
-            let url = match table {
-                Some(table) => {
-                    let separator = if url.contains('?') { '&' } else { '?' };
-                    format!("{url}{separator}table={table}")
-                }
-                None => url.to_owned(),
-            };
-            let mut builder = LockerBuilder::new(baton::open_store(&url)?).keep_alive(keep_alive);
-            if let Some(ttl) = ttl {
-                builder = builder.ttl(seconds("ttl", ttl)?);
+            LockerSpec {
+                url,
+                strategy,
+                ttl: ttl.map(|t| seconds("ttl", t)).transpose()?,
+                wait_timeout: timeout.map(|t| seconds("timeout", t)).transpose()?,
+                consistency,
+                table,
+                keep_alive,
             }
-            if let Some(timeout) = timeout {
-                builder = builder.wait_timeout(seconds("timeout", timeout)?);
-            }
-            if let Some(strategy) = strategy {
-                builder = builder.strategy(strategy.parse::<Strategy>()?);
-            }
-            if let Some(level) = consistency {
-                let level = parse_consistency(level).ok_or_else(|| {
-                    invalid(format!(
-                        "unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"
-                    ))
-                })?;
-                builder = builder.consistency(level);
-            }
-            builder.build()
+            .open()
         };
         open().map(|inner| Locker { inner }).map_err(|e| to_py(&e))
     }

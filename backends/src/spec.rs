@@ -1,0 +1,113 @@
+//! [`LockerSpec`]: a locker described as bindings receive one from their language (a store
+//! URL and options as plain text and durations), opened in one place so that C, C++ and Python
+//! read the same options the same way.
+
+use std::time::Duration;
+
+use baton_kernel::{Error, ErrorKind, Result, Strategy};
+
+use crate::locker::{Locker, LockerBuilder};
+use crate::url::open_store;
+
+/// A store URL and a locker's options, each `None` for the default.
+#[derive(Clone, Copy, Debug)]
+pub struct LockerSpec<'a> {
+    /// The store (`memory:`, `sqlite:///path.db`, `postgres://…`, `mysql://…`,
+    /// `cassandra://h1,h2/keyspace`).
+    pub url: &'a str,
+    /// `"unique-insert"`, `"bakery"` or `"column-prefix"`.
+    pub strategy: Option<&'a str>,
+    /// The lease.
+    pub ttl: Option<Duration>,
+    /// How long a lock waits for another holder ([`Duration::MAX`]: forever).
+    pub wait_timeout: Option<Duration>,
+    /// Plain consistency on Cassandra: `one`, `quorum`, `local_quorum`, `each_quorum`, `all`.
+    pub consistency: Option<&'a str>,
+    /// The lock table, added to the URL's query as `table=`.
+    pub table: Option<&'a str>,
+    /// Whether held locks renew their leases in the background.
+    pub keep_alive: bool,
+}
+
+impl<'a> LockerSpec<'a> {
+    /// The store at `url` with every option at its default.
+    pub fn new(url: &'a str) -> Self {
+        LockerSpec {
+            url,
+            strategy: None,
+            ttl: None,
+            wait_timeout: None,
+            consistency: None,
+            table: None,
+            keep_alive: true,
+        }
+    }
+
+    /// Opens the locker (never connects). Errors: [`ErrorKind::InvalidOption`] naming the bad
+    /// URL, strategy, consistency or out-of-range duration.
+    pub fn open(&self) -> Result<Locker> {
+        let url = match self.table {
+            Some(table) => {
+                let separator = if self.url.contains('?') { '&' } else { '?' };
+                format!("{}{separator}table={table}", self.url)
+            }
+            None => self.url.to_owned(),
+        };
+        let mut builder = LockerBuilder::new(open_store(&url)?).keep_alive(self.keep_alive);
+        if let Some(ttl) = self.ttl {
+            builder = builder.ttl(ttl);
+        }
+        if let Some(wait) = self.wait_timeout {
+            builder = builder.wait_timeout(wait);
+        }
+        if let Some(strategy) = self.strategy {
+            builder = builder.strategy(strategy.parse::<Strategy>()?);
+        }
+        if let Some(level) = self.consistency {
+            builder = builder.consistency(consistency(level)?);
+        }
+        builder.build()
+    }
+}
+
+#[cfg(feature = "cassandra")]
+fn consistency(level: &str) -> Result<baton_kernel::Consistency> {
+    crate::cassandra::parse_consistency(level).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOption,
+            format!("unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"),
+        )
+    })
+}
+
+#[cfg(not(feature = "cassandra"))]
+fn consistency(level: &str) -> Result<baton_kernel::Consistency> {
+    Err(Error::new(
+        ErrorKind::InvalidOption,
+        format!("consistency {level:?} applies to the Cassandra store, which this build lacks"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_read_or_refused_by_name() {
+        let mut spec = LockerSpec::new("memory:");
+        spec.strategy = Some("bakery");
+        spec.ttl = Some(Duration::from_secs(5));
+        assert!(spec.open().is_ok());
+        spec.strategy = Some("queue");
+        assert_eq!(
+            spec.open().map(drop).map_err(|e| e.kind()),
+            Err(ErrorKind::InvalidOption)
+        );
+        spec.strategy = None;
+        spec.ttl = Some(Duration::ZERO);
+        assert_eq!(
+            spec.open().map(drop).map_err(|e| e.kind()),
+            Err(ErrorKind::InvalidOption)
+        );
+    }
+}
