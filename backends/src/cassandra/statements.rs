@@ -36,7 +36,7 @@ use scylla::statement::prepared::PreparedStatement;
 /// The prepared statements of one lock table, in the order of [`Statement::ALL`].
 #[derive(Debug, Clone)]
 pub(crate) struct Statements {
-    prepared: Vec<PreparedStatement>,
+    prepared: [PreparedStatement; Statement::ALL.len()],
 }
 
 impl Statements {
@@ -58,15 +58,14 @@ impl Statements {
             }
             prepared.push(p);
         }
+        let prepared = prepared
+            .try_into()
+            .map_err(|_| PrepareError::PreparedStatementIdsMismatch)?;
         Ok(Statements { prepared })
     }
 
     /// The prepared `statement`.
     pub fn get(&self, statement: Statement) -> &PreparedStatement {
-        let at = Statement::ALL
-            .iter()
-            .position(|s| *s == statement)
-            .unwrap_or_default();
-        &self.prepared[at]
+        &self.prepared[statement.index()]
     }
 }

@@ -83,6 +83,12 @@ impl Statement {
         Statement::ScanAfter,
     ];
 
+    /// The statement's place in [`Statement::ALL`] (and in [`statements`]): a host keeps its
+    /// prepared statements in an array of that order.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// A lightweight transaction: not idempotent, and no driver may retry it (the kernel
     /// decides what a failed one means); it carries no timestamp of its own.
     pub fn is_conditional(self) -> bool {
@@ -166,6 +172,13 @@ pub fn ttl_seconds(ttl: Option<Duration>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_are_indexed_in_the_order_of_all() {
+        for (i, s) in Statement::ALL.iter().enumerate() {
+            assert_eq!(s.index(), i, "{s:?}");
+        }
+    }
 
     #[test]
     fn ttls_round_up_with_a_spare_second() {

@@ -172,7 +172,10 @@ pub struct Operation<'c> {
     started: bool,
     /// A scan's rows so far.
     scanned: Vec<(String, Vec<Cell>)>,
+    /// The reply, until the host takes it.
     reply: Option<Reply>,
+    /// The reply was taken.
+    finished: bool,
 }
 
 impl<'c> Operation<'c> {
@@ -210,13 +213,19 @@ impl<'c> Operation<'c> {
             started: false,
             scanned: Vec::new(),
             reply: None,
+            finished: false,
         })
     }
 
-    /// What to do next; it keeps returning the reply once there is one.
+    /// What to do next, until it gives the reply (once: stepping again after that is a bug in
+    /// the host, answered by an internal error).
     pub fn step(&mut self) -> Step<'c> {
-        if let Some(reply) = &self.reply {
-            return Step::Reply(reply.clone());
+        if let Some(reply) = self.reply.take() {
+            self.finished = true;
+            return Step::Reply(reply);
+        }
+        if self.finished {
+            return Step::Reply(internal("stepped after its reply"));
         }
         if core::mem::replace(&mut self.started, true) {
             return match self.command {
@@ -383,7 +392,7 @@ impl<'c> Operation<'c> {
                     })
                     .collect();
                 if statements.is_empty() {
-                    self.reply = Some(Reply::Written);
+                    self.finished = true;
                     return Step::Reply(Reply::Written);
                 }
                 Step::Batch {
@@ -393,7 +402,7 @@ impl<'c> Operation<'c> {
             }
             // Expired cells vanish by themselves in Cassandra (TTL): there is nothing to purge.
             Command::Purge { .. } => {
-                self.reply = Some(Reply::Purged(Vec::new()));
+                self.finished = true;
                 Step::Reply(Reply::Purged(Vec::new()))
             }
             Command::Scan {

@@ -223,12 +223,12 @@ impl<'c> Operation<'c> {
         })
     }
 
-    /// What to do next. Call it again after feeding each outcome; it keeps returning the
-    /// reply once there is one.
+    /// What to do next. Call it again after feeding each outcome, until it gives the reply
+    /// (once: stepping again after that is a bug in the host, answered by an internal error).
     pub fn step(&mut self) -> Step<'c> {
-        if let Some(reply) = &self.reply {
+        if let Some(reply) = self.reply.take() {
             self.state = State::Finished;
-            return Step::Reply(reply.clone());
+            return Step::Reply(reply);
         }
         match &self.state {
             State::Start => self.first(),
@@ -242,6 +242,9 @@ impl<'c> Operation<'c> {
                 }
             }
             State::Scan(_) => self.scan_step(),
+            State::Finished => Step::Reply(Reply::Failed(Failure::Rejected(String::from(
+                "internal error: a SQL operation was stepped after its reply",
+            )))),
             // Waiting for an outcome the host has not fed: a bug in the host.
             _ => Step::Reply(Reply::Failed(Failure::Rejected(String::from(
                 "internal error: a SQL operation was stepped before its outcome was fed",
