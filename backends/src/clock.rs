@@ -43,10 +43,20 @@ fn suspended() -> Duration {
             u32::try_from(t.tv_nsec).unwrap_or(0),
         )
     };
-    let monotonic = to(clock_gettime(ClockId::Monotonic));
-    let boottime = to(clock_gettime(ClockId::Boottime));
-    boottime.saturating_sub(monotonic)
+    // The two clocks cannot be read at once: each sample is too high by the time between its
+    // reads (more if the thread was preempted there), so take the smaller of two.
+    let sample = || {
+        let monotonic = to(clock_gettime(ClockId::Monotonic));
+        let boottime = to(clock_gettime(ClockId::Boottime));
+        boottime.saturating_sub(monotonic)
+    };
+    sample().min(sample())
 }
+
+/// Suspensions shorter than this are not counted: they are what reading two clocks one after
+/// the other jitters by, and the default drift margin (1% of the TTL plus a millisecond) covers
+/// them.
+const SUSPENSION_NOISE: Duration = Duration::from_millis(1);
 
 /// No portable way to tell: no correction.
 #[cfg(not(target_os = "linux"))]
@@ -66,7 +76,10 @@ impl Clock {
 
     /// The current instant.
     pub fn now(&self) -> Instant {
-        let slept = suspended().saturating_sub(self.suspended_at_epoch);
+        let slept = match suspended().saturating_sub(self.suspended_at_epoch) {
+            noise if noise < SUSPENSION_NOISE => Duration::ZERO,
+            slept => slept,
+        };
         let elapsed = tokio::time::Instant::now().saturating_duration_since(self.epoch) + slept;
         let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let previous = self.last.fetch_max(nanos, Ordering::Relaxed);
