@@ -23,6 +23,15 @@ for how in package subdirectory; do
   echo "ok: built with $how and ran"
 done
 
+# The C and C++ suites (locking, fencing, and every kind of bad input: NULL, non-UTF-8, empty,
+# NUL-bearing and 1 MiB names, zero and negative durations, double unlock, a forked child's
+# unlock, a dead store) against the installed package, on the memory store.
+for suite in c_api cpp_api; do
+  (cd "$work" && BATON_TEST_URL=memory: "$work/package/$suite" >"$work/$suite.log" 2>&1) ||
+    { cat "$work/$suite.log"; echo "FAIL: $suite against the installed package" >&2; exit 1; }
+  echo "ok: $suite against the installed package"
+done
+
 # pkg-config alone, as a C user without CMake would (the shared library).
 export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib64/pkgconfig"
 # shellcheck disable=SC2046
