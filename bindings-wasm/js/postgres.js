@@ -1,0 +1,110 @@
+// A PostgreSQL store for baton-locks through `pg` (node-postgres 8.x): it runs the statements
+// baton's Rust core gives it, on the same table (`baton_locks` by default) as the Rust stores
+// and the `baton` command, so all of them see one another's locks.
+
+import { hostname } from 'node:os';
+
+/** Node's error codes of a connection that could not be made: nothing was sent. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOENT']);
+
+/**
+ * @param {unknown} e
+ * @param {'connect' | 'statement'} phase
+ * @returns {Error}
+ */
+function classified(e, phase) {
+  const error = e instanceof Error ? e : new Error(String(e));
+  const code = /** @type {any} */ (error).code;
+  let cause;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) cause = 'database';
+  else if (phase === 'connect' || NOT_CONNECTED.has(code)) cause = 'noConnection';
+  else cause = 'connection';
+  return Object.assign(error, { batonCause: cause });
+}
+
+/**
+ * Wraps a `pg.Pool` (or a single `pg.Client`) as a baton store.
+ * @param {import('pg').Pool | import('pg').Client} client
+ * @param {{ table?: string, create?: boolean }} [options]
+ */
+export function postgresStore(client, options = {}) {
+  if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).query) !== 'function') {
+    throw new TypeError('postgresStore needs a pg.Pool or pg.Client');
+  }
+  const { table = 'baton_locks', create = true, ...unknown } = options;
+  const extra = Object.keys(unknown);
+  if (extra.length > 0) throw new TypeError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create)`);
+  const isPool = typeof (/** @type {any} */ (client).totalCount) === 'number';
+  // A single client is shared: run one thing at a time on it, so that no other lock's
+  // statement can land inside a transaction.
+  /** @type {Promise<unknown>} */
+  let queue = Promise.resolve();
+
+  /**
+   * Runs `work` on a connection of its own.
+   * @template T
+   * @param {(c: import('pg').ClientBase) => Promise<T>} work
+   * @returns {Promise<T>}
+   */
+  async function withConnection(work) {
+    if (!isPool) {
+      const run = queue.then(() => work(/** @type {import('pg').Client} */ (client)).catch((e) => { throw classified(e, 'statement'); }));
+      queue = run.catch(() => {});
+      return run;
+    }
+    let connection;
+    try {
+      connection = await /** @type {import('pg').Pool} */ (client).connect();
+    } catch (e) {
+      throw classified(e, 'connect');
+    }
+    let broken;
+    try {
+      return await work(connection);
+    } catch (e) {
+      const error = classified(e, 'statement');
+      if (/** @type {any} */ (error).batonCause !== 'database') broken = error;
+      throw error;
+    } finally {
+      connection.release(broken);
+    }
+  }
+
+  const settings = /** @type {any} */ (client).options ?? /** @type {any} */ (client).connectionParameters ?? {};
+  return {
+    kind: 'sql',
+    dialect: 'postgres',
+    table,
+    create,
+    host: hostname(),
+    description: `postgres://${settings.host ?? 'localhost'}:${settings.port ?? 5432}/${settings.database ?? ''} (table ${table})`,
+
+    /**
+     * @param {string} sql
+     * @param {(string | number | bigint | null)[]} params
+     */
+    async query(sql, params) {
+      const result = await withConnection((c) => c.query({ text: sql, values: params.map(toPg), rowMode: 'array' }));
+      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+    },
+
+    /** @param {{ sql: string, params: (string | number | bigint | null)[] }[]} statements */
+    async transaction(statements) {
+      await withConnection(async (c) => {
+        await c.query('BEGIN');
+        try {
+          for (const { sql, params } of statements) await c.query({ text: sql, values: params.map(toPg) });
+          await c.query('COMMIT');
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => {});
+          throw e;
+        }
+      });
+    },
+  };
+}
+
+/** @param {string | number | bigint | null} v */
+function toPg(v) {
+  return typeof v === 'bigint' ? v.toString() : v;
+}

@@ -1,0 +1,261 @@
+//! The JavaScript host of the kernel's [`LockLife`]: the one loop that executes its commands
+//! through a store, sleeps on the host's timers until its instants, and wakes it on the
+//! holder's requests and on store changes. It is the tokio host's loop
+//! (`baton::life_host`) on JavaScript's event loop; every decision (when to renew, when the
+//! lease is lost, what a release reports, what a cancelled acquisition removes) is the
+//! machine's.
+
+use core::future::Future;
+use core::pin::Pin;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use baton_kernel::{
+    CommandId, Error, ErrorKind, Instant, LifeEvent, LifePoll, LifeStatus, LockLife, Reply, Result,
+};
+use js_sys::Function;
+use wasm_bindgen::JsValue;
+
+use crate::errors::{in_context, to_js};
+use crate::js::{self, Sleep};
+use crate::slots::Slot;
+use crate::store::{may_signal, Store};
+use crate::wake::{race, First, Notify, Watch};
+
+/// What the holder reads without driving the machine.
+#[derive(Default)]
+struct View {
+    lost: Option<Error>,
+    released: Option<Result<()>>,
+    done: bool,
+}
+
+/// A lock's machine, shared by the promise that acquires it, the task that keeps it, and the
+/// holder's handle.
+pub(crate) struct Life {
+    machine: RefCell<LockLife>,
+    store: Rc<Store>,
+    kick: Notify,
+    view: RefCell<View>,
+    changed: Watch,
+    /// The owner-id slot, freed as soon as the life has no cell left to write (see the tokio
+    /// host: the next acquisition of the name here may then reuse our column).
+    slot: RefCell<Option<Slot>>,
+    on_lost: RefCell<Option<Function>>,
+}
+
+type Flight = (
+    CommandId,
+    Pin<Box<dyn Future<Output = Reply>>>,
+    Option<(bool, u64)>,
+);
+
+impl Life {
+    pub(crate) fn new(machine: LockLife, store: Rc<Store>, slot: Slot) -> Rc<Life> {
+        Rc::new(Life {
+            machine: RefCell::new(machine),
+            store,
+            kick: Notify::default(),
+            view: RefCell::new(View::default()),
+            changed: Watch::default(),
+            slot: RefCell::new(Some(slot)),
+            on_lost: RefCell::new(None),
+        })
+    }
+
+    /// Runs `request` on the machine and wakes its driver.
+    pub(crate) fn request<T>(&self, request: impl FnOnce(&mut LockLife) -> T) -> T {
+        let out = request(&mut self.machine.borrow_mut());
+        self.kick.notify();
+        out
+    }
+
+    pub(crate) fn status(&self) -> LifeStatus {
+        self.machine.borrow().status(js::now())
+    }
+
+    pub(crate) fn remaining_ms(&self) -> f64 {
+        self.machine.borrow().remaining(js::now()).as_secs_f64() * 1000.0
+    }
+
+    pub(crate) fn lost(&self) -> Option<Error> {
+        self.view.borrow().lost.clone()
+    }
+
+    /// Calls `callback(error)` when the lease is lost (at once if it already is).
+    pub(crate) fn on_lost(&self, callback: Function) {
+        let lost = self.view.borrow().lost.clone();
+        match lost {
+            Some(e) => notify_lost(&callback, &e),
+            None => *self.on_lost.borrow_mut() = Some(callback),
+        }
+    }
+
+    /// Asks for the release and waits for its outcome. A second release, or one after the
+    /// life ended, is the machine's error ([`ErrorKind::NotOwner`]).
+    pub(crate) async fn release(&self) -> Result<()> {
+        self.request(|m| m.release(Vec::new()))?;
+        loop {
+            let seen = self.changed.version();
+            {
+                let view = self.view.borrow();
+                if let Some(result) = &view.released {
+                    return result.clone();
+                }
+                if view.done {
+                    return Err(Error::internal(
+                        "internal error: the lock's life ended without a release",
+                    ));
+                }
+            }
+            self.changed.changed(seen).await;
+        }
+    }
+
+    fn publish(&self, event: &LifeEvent) {
+        if matches!(
+            event,
+            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+        ) {
+            drop(self.slot.borrow_mut().take());
+        }
+        match event {
+            LifeEvent::Lost(e) => {
+                self.view.borrow_mut().lost = Some(e.clone());
+                if let Some(callback) = self.on_lost.borrow_mut().take() {
+                    notify_lost(&callback, e);
+                }
+            }
+            LifeEvent::Released(result) => self.view.borrow_mut().released = Some(result.clone()),
+            _ => {}
+        }
+        self.changed.bump();
+    }
+
+    /// Drives the machine until an event `stop` accepts (returned), or until it is done
+    /// (`None`). At most one command is outstanding; while one is, the loop still wakes at the
+    /// machine's instants and the holder's requests (a deadline passing while a renewal hangs
+    /// is a loss now). While none is, a store change wakes a waiting acquisition; our own
+    /// changes are absorbed so a waiter does not wake itself.
+    pub(crate) async fn drive(
+        &self,
+        mut stop: impl FnMut(&LifeEvent) -> bool,
+    ) -> Option<LifeEvent> {
+        let store = Rc::clone(&self.store);
+        let changes = store.changes();
+        let mut seen = changes.version();
+        let mut inflight: Option<Flight> = None;
+        loop {
+            let poll = self.machine.borrow_mut().poll(js::now());
+            match poll {
+                LifePoll::Execute(id, command) => {
+                    let mark = if may_signal(&command) {
+                        Some((changes.version() != seen, changes.version()))
+                    } else {
+                        seen = changes.version();
+                        None
+                    };
+                    inflight = Some((id, Box::pin(Rc::clone(&store).execute(command)), mark));
+                }
+                LifePoll::Event(event) => {
+                    let event = with_context(event, &store);
+                    self.publish(&event);
+                    if stop(&event) {
+                        return Some(event);
+                    }
+                }
+                LifePoll::WaitUntil(until) => {
+                    let mut timer: Pin<Box<dyn Future<Output = ()>>> = if until == Instant::MAX {
+                        Box::pin(core::future::pending())
+                    } else {
+                        Box::pin(Sleep::until(until))
+                    };
+                    let mut kick = Box::pin(self.kick.notified());
+                    let first = match inflight.as_mut() {
+                        Some((_, reply, _)) => {
+                            race(Some(reply.as_mut()), timer.as_mut(), kick.as_mut(), None).await
+                        }
+                        None => {
+                            let mut change = Box::pin(changes.changed(seen));
+                            race::<Reply>(
+                                None,
+                                timer.as_mut(),
+                                kick.as_mut(),
+                                Some(change.as_mut()),
+                            )
+                            .await
+                        }
+                    };
+                    match first {
+                        First::Reply(reply) => {
+                            if let Some((id, _, mark)) = inflight.take() {
+                                if let Some((pending, before)) = mark {
+                                    if !pending && changes.version().wrapping_sub(before) <= 1 {
+                                        seen = changes.version();
+                                    }
+                                }
+                                self.machine.borrow_mut().handle(id, reply);
+                            }
+                        }
+                        First::Change => {
+                            seen = changes.version();
+                            self.machine.borrow_mut().wake();
+                        }
+                        First::Timer | First::Request => {}
+                    }
+                }
+                LifePoll::Done => {
+                    self.view.borrow_mut().done = true;
+                    self.changed.bump();
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Calls the holder's loss callback; what it throws is its own business (reported, not raised).
+fn notify_lost(callback: &Function, e: &Error) {
+    if let Err(thrown) = callback.call1(&JsValue::UNDEFINED, &to_js(e)) {
+        web_log(&format!(
+            "baton: the lease-lost callback threw: {}",
+            js::message_of(&thrown)
+        ));
+    }
+}
+
+fn web_log(text: &str) {
+    js_sys::Reflect::get(&js_sys::global(), &"console".into())
+        .ok()
+        .and_then(|console| {
+            let warn = js_sys::Reflect::get(&console, &"warn".into()).ok()?;
+            let warn: Function = wasm_bindgen::JsCast::dyn_into(warn).ok()?;
+            warn.call1(&console, &text.into()).ok()
+        });
+}
+
+/// An event with its errors put in the store's context.
+fn with_context(event: LifeEvent, store: &Store) -> LifeEvent {
+    match event {
+        LifeEvent::Failed(e) => LifeEvent::Failed(in_context(e, store)),
+        LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(in_context(e, store)),
+        LifeEvent::Lost(e) => LifeEvent::Lost(in_context(e, store)),
+        LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(in_context(e, store))),
+        other => other,
+    }
+}
+
+/// The grant or the error an acquisition ended with.
+pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<baton_kernel::Grant> {
+    match event {
+        Some(LifeEvent::Granted(grant)) => Ok(*grant),
+        Some(LifeEvent::Failed(e)) => Err(e),
+        Some(LifeEvent::Cancelled) => Err(Error::new(
+            ErrorKind::Cancelled,
+            "the wait for the lock was cancelled; nothing of it is left in the store",
+        )),
+        other => Err(Error::internal(format!(
+            "internal error: an acquisition ended with {other:?}"
+        ))),
+    }
+}

@@ -1,0 +1,406 @@
+//! The objects JavaScript holds: a locker (a store and its defaults), an acquisition in
+//! progress, and a held lock. Each forwards to the lock's life machine ([`crate::life`]) or to
+//! a one-shot kernel operation; the package's JavaScript wraps them in its idiomatic classes.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use baton_kernel::{
+    Acquire, Error, ErrorKind, FenceHint, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks,
+    LockInfo, LockLife, LockOptions, Operation, OwnerId, Poll, Purge, Result,
+};
+use js_sys::{Array, BigInt, Function, Object, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::errors::{in_context, to_js};
+use crate::js::{self, Sleep};
+use crate::life::{outcome, Life};
+use crate::options::{lock_name, lock_options, locker_options, LockerOptions};
+use crate::slots::Slots;
+use crate::store::cql::CqlHost;
+use crate::store::memory::MemoryStore;
+use crate::store::sql::SqlHost;
+use crate::store::{Backend, Store};
+use crate::wake::{race, First};
+
+/// Fence hints remembered per name, at most this many (then forgotten all at once).
+const MAX_HINTS: usize = 4096;
+
+struct Inner {
+    store: Rc<Store>,
+    defaults: LockOptions,
+    keep_alive: bool,
+    host: String,
+    pid: u32,
+    slots: Rc<Slots>,
+    hints: RefCell<HashMap<String, FenceHint>>,
+}
+
+/// A store and the defaults of the locks taken on it.
+#[wasm_bindgen]
+pub struct CoreLocker {
+    inner: Rc<Inner>,
+}
+
+#[wasm_bindgen]
+impl CoreLocker {
+    /// A locker on the in-module memory store.
+    pub fn memory(
+        store: &MemoryStore,
+        options: JsValue,
+    ) -> std::result::Result<CoreLocker, JsValue> {
+        let options = locker_options(&options).map_err(|e| to_js(&e))?;
+        Ok(CoreLocker::assemble(
+            Store::memory(Rc::clone(&store.shared)),
+            options,
+        ))
+    }
+
+    /// A locker on a SQL adapter (see [`crate::store::sql`]).
+    pub fn sql(adapter: JsValue, options: JsValue) -> std::result::Result<CoreLocker, JsValue> {
+        let options = locker_options(&options).map_err(|e| to_js(&e))?;
+        let host = SqlHost::new(&adapter, options.command_timeout).map_err(|e| to_js(&e))?;
+        Ok(CoreLocker::assemble(
+            Store::adapter(Backend::Sql(Box::new(host)), &adapter),
+            options,
+        ))
+    }
+
+    /// A locker on a CQL adapter (see [`crate::store::cql`]).
+    pub fn cql(adapter: JsValue, options: JsValue) -> std::result::Result<CoreLocker, JsValue> {
+        let options = locker_options(&options).map_err(|e| to_js(&e))?;
+        let host = CqlHost::new(&adapter, options.command_timeout).map_err(|e| to_js(&e))?;
+        Ok(CoreLocker::assemble(
+            Store::adapter(Backend::Cql(host), &adapter),
+            options,
+        ))
+    }
+
+    fn assemble(store: Store, options: LockerOptions) -> CoreLocker {
+        let host = options
+            .host
+            .or_else(|| store.host().map(OwnerId::sanitize_host))
+            .unwrap_or_else(|| String::from("js"));
+        CoreLocker {
+            inner: Rc::new(Inner {
+                store: Rc::new(store),
+                defaults: options.defaults,
+                keep_alive: options.keep_alive,
+                host,
+                pid: js::pid(),
+                slots: Slots::new(js::random_u64()),
+                hints: RefCell::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Where the locks are kept, for messages.
+    pub fn describe(&self) -> String {
+        self.inner.store.describe().to_owned()
+    }
+
+    /// Starts acquiring `name` (`options`: `timeout`, `ttl`; `tryOnce`: one attempt, busy
+    /// reported as `Busy`). Throws for a bad name or option; the acquisition's outcome is
+    /// [`Acquisition::result`].
+    pub fn acquire(
+        &self,
+        name: JsValue,
+        options: JsValue,
+        try_once: bool,
+    ) -> std::result::Result<Acquisition, JsValue> {
+        self.start(&name, &options, try_once).map_err(|e| to_js(&e))
+    }
+
+    /// Every live lock entry in the store (`[{ name, strategy, column, owner, state, token,
+    /// ticket, createdUnixMs, acquisition, value, expiresIn }]`).
+    pub fn locks(&self) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let mut op = ListLocks::new(&inner.options());
+            let infos = run(&inner.store, &mut op).await.map_err(|e| to_js(&e))?;
+            Ok(infos_array(&infos).into())
+        })
+    }
+
+    /// Removes expired entries (of `name`, or of every lock): `[{ name, cell }]` removed.
+    pub fn purge(&self, name: JsValue) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let name = if name.is_undefined() || name.is_null() {
+                None
+            } else {
+                Some(lock_name(&name).map_err(|e| to_js(&e))?)
+            };
+            let mut op = Purge::new(name, &inner.options());
+            let removed = run(&inner.store, &mut op).await.map_err(|e| to_js(&e))?;
+            let list: Array = removed
+                .iter()
+                .map(|(name, cell)| {
+                    let item = Object::new();
+                    js::set(&item, "name", name.as_str());
+                    js::set(&item, "cell", cell.as_str());
+                    JsValue::from(item)
+                })
+                .collect();
+            Ok(list.into())
+        })
+    }
+
+    /// Breaks `name`'s lock whoever holds it (an operator's call): the entries removed.
+    #[wasm_bindgen(js_name = forceRelease)]
+    pub fn force_release(&self, name: JsValue) -> Promise {
+        let inner = Rc::clone(&self.inner);
+        future_to_promise(async move {
+            let name = lock_name(&name).map_err(|e| to_js(&e))?;
+            let mut op = ForceRelease::new(name, &inner.options());
+            let infos = run(&inner.store, &mut op).await.map_err(|e| to_js(&e))?;
+            Ok(infos_array(&infos).into())
+        })
+    }
+}
+
+impl CoreLocker {
+    fn start(&self, name: &JsValue, options: &JsValue, try_once: bool) -> Result<Acquisition> {
+        let inner = &self.inner;
+        let name = lock_name(name)?;
+        let mut opts = lock_options(&inner.defaults, options, try_once)?;
+        opts.seed = js::random_u64();
+        opts.acquisition = js::random_u64() | 1;
+        opts.created_unix_ms = js::unix_ms();
+        let slot = inner.slots.take(name.as_str());
+        let owner = OwnerId::new(&inner.host, inner.pid, slot.nonce())?;
+        let hint = inner.hints.borrow().get(name.as_str()).cloned();
+        let op = Acquire::new(name.clone(), owner, opts)?.with_fence_hint(hint);
+        let life = Life::new(
+            LockLife::new(op, inner.keep_alive),
+            Rc::clone(&inner.store),
+            slot,
+        );
+        let driver = Rc::clone(&life);
+        let locker = Rc::clone(inner);
+        let promise = future_to_promise(async move {
+            let ended = driver
+                .drive(|e| {
+                    matches!(
+                        e,
+                        LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+                    )
+                })
+                .await;
+            let grant = outcome(ended).map_err(|e| to_js(&e.with_lock(name.as_str())))?;
+            locker.remember(&grant.lease);
+            // The rest of the life (renewals, loss, release) runs on its own.
+            let keeper = Rc::clone(&driver);
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = keeper.drive(|_| false).await;
+            });
+            Ok(CoreLock {
+                life: driver,
+                name: grant.lease.name().as_str().to_owned(),
+                token: grant.lease.token(),
+                owner: grant.lease.owner().key(),
+            }
+            .into())
+        });
+        Ok(Acquisition {
+            life,
+            promise: Some(promise),
+        })
+    }
+}
+
+impl Inner {
+    /// The defaults, with a fresh seed, for a one-shot operation.
+    fn options(&self) -> LockOptions {
+        LockOptions {
+            seed: js::random_u64(),
+            ..self.defaults.clone()
+        }
+    }
+
+    fn remember(&self, lease: &baton_kernel::Lease) {
+        let mut hints = self.hints.borrow_mut();
+        if hints.len() >= MAX_HINTS && !hints.contains_key(lease.name().as_str()) {
+            hints.clear();
+        }
+        hints.insert(lease.name().as_str().to_owned(), lease.fence_hint());
+    }
+}
+
+/// An acquisition in progress.
+#[wasm_bindgen]
+pub struct Acquisition {
+    life: Rc<Life>,
+    promise: Option<Promise>,
+}
+
+#[wasm_bindgen]
+impl Acquisition {
+    /// Resolves to the held lock, or rejects with the error (a `Cancelled` one after
+    /// [`Acquisition::cancel`], once its entry is removed). Given once.
+    pub fn result(&mut self) -> Promise {
+        self.promise.take().unwrap_or_else(|| {
+            Promise::reject(&to_js(&Error::internal(
+                "internal error: an acquisition's result was taken twice",
+            )))
+        })
+    }
+
+    /// Stops waiting: the acquisition removes what it wrote and rejects with `Cancelled`; if
+    /// the lock was already granted, it is released.
+    pub fn cancel(&self) {
+        self.life.request(LockLife::cancel);
+    }
+}
+
+/// A held lock.
+#[wasm_bindgen]
+pub struct CoreLock {
+    life: Rc<Life>,
+    name: String,
+    token: u64,
+    owner: String,
+}
+
+#[wasm_bindgen]
+impl CoreLock {
+    /// The fencing token: larger for every later holder of the name.
+    #[wasm_bindgen(getter)]
+    pub fn token(&self) -> BigInt {
+        BigInt::from(self.token)
+    }
+
+    /// The lock's name.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The owner id written in the store (what `baton locks` shows).
+    #[wasm_bindgen(getter)]
+    pub fn owner(&self) -> String {
+        self.owner.clone()
+    }
+
+    /// Whether the lease is held now: granted, not lost, not released, deadline not passed.
+    #[wasm_bindgen(getter)]
+    pub fn held(&self) -> bool {
+        matches!(self.life.status(), LifeStatus::Held(deadline) if deadline > js::now())
+    }
+
+    /// Milliseconds until the lease's deadline unless renewed (0 when not held).
+    #[wasm_bindgen(getter)]
+    pub fn remaining(&self) -> f64 {
+        if self.held() {
+            self.life.remaining_ms()
+        } else {
+            0.0
+        }
+    }
+
+    /// Throws `Lost` if the lease was lost or its deadline passed, `NotOwner` after a release.
+    pub fn check(&self) -> std::result::Result<(), JsValue> {
+        match self.life.status() {
+            LifeStatus::Held(deadline) if deadline > js::now() => Ok(()),
+            LifeStatus::Held(_) => Err(to_js(
+                &Error::new(
+                    ErrorKind::Lost,
+                    format!(
+                        "the lease of lock {:?} passed its deadline without a renewal",
+                        self.name
+                    ),
+                )
+                .with_lock(self.name.as_str()),
+            )),
+            LifeStatus::Lost(e) => Err(to_js(&e)),
+            _ => Err(to_js(&self.life.lost().unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::NotOwner,
+                    format!("lock {:?} was released", self.name),
+                )
+                .with_lock(self.name.as_str())
+            }))),
+        }
+    }
+
+    /// Calls `callback(error)` once when the lease is lost (at once if it already is).
+    #[wasm_bindgen(js_name = onLost)]
+    pub fn on_lost(&self, callback: Function) {
+        self.life.on_lost(callback);
+    }
+
+    /// Releases the lock: resolves when its entry is removed; rejects with `Lost` if the lease
+    /// was lost first, with `NotOwner` on a second release.
+    pub fn release(&self) -> Promise {
+        let life = Rc::clone(&self.life);
+        future_to_promise(async move {
+            life.release().await.map_err(|e| to_js(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+}
+
+/// Drives a one-shot operation on `store`.
+async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
+    let changes = store.changes();
+    let mut seen = changes.version();
+    loop {
+        match op.poll(js::now()) {
+            Poll::Ready(result) => return result.map_err(|e| in_context(e, store)),
+            Poll::Execute(id, command) => {
+                seen = changes.version();
+                let reply = Rc::clone(store).execute(command).await;
+                op.handle(id, reply);
+            }
+            Poll::WaitUntil(Instant::MAX) => return Err(Error::internal(
+                "internal error: the operation asked to wait forever with no command outstanding",
+            )),
+            Poll::WaitUntil(until) => {
+                let mut timer = Box::pin(Sleep::until(until));
+                let mut never = Box::pin(core::future::pending::<()>());
+                let mut change = Box::pin(changes.changed(seen));
+                if let First::Change =
+                    race::<()>(None, timer.as_mut(), never.as_mut(), Some(change.as_mut())).await
+                {
+                    seen = changes.version();
+                    op.wake();
+                }
+            }
+        }
+    }
+}
+
+fn infos_array(infos: &[LockInfo]) -> Array {
+    let optional = |v: Option<u64>| v.map_or(JsValue::NULL, |v| BigInt::from(v).into());
+    infos
+        .iter()
+        .map(|info| {
+            let item = Object::new();
+            js::set(&item, "name", info.name.as_str());
+            js::set(&item, "strategy", info.strategy.as_str());
+            js::set(&item, "column", info.column.as_str());
+            js::set(&item, "owner", info.owner.as_str());
+            js::set(&item, "state", info.state.as_str());
+            js::set(&item, "token", optional(info.token));
+            js::set(&item, "ticket", optional(info.ticket));
+            js::set(
+                &item,
+                "createdUnixMs",
+                info.created_unix_ms
+                    .map_or(JsValue::NULL, |v| JsValue::from_f64(v as f64)),
+            );
+            js::set(&item, "acquisition", BigInt::from(info.acquisition));
+            js::set(&item, "value", info.value.as_str());
+            js::set(
+                &item,
+                "expiresIn",
+                info.expires_in.map_or(JsValue::NULL, |d| {
+                    JsValue::from_f64(d.as_secs_f64() * 1000.0)
+                }),
+            );
+            JsValue::from(item)
+        })
+        .collect()
+}

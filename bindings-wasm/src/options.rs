@@ -1,0 +1,210 @@
+//! Reading the options JavaScript passes: plain objects whose durations are milliseconds.
+//! Every mistake is an [`ErrorKind::InvalidOption`] (or [`ErrorKind::InvalidName`]) naming the
+//! option and what was wrong; unknown keys are refused, so a misspelt option is not silently
+//! ignored.
+
+use std::time::Duration;
+
+use baton_kernel::{Error, ErrorKind, LockName, LockOptions, OwnerId, Result, Strategy, Wait};
+use js_sys::{JsString, Object};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js;
+use crate::store::cql::parse_consistency;
+
+/// How long an adapter call may take before it counts as timed out, unless configured.
+pub(crate) const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A locker's settings.
+pub(crate) struct LockerOptions {
+    pub(crate) defaults: LockOptions,
+    pub(crate) keep_alive: bool,
+    pub(crate) host: Option<String>,
+    pub(crate) command_timeout: Duration,
+}
+
+const LOCKER_KEYS: &[&str] = &[
+    "strategy",
+    "ttl",
+    "timeout",
+    "consistency",
+    "keepAlive",
+    "host",
+    "commandTimeout",
+];
+
+/// `new Locker(store, options)`'s options.
+pub(crate) fn locker_options(options: &JsValue) -> Result<LockerOptions> {
+    let mut out = LockerOptions {
+        defaults: LockOptions::default(),
+        keep_alive: true,
+        host: None,
+        command_timeout: DEFAULT_COMMAND_TIMEOUT,
+    };
+    let Some(options) = object("Locker options", options, LOCKER_KEYS)? else {
+        return Ok(out);
+    };
+    if let Some(v) = js::field(&options, "strategy") {
+        let text = v.as_string().ok_or_else(|| {
+            invalid(format!(
+                "strategy must be a string (bakery, unique-insert, column-prefix), got {}",
+                type_of(&v)
+            ))
+        })?;
+        out.defaults.strategy = text.parse::<Strategy>()?;
+    }
+    if let Some(v) = js::field(&options, "ttl") {
+        out.defaults.ttl = duration("ttl", &v, false)?;
+    }
+    if let Some(v) = js::field(&options, "timeout") {
+        out.defaults.wait = Wait::Timeout(duration("timeout", &v, true)?);
+    }
+    if let Some(v) = js::field(&options, "consistency") {
+        let level = v.as_string().and_then(|t| parse_consistency(&t)).ok_or_else(|| {
+            invalid(format!(
+                "consistency must be one of \"one\", \"quorum\", \"local_quorum\", \"each_quorum\", \"all\", got {v:?}"
+            ))
+        })?;
+        out.defaults.consistency = level;
+    }
+    if let Some(v) = js::field(&options, "keepAlive") {
+        out.keep_alive = v
+            .as_bool()
+            .ok_or_else(|| invalid(format!("keepAlive must be a boolean, got {}", type_of(&v))))?;
+    }
+    if let Some(v) = js::field(&options, "host") {
+        let host = v
+            .as_string()
+            .ok_or_else(|| invalid(format!("host must be a string, got {}", type_of(&v))))?;
+        out.host = Some(OwnerId::sanitize_host(&host));
+    }
+    if let Some(v) = js::field(&options, "commandTimeout") {
+        out.command_timeout = duration("commandTimeout", &v, false)?;
+        if out.command_timeout.is_zero() {
+            return Err(invalid(String::from(
+                "commandTimeout must be more than 0 ms",
+            )));
+        }
+    }
+    out.defaults.validate()?;
+    Ok(out)
+}
+
+/// One acquisition's settings on top of the locker's.
+pub(crate) fn lock_options(
+    defaults: &LockOptions,
+    options: &JsValue,
+    try_once: bool,
+) -> Result<LockOptions> {
+    let mut opts = defaults.clone();
+    if let Some(options) = object("lock options", options, &["timeout", "ttl"])? {
+        if let Some(v) = js::field(&options, "ttl") {
+            opts.ttl = duration("ttl", &v, false)?;
+        }
+        if let Some(v) = js::field(&options, "timeout") {
+            opts.wait = Wait::Timeout(duration("timeout", &v, true)?);
+        }
+    }
+    if try_once {
+        opts.wait = Wait::TryOnce;
+    }
+    Ok(opts)
+}
+
+/// A lock name: a string of well-formed Unicode, then the kernel's rules (not empty, not too
+/// long, no NUL).
+pub(crate) fn lock_name(value: &JsValue) -> Result<LockName> {
+    let Some(text) = value.dyn_ref::<JsString>() else {
+        return Err(Error::new(
+            ErrorKind::InvalidName,
+            format!("a lock name must be a string, got {}", type_of(value)),
+        ));
+    };
+    // Longer than the limit in UTF-16 units is longer in UTF-8 bytes: refuse without copying.
+    if text.length() as usize > LockName::MAX_LEN {
+        return Err(Error::new(
+            ErrorKind::InvalidName,
+            format!(
+                "lock name is {} characters long; the maximum is {} bytes",
+                text.length(),
+                LockName::MAX_LEN
+            ),
+        ));
+    }
+    if !text.is_valid_utf16() {
+        return Err(Error::new(
+            ErrorKind::InvalidName,
+            "lock name is not well-formed Unicode (it has a lone surrogate), so it has no UTF-8 form",
+        ));
+    }
+    LockName::new(&String::from(text))
+}
+
+/// `value` as an options object with only `keys`, or `None` for undefined and null.
+fn object(what: &str, value: &JsValue, keys: &[&str]) -> Result<Option<JsValue>> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    if !value.is_object() || js_sys::Array::is_array(value) {
+        return Err(invalid(format!(
+            "{what} must be an object, got {}",
+            type_of(value)
+        )));
+    }
+    for key in Object::keys(value.unchecked_ref::<Object>()).iter() {
+        let key = key.as_string().unwrap_or_default();
+        if !keys.contains(&key.as_str()) {
+            return Err(invalid(format!(
+                "unknown {what} key {key:?} (known: {})",
+                keys.join(", ")
+            )));
+        }
+    }
+    Ok(Some(value.clone()))
+}
+
+/// Milliseconds as a duration: a non-negative number (fractions allowed) or bigint;
+/// `Infinity` only where `infinite` (waiting forever).
+pub(crate) fn duration(what: &str, value: &JsValue, infinite: bool) -> Result<Duration> {
+    if let Some(b) = value.dyn_ref::<js_sys::BigInt>() {
+        return match u64::try_from(b.clone()) {
+            Ok(ms) => Ok(Duration::from_millis(ms)),
+            Err(_) => Err(invalid(format!(
+                "{what} must be a non-negative number of milliseconds, got {b:?}n"
+            ))),
+        };
+    }
+    let Some(ms) = value.as_f64() else {
+        return Err(invalid(format!(
+            "{what} must be a number of milliseconds, got {}",
+            type_of(value)
+        )));
+    };
+    if ms.is_nan() || ms < 0.0 {
+        return Err(invalid(format!(
+            "{what} must be a non-negative number of milliseconds, got {ms}"
+        )));
+    }
+    if ms.is_infinite() {
+        return if infinite {
+            Ok(Duration::MAX)
+        } else {
+            Err(invalid(format!("{what} must be finite")))
+        };
+    }
+    Ok(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
+}
+
+fn type_of(value: &JsValue) -> String {
+    if value.is_null() {
+        return String::from("null");
+    }
+    if js_sys::Array::is_array(value) {
+        return String::from("an array");
+    }
+    value.js_typeof().as_string().unwrap_or_default()
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(ErrorKind::InvalidOption, message)
+}

@@ -1,0 +1,162 @@
+//! The stores a JavaScript locker can use: the kernel's reference table inside the module
+//! ([`memory`]), and a JavaScript SQL or CQL client behind an adapter object ([`sql`], [`cql`])
+//! that runs the statements the statement layer decides, one step at a time.
+//!
+//! Every store counts the changes that may free a lock ([`Store::changes`]), so this module's
+//! waiters retry at once instead of at the end of their backoff.
+
+pub(crate) mod cql;
+pub(crate) mod memory;
+pub(crate) mod sql;
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use baton_kernel::{Command, Failure, Reply, Write};
+use wasm_bindgen::JsValue;
+
+use crate::js;
+use crate::wake::{race, First, Watch};
+
+/// Where commands go.
+pub(crate) enum Backend {
+    Memory(Rc<memory::Shared>),
+    Sql(Box<sql::SqlHost>),
+    Cql(cql::CqlHost),
+}
+
+/// A store as the host loop sees it.
+pub(crate) struct Store {
+    backend: Backend,
+    changes: Rc<Watch>,
+    description: String,
+    /// The machine name the adapter gave, for owner ids.
+    host: Option<String>,
+}
+
+impl Store {
+    pub(crate) fn memory(shared: Rc<memory::Shared>) -> Store {
+        let changes = Rc::clone(&shared.changes);
+        Store {
+            backend: Backend::Memory(shared),
+            changes,
+            description: String::from("memory"),
+            host: None,
+        }
+    }
+
+    pub(crate) fn adapter(backend: Backend, adapter: &JsValue) -> Store {
+        let fallback = match backend {
+            Backend::Sql(ref s) => s.dialect_name(),
+            Backend::Cql(_) => "cassandra",
+            Backend::Memory(_) => "memory",
+        };
+        Store {
+            backend,
+            changes: Rc::new(Watch::default()),
+            description: js::string_field(adapter, "description")
+                .unwrap_or_else(|| fallback.to_owned()),
+            host: js::string_field(adapter, "host"),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> &str {
+        &self.description
+    }
+
+    pub(crate) fn host(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    pub(crate) fn changes(&self) -> &Watch {
+        &self.changes
+    }
+
+    /// Executes `command`; a store failure is the reply's [`Reply::Failed`], never an abandoned
+    /// command.
+    pub(crate) async fn execute(self: Rc<Self>, command: Command) -> Reply {
+        let reply = match &self.backend {
+            Backend::Memory(shared) => shared.apply(&command),
+            Backend::Sql(host) => host.execute(&command).await,
+            Backend::Cql(host) => host.execute(&command).await,
+        };
+        if may_free_a_lock(&command, &reply) {
+            self.changes.bump();
+        }
+        reply
+    }
+}
+
+/// Whether a command that had `reply` may have freed a lock (waiters should look again).
+fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
+    match (command, reply) {
+        (_, Reply::Failed(_)) => false,
+        (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
+        (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
+        (Command::Batch { writes, .. }, _) => {
+            writes.iter().any(|w| matches!(w, Write::Delete { .. }))
+        }
+        (Command::Purge { .. }, Reply::Purged(removed)) => !removed.is_empty(),
+        _ => false,
+    }
+}
+
+/// Whether a command of ours may bump the change counter itself.
+pub(crate) fn may_signal(command: &Command) -> bool {
+    match command {
+        Command::Delete { .. } | Command::DeleteVersion { .. } | Command::Purge { .. } => true,
+        Command::CompareAndSet { new, .. } => new.is_none(),
+        Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
+        _ => false,
+    }
+}
+
+/// The write stamp of a command: wall-clock microseconds, above `floor` and above every stamp
+/// this module gave before (the native stores' generator, for one module instance).
+pub(crate) fn next_stamp_after(floor: u64) -> u64 {
+    thread_local!(static LAST: Cell<u64> = const { Cell::new(0) });
+    let now = js::unix_ms().saturating_mul(1000);
+    LAST.with(|last| {
+        let stamp = now
+            .max(floor.saturating_add(1))
+            .max(last.get().saturating_add(1));
+        last.set(stamp);
+        stamp
+    })
+}
+
+/// Why an adapter call did not give a value.
+pub(crate) enum CallError {
+    /// It threw or rejected with this.
+    Thrown(JsValue),
+    /// No answer within the store's command timeout (the statement may still run).
+    TimedOut(Duration),
+}
+
+/// Calls `adapter[method](...args)`, giving up after `timeout`. Giving up does not stop the
+/// statement: the kernel treats it as a command that may have been applied, and the stamps
+/// make a late write harmless.
+pub(crate) async fn call(
+    adapter: &JsValue,
+    method: &str,
+    args: &[JsValue],
+    timeout: Duration,
+) -> Result<JsValue, CallError> {
+    let mut reply = Box::pin(js::call(adapter, method, args));
+    let mut timer = Box::pin(js::Sleep::for_duration(timeout));
+    let mut never = Box::pin(core::future::pending::<()>());
+    match race(Some(reply.as_mut()), timer.as_mut(), never.as_mut(), None).await {
+        First::Reply(Ok(value)) => Ok(value),
+        First::Reply(Err(thrown)) => Err(CallError::Thrown(thrown)),
+        _ => Err(CallError::TimedOut(timeout)),
+    }
+}
+
+/// The failure of an adapter call that timed out.
+pub(crate) fn timed_out(timeout: Duration) -> Failure {
+    Failure::Timeout(format!(
+        "no answer from the store within {} ms (the statement may still be applied)",
+        timeout.as_millis()
+    ))
+}

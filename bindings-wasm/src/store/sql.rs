@@ -1,0 +1,333 @@
+//! A SQL lock table through a JavaScript client: the statement layer
+//! ([`baton_statements::sql::Operation`]) decides each statement, its parameters and what the
+//! rows mean; the adapter object only runs them. The adapter's contract (what it receives,
+//! what it returns, how it reports errors) is in the package's README, "Bring your own client".
+//!
+//! - `adapter.query(sql, params)` resolves to `{ rows, rowCount, insertId }`: `rows` as arrays
+//!   of column values in select order (strings, numbers, bigints or null), `rowCount` the rows
+//!   affected (MariaDB: found), `insertId` MariaDB's `LAST_INSERT_ID` (0 elsewhere).
+//! - `adapter.transaction([{ sql, params }, …])` runs the statements in one transaction.
+//! - Errors are thrown as they come; an error with a `batonCause` of `"database"` (with `code`,
+//!   the SQLSTATE, and `number`, MariaDB's error number), `"noConnection"` (nothing was sent),
+//!   `"connection"` (the connection broke: a statement may have been applied) or `"other"` is
+//!   classified by [`failure`]; an error without one counts as `"database"` when it has a
+//!   five-character `code`, else as `"connection"` (the answer that assumes the least).
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
+use baton_statements::sql::{
+    add_stamp_failed, failure, missing_columns, Dialect, Done, DriverError, Kind, Operation, Param,
+    Phase, SchemaCheck, Statements, Val,
+};
+use js_sys::{Array, BigInt, Object};
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::{call, next_stamp_after, timed_out, CallError};
+use crate::js;
+
+/// A SQL adapter and the statements of its dialect and table.
+pub(crate) struct SqlHost {
+    adapter: JsValue,
+    statements: Statements,
+    table: String,
+    create: bool,
+    timeout: Duration,
+    ready: Cell<bool>,
+}
+
+impl SqlHost {
+    /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
+    /// (default `baton_locks`) and `create` (default true: create the table when missing).
+    pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
+        let dialect = match js::string_field(adapter, "dialect").as_deref() {
+            Some("postgres" | "postgresql") => Dialect::Postgres,
+            Some("mysql" | "mariadb") => Dialect::MySql,
+            Some("sqlite") => Dialect::Sqlite,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!("a SQL store's dialect must be \"postgres\", \"mysql\" or \"sqlite\", not {other:?}"),
+                ))
+            }
+        };
+        let table = js::string_field(adapter, "table")
+            .unwrap_or_else(|| baton_statements::sql::DEFAULT_TABLE.to_owned());
+        let statements = Statements::new(dialect, &table)?;
+        let create = js::field(adapter, "create").is_none_or(|v| v.is_truthy());
+        Ok(SqlHost {
+            adapter: adapter.clone(),
+            statements,
+            table,
+            create,
+            timeout,
+            ready: Cell::new(false),
+        })
+    }
+
+    pub(crate) fn dialect_name(&self) -> &'static str {
+        self.statements.dialect.name()
+    }
+
+    /// Executes `command`, creating or checking the table first if it has not been yet.
+    pub(crate) async fn execute(&self, command: &Command) -> Reply {
+        if !self.ready.get() {
+            if let Err(f) = self.ensure_schema().await {
+                return Reply::Failed(f);
+            }
+            self.ready.set(true);
+        }
+        match self.run(command).await {
+            Ok(reply) => reply,
+            Err(f) => Reply::Failed(f),
+        }
+    }
+
+    async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
+        let dialect = self.statements.dialect;
+        let mut op = Operation::new(dialect, command, next_stamp_after)?;
+        let phase = Phase::Statement;
+        loop {
+            match op.step() {
+                baton_statements::sql::Step::Execute { statement, params } => {
+                    let out = self
+                        .query(self.statements.get(statement), &params, phase)
+                        .await?;
+                    op.executed(done(&out));
+                }
+                baton_statements::sql::Step::Fetch {
+                    statement,
+                    params,
+                    columns,
+                } => {
+                    let out = self
+                        .query(self.statements.get(statement), &params, phase)
+                        .await?;
+                    op.fetched(rows(&out, columns)?);
+                }
+                baton_statements::sql::Step::Transaction(statements) => {
+                    let list: Array = statements
+                        .iter()
+                        .map(|(statement, params)| {
+                            let item = Object::new();
+                            js::set(&item, "sql", self.statements.get(*statement).as_str());
+                            js::set(&item, "params", params_array(params));
+                            JsValue::from(item)
+                        })
+                        .collect();
+                    self.call("transaction", &[list.into()], phase).await?;
+                    op.executed(Done::default());
+                }
+                baton_statements::sql::Step::Reply(reply) => return Ok(reply),
+            }
+        }
+    }
+
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        phase: Phase,
+    ) -> std::result::Result<JsValue, Failure> {
+        self.call("query", &[sql.into(), params_array(params).into()], phase)
+            .await
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        args: &[JsValue],
+        phase: Phase,
+    ) -> std::result::Result<JsValue, Failure> {
+        match call(&self.adapter, method, args, self.timeout).await {
+            Ok(value) => Ok(value),
+            Err(CallError::TimedOut(t)) if phase == Phase::Statement => Err(timed_out(t)),
+            Err(CallError::TimedOut(t)) => Err(Failure::Unavailable(format!(
+                "no answer from the store within {} ms while connecting",
+                t.as_millis()
+            ))),
+            Err(CallError::Thrown(thrown)) => Err(self.failure(&thrown, phase)),
+        }
+    }
+
+    /// A thrown error as the kernel's failure.
+    fn failure(&self, thrown: &JsValue, phase: Phase) -> Failure {
+        let dialect = self.statements.dialect;
+        let message = js::message_of(thrown);
+        let code = js::string_field(thrown, "code");
+        let number = js::field(thrown, "number")
+            .and_then(|n| n.as_f64())
+            .and_then(|n| u16::try_from(n as i64).ok());
+        let cause = js::string_field(thrown, "batonCause");
+        let error = match cause.as_deref() {
+            Some("database") => DriverError::Database {
+                code: code.as_deref(),
+                number,
+            },
+            Some("noConnection") => DriverError::NoConnection,
+            Some("connection") => DriverError::Connection,
+            Some("other") => DriverError::Other,
+            _ if code.as_deref().is_some_and(|c| c.len() == 5) => DriverError::Database {
+                code: code.as_deref(),
+                number,
+            },
+            _ => DriverError::Connection,
+        };
+        let message = match error {
+            DriverError::Database { code, .. } => {
+                baton_statements::sql::describe_database(dialect, code, &message)
+            }
+            _ => message,
+        };
+        failure(error, dialect, phase, message)
+    }
+
+    /// Creates the table when it is missing (and allowed), adds the stamp column to a table of
+    /// an older baton, or refuses a table that is not baton's, as the native SQL stores do.
+    async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
+        let st = &self.statements;
+        let present = self.columns().await?;
+        match SchemaCheck::of(
+            &present,
+            self.create,
+            &self.table,
+            &st.ddl,
+            &st.add_stamp_ddl,
+        ) {
+            SchemaCheck::Ready => return Ok(()),
+            SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
+            SchemaCheck::Create => {
+                for statement in &st.create {
+                    if let Err(e) = self.query(statement, &[], Phase::Connect).await {
+                        // Another client may have created it meanwhile.
+                        if !missing_columns(&self.columns().await?).is_empty() {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            SchemaCheck::AddStamp => {
+                if let Err(e) = self.query(&st.add_stamp, &[], Phase::Connect).await {
+                    if !missing_columns(&self.columns().await?).is_empty() {
+                        return Err(match e {
+                            Failure::Rejected(m) => Failure::Rejected(add_stamp_failed(
+                                &self.table,
+                                &m,
+                                &st.add_stamp_ddl,
+                            )),
+                            other => other,
+                        });
+                    }
+                }
+            }
+        }
+        match SchemaCheck::verify(&self.columns().await?, &self.table, &st.ddl) {
+            SchemaCheck::Ready => Ok(()),
+            SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
+            other => Err(Failure::Rejected(format!(
+                "internal error: the lock table {:?} still needs {other:?} after it was changed",
+                self.table
+            ))),
+        }
+    }
+
+    async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {
+        let st = &self.statements;
+        let out = self
+            .query(
+                &st.columns,
+                &[Param::Text(st.catalog_name.as_str().into())],
+                Phase::Connect,
+            )
+            .await?;
+        Ok(rows(&out, &[Kind::Text])?
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().map(Val::into_text))
+            .collect())
+    }
+}
+
+/// Parameters as JavaScript values: strings, numbers (bigints beyond 2^53), null.
+fn params_array(params: &[Param<'_>]) -> Array {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Text(s) => JsValue::from_str(s),
+            Param::Int(None) => JsValue::NULL,
+            Param::Int(Some(i)) => int_value(*i),
+        })
+        .collect()
+}
+
+/// An integer as a JavaScript number when it is exact, else as a bigint.
+pub(crate) fn int_value(i: i64) -> JsValue {
+    const SAFE: i64 = (1 << 53) - 1;
+    if (-SAFE..=SAFE).contains(&i) {
+        JsValue::from_f64(i as f64)
+    } else {
+        BigInt::from(i).into()
+    }
+}
+
+/// An integer result: a number, a bigint, or decimal text (PostgreSQL's `int8` through `pg`).
+pub(crate) fn int_of(value: &JsValue) -> Option<i64> {
+    if let Some(n) = value.as_f64() {
+        return (n.fract() == 0.0 && n.abs() < 9.2e18).then_some(n as i64);
+    }
+    if let Some(b) = value.dyn_ref::<BigInt>() {
+        return i64::try_from(b.clone()).ok();
+    }
+    value.as_string().and_then(|s| s.trim().parse().ok())
+}
+
+fn done(out: &JsValue) -> Done {
+    let count = |name| {
+        js::field(out, name)
+            .and_then(|v| int_of(&v))
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0)
+    };
+    Done {
+        rows: count("rowCount"),
+        insert_id: count("insertId"),
+    }
+}
+
+/// The result's rows decoded by `columns`; a value of the wrong type is a store error.
+fn rows(out: &JsValue, columns: &[Kind]) -> std::result::Result<Vec<Vec<Val>>, Failure> {
+    let Some(rows) = js::field(out, "rows") else {
+        return Ok(Vec::new());
+    };
+    let rows: Array = rows
+        .dyn_into()
+        .map_err(|_| bad("the adapter's rows are not an array"))?;
+    rows.iter()
+        .map(|row| {
+            let row: Array = row
+                .dyn_into()
+                .map_err(|_| bad("a row is not an array (use rowMode: 'array')"))?;
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| {
+                    let value = row.get(i as u32);
+                    match kind {
+                        Kind::Text => value
+                            .as_string()
+                            .map(Val::Text)
+                            .ok_or_else(|| bad(&format!("column {i} is not text: {value:?}"))),
+                        Kind::Int if value.is_null() || value.is_undefined() => Ok(Val::Int(None)),
+                        Kind::Int => int_of(&value).map(|n| Val::Int(Some(n))).ok_or_else(|| {
+                            bad(&format!("column {i} is not an integer: {value:?}"))
+                        }),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn bad(what: &str) -> Failure {
+    Failure::Rejected(format!("the SQL adapter gave an unexpected result: {what}"))
+}
