@@ -1,6 +1,6 @@
 // A Cassandra (or ScyllaDB) store for baton-locks through `cassandra-driver` 4.x: it runs the
 // statements baton's Rust core gives it, prepared, at the consistency each one asks for, on
-// the same keyspace and table (`baton.locks` by default) as the Rust stores and the `baton`
+// the same keyspace and table (`baton.baton_locks` by default) as the Rust stores and the `baton`
 // command, so all of them see one another's locks.
 
 import { hostname } from 'node:os';
@@ -70,7 +70,7 @@ export function cassandraStore(client, options = {}) {
   if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).execute) !== 'function') {
     throw new TypeError('cassandraStore needs a cassandra-driver Client');
   }
-  const { keyspace = 'baton', table = 'locks', replication, create = true, ...unknown } = options;
+  const { keyspace = 'baton', table = 'baton_locks', replication, create = true, ...unknown } = options;
   const extra = Object.keys(unknown);
   if (extra.length > 0) throw new TypeError(`unknown cassandraStore option ${JSON.stringify(extra[0])} (known: keyspace, table, replication, create)`);
   const points = /** @type {any} */ (client).options?.contactPoints ?? [];

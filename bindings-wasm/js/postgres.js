@@ -70,14 +70,13 @@ export function postgresStore(client, options = {}) {
     }
   }
 
-  const settings = /** @type {any} */ (client).options ?? /** @type {any} */ (client).connectionParameters ?? {};
   return {
     kind: 'sql',
     dialect: 'postgres',
     table,
     create,
     host: hostname(),
-    description: `postgres://${settings.host ?? 'localhost'}:${settings.port ?? 5432}/${settings.database ?? ''} (table ${table})`,
+    description: `${where(client)} (table ${table})`,
 
     /**
      * @param {string} sql
@@ -102,6 +101,23 @@ export function postgresStore(client, options = {}) {
       });
     },
   };
+}
+
+/**
+ * Where a pool or client connects, without credentials.
+ * @param {any} client
+ */
+function where(client) {
+  const o = client.options ?? client.connectionParameters ?? {};
+  if (typeof o.connectionString === 'string') {
+    try {
+      const url = new URL(o.connectionString);
+      return `postgres://${url.host}${url.pathname}`;
+    } catch {
+      // Not a URL: fall back to the separate settings.
+    }
+  }
+  return `postgres://${o.host ?? 'localhost'}:${o.port ?? 5432}/${o.database ?? ''}`;
 }
 
 /** @param {string | number | bigint | null} v */

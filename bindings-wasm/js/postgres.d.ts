@@ -1,0 +1,13 @@
+import type { Pool, Client } from 'pg';
+import type { SqlAdapter } from './index.js';
+
+/** Options of a PostgreSQL store. */
+export interface PostgresStoreOptions {
+  /** The lock table (default `baton_locks`, as the Rust stores and the `baton` command). */
+  table?: string;
+  /** Create the table if it is missing (default true). */
+  create?: boolean;
+}
+
+/** A `pg.Pool` (recommended) or `pg.Client` as a baton store. */
+export function postgresStore(client: Pool | Client, options?: PostgresStoreOptions): SqlAdapter;
