@@ -1,0 +1,64 @@
+// Compiled with `tsc --strict` against the installed package: its declarations must describe
+// the API a TypeScript user writes against. Not run.
+
+import pg from 'pg';
+import cassandra from 'cassandra-driver';
+import {
+  Locker, MemoryStore, Lock, BatonError, LostError, TimedOutError, CancelledError, errorClass,
+  type LockInfo, type SqlAdapter, type LockerOptions,
+} from 'baton-locks';
+import { postgresStore } from 'baton-locks/postgres';
+import { cassandraStore } from 'baton-locks/cassandra';
+
+export async function typed(): Promise<bigint> {
+  const options: LockerOptions = { strategy: 'bakery', ttl: 10_000, timeout: Infinity, keepAlive: true };
+  const memory = new Locker(new MemoryStore(), options);
+  const pool = new pg.Pool({ connectionString: 'postgres://localhost/app' });
+  const sql: SqlAdapter = postgresStore(pool, { table: 'baton_locks' });
+  const onPostgres = new Locker(sql);
+  const client = new cassandra.Client({ contactPoints: ['127.0.0.1'], localDataCenter: 'datacenter1' });
+  const onCassandra = new Locker(cassandraStore(client, { keyspace: 'baton' }), { consistency: 'quorum' });
+
+  const controller = new AbortController();
+  const lock: Lock = await memory.lock('job', { timeout: 1_000, signal: controller.signal });
+  const token: bigint = lock.token;
+  const remaining: number = lock.remaining;
+  const held: boolean = lock.held;
+  const signal: AbortSignal = lock.signal;
+  lock.check();
+  await lock.release();
+
+  const maybe: Lock | null = await onPostgres.tryLock('job');
+  await maybe?.release();
+
+  const total: number = await onCassandra.withLock('job', async (s: AbortSignal, l: Lock) => {
+    s.throwIfAborted();
+    return Number(l.token) + 1;
+  });
+
+  {
+    await using scoped = await memory.lock('scoped');
+    void scoped.token;
+  }
+
+  const infos: LockInfo[] = await memory.locks();
+  const first: bigint | null | undefined = infos[0]?.token;
+  const purged: { name: string; cell: string }[] = await memory.purge();
+  await memory.forceRelease('job');
+
+  try {
+    await memory.lock('busy', { timeout: 0 });
+  } catch (e) {
+    if (e instanceof TimedOutError || e instanceof CancelledError || e instanceof LostError) {
+      const code: number = e.code;
+      const kind: string = e.kind;
+      const lockName: string | null = e.lock;
+      void [code, kind, lockName];
+    } else if (e instanceof BatonError) {
+      const Class = errorClass(e.code);
+      void Class?.kind;
+    }
+  }
+  void [remaining, held, signal, total, first, purged];
+  return token;
+}
