@@ -190,7 +190,12 @@ export class Locker {
     const cancel = () => acquisition.cancel();
     signal?.addEventListener('abort', cancel, { once: true });
     try {
-      return new Lock(await acquisition.result());
+      const lock = new Lock(await acquisition.result());
+      if (signal?.aborted) {
+        // Aborted between the grant and now: the cancellation releases it.
+        throw new CancelledError('the wait for the lock was cancelled as it was granted; the lock was released', { cause: signal.reason });
+      }
+      return lock;
     } catch (e) {
       throw toBatonError(e, signal?.aborted ? signal.reason : undefined);
     } finally {
@@ -219,7 +224,8 @@ export class Locker {
 export class Lock {
   /** @type {import('./wasm/baton_wasm.js').CoreLock} */
   #core;
-  #lost = new AbortController();
+  /** @type {AbortController} */
+  #lost;
   /** @type {Promise<void> | undefined} */
   #released;
 
@@ -232,7 +238,11 @@ export class Lock {
     this.token = held.token;
     /** The owner id written in the store. */
     this.owner = held.owner;
-    held.onLost((/** @type {unknown} */ e) => this.#lost.abort(toBatonError(e)));
+    // The callback holds the controller only, not this Lock: a Lock nobody references can be
+    // collected, and then its lease is released (the module's side releases on finalization).
+    const lost = new AbortController();
+    this.#lost = lost;
+    held.onLost((/** @type {unknown} */ e) => lost.abort(toBatonError(e)));
   }
 
   /** Whether the lease is held now (not lost, not released, deadline not passed). */

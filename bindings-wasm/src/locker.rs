@@ -342,6 +342,19 @@ impl CoreLock {
     }
 }
 
+impl Drop for CoreLock {
+    /// The JavaScript `Lock` was collected without a release: release it now, as a dropped
+    /// native guard does (what remains of a lost lease is removed too).
+    fn drop(&mut self) {
+        if matches!(
+            self.life.status(),
+            LifeStatus::Held(_) | LifeStatus::Lost(_)
+        ) {
+            let _ = self.life.request(|m| m.release(Vec::new()));
+        }
+    }
+}
+
 /// Drives a one-shot operation on `store`.
 async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
     let changes = store.changes();
