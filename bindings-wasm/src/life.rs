@@ -198,6 +198,11 @@ impl Life {
                             }
                         }
                         First::Change => {
+                            // Retry on the next turn of the event loop, not in this chain of
+                            // microtasks: waiters whose attempts write and remove cells wake
+                            // one another, and on the memory store (which answers at once)
+                            // that chain would never let a timer or a socket run.
+                            Sleep::for_duration(core::time::Duration::ZERO).await;
                             seen = changes.version();
                             self.machine.borrow_mut().wake();
                         }

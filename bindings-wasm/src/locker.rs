@@ -377,6 +377,8 @@ async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
                 if let First::Change =
                     race::<()>(None, timer.as_mut(), never.as_mut(), Some(change.as_mut())).await
                 {
+                    // On the next turn of the event loop (see the life host).
+                    Sleep::for_duration(core::time::Duration::ZERO).await;
                     seen = changes.version();
                     op.wake();
                 }
