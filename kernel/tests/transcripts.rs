@@ -9,6 +9,13 @@
 //! - (d) lost replies: the store applies a command but the operation hears a timeout; conditional
 //!   commands are settled by a serial read, plain ones are sent again.
 //!
+//! And a few variants that pin documented costs and paths the four do not cover.
+//!
+//! The scenarios themselves live in `support/scenarios.rs`, each a function named like its test
+//! here, so that the WebAssembly build can play the very same code (`bindings-wasm/transcripts`;
+//! `scripts/wasm-bindings transcripts` compares its transcripts with these byte for byte). A new
+//! transcript test here needs its scenario there, under the same name.
+//!
 //! Every transcript was read against the strategy's documented algorithm and round-trip counts
 //! (see `baton_kernel::strategy`) before it was pinned. Regenerate one with
 //! `BLESS=/tmp/transcripts cargo test -p baton-kernel --test transcripts <name>`, which writes
@@ -16,144 +23,15 @@
 
 mod support;
 
-use std::time::Duration;
-
-use baton_kernel::{
-    Acquire, ColumnFilter, ErrorKind, Grant, Inspect, LockOptions, OwnerId, Release, Strategy, Wait,
-};
-use support::*;
-
-fn acquire(who: &str, strategy: Strategy, wait: Wait) -> Acquire {
-    let (host, created) = match who {
-        "A" => ("a", 1000),
-        "B" => ("b", 2000),
-        _ => ("c", 3000),
-    };
-    let opts = LockOptions {
-        wait,
-        ..opts(strategy, created)
-    };
-    Acquire::new(name(NAME), owner(host), opts).expect("valid options")
-}
-
-fn granted(r: Result<Grant, baton_kernel::Error>) -> Grant {
-    r.unwrap_or_else(|e| panic!("expected a grant, got {e}"))
-}
-
-/// The live lock entries of the row, as `Inspect` reports them (without recording).
-fn entries(h: &mut Harness, strategy: Strategy) -> Vec<baton_kernel::LockInfo> {
-    let record = h.record;
-    h.record = false;
-    let info = drive(h, "inspect", Inspect::new(name(NAME), &opts(strategy, 0))).expect("inspect");
-    h.record = record;
-    info
-}
-
-// -------------------------------------------------------------------------------------------
-// Scenarios
-
-/// (a) A acquires an uncontended lock at t=0 and releases it at t=1s. Checks the round trips
-/// against the strategy's documented cost (`acquire_rts`; release: 2 for every strategy, which
-/// reads before it removes).
-fn uncontended(strategy: Strategy, acquire_rts: u32) -> Harness {
-    let release_rts = 2;
-    let mut h = Harness::new();
-    let grant = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
-    assert_eq!(grant.lease.token(), 1);
-    assert_eq!(
-        h.commands, acquire_rts,
-        "round trips of an uncontended acquire"
-    );
-    h.advance(Duration::from_secs(1));
-    drive(&mut h, "A", Release::new(&grant.lease)).expect("release");
-    assert_eq!(
-        h.commands,
-        acquire_rts + release_rts,
-        "round trips of a release"
-    );
-    assert!(entries(&mut h, strategy).is_empty());
-    h
-}
-
-/// (b) A holds; B (waiting up to 10 s) tries at t=1s and backs off; A releases at t=1.001s;
-/// B retries when its backoff ends and gets the lock with token 2; B releases.
-fn handoff(strategy: Strategy) -> Harness {
-    let mut h = Harness::new();
-    let a = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
-    h.advance(Duration::from_secs(1));
-    let mut b = Actor::new(
-        "B",
-        acquire("B", strategy, Wait::Timeout(Duration::from_secs(10))),
-    );
-    let Step::Wait(wake) = h.run(&mut b) else {
-        panic!("B should wait while A holds")
-    };
-    assert!(wake > h.now());
-    h.advance(Duration::from_millis(1));
-    assert!(h.now() < wake, "A releases before B's backoff ends");
-    drive(&mut h, "A", Release::new(&a.lease)).expect("A's release");
-    let b_grant = granted(h.finish(&mut b));
-    assert!(b_grant.lease.token() > a.lease.token());
-    assert_eq!(b_grant.lease.token(), 2);
-    drive(&mut h, "B", Release::new(&b_grant.lease)).expect("B's release");
-    h
-}
-
-/// (c) A acquires at t=0 (TTL 60 s) and stops. At t=61s its cell has expired at the store;
-/// B acquires. A's release at t=62s is `Lost` and B's lock stays.
-fn takeover(strategy: Strategy) -> Harness {
-    let mut h = Harness::new();
-    let a = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
-    h.advance(Duration::from_secs(61));
-    assert!(!a.lease.is_valid_at(h.now()));
-    let b = granted(drive(&mut h, "B", acquire("B", strategy, Wait::TryOnce)));
-    assert!(b.lease.token() > a.lease.token());
-    h.advance(Duration::from_secs(1));
-    let e = drive(&mut h, "A", Release::new(&a.lease)).expect_err("A's lease is gone");
-    assert_eq!(e.kind(), ErrorKind::Lost, "{e}");
-    let live = entries(&mut h, strategy);
-    assert_eq!(live.len(), 1, "{live:?}");
-    assert_eq!(live[0].owner, owner("b").key());
-    assert_eq!(live[0].token, Some(b.lease.token()));
-    assert!(b.lease.is_valid_at(h.now()));
-    h
-}
-
-/// (d) The store applies A's first lock-cell write and its fencing-counter update, but A hears a
-/// timeout each time; later the reply to A's release is lost too. B tries once in between and
-/// is refused: one holder throughout.
-fn lost_replies(strategy: Strategy, first_write: Matcher) -> Harness {
-    let mut h = Harness::new();
-    h.once("A", first_write, Fault::LoseReply);
-    h.once("A", fence, Fault::LoseReply);
-    let a = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
-    assert_eq!(a.lease.token(), 1);
-    let live = entries(&mut h, strategy);
-    assert_eq!(live.len(), 1, "exactly one entry: {live:?}");
-    assert_eq!(live[0].owner, owner("a").key());
-    assert_eq!(live[0].token, Some(1));
-    h.advance(Duration::from_secs(1));
-    let e = drive(&mut h, "B", acquire("B", strategy, Wait::TryOnce)).expect_err("A holds");
-    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
-    h.advance(Duration::from_secs(1));
-    h.once("A", removal, Fault::LoseReply);
-    drive(&mut h, "A", Release::new(&a.lease)).expect("release settles as applied");
-    assert!(entries(&mut h, strategy).is_empty());
-    // Only the fencing counter remains.
-    let cells = h.table.read(NAME, &ColumnFilter::All, h.now());
-    assert_eq!(cells.len(), 1, "{cells:?}");
-    h
-}
+use support::{assert_transcript, scenarios};
 
 // -------------------------------------------------------------------------------------------
 // Bakery
 
 #[test]
 fn bakery_uncontended() {
-    // Documented: 5 round trips (entering, read, ticket, read, counter); release 1.
-    let h = uncontended(Strategy::Bakery, 5);
     assert_transcript(
-        &h,
+        &scenarios::bakery_uncontended(),
         r#"
         t=0ms A: put "job"/"ticket/a:1:0000000000000001" = "entering created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -177,9 +55,8 @@ fn bakery_uncontended() {
 
 #[test]
 fn bakery_handoff() {
-    let h = handoff(Strategy::Bakery);
     assert_transcript(
-        &h,
+        &scenarios::bakery_handoff(),
         r#"
         t=0ms A: put "job"/"ticket/a:1:0000000000000001" = "entering created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -223,9 +100,8 @@ fn bakery_handoff() {
 
 #[test]
 fn bakery_takeover() {
-    let h = takeover(Strategy::Bakery);
     assert_transcript(
-        &h,
+        &scenarios::bakery_takeover(),
         r#"
         t=0ms A: put "job"/"ticket/a:1:0000000000000001" = "entering created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -260,9 +136,8 @@ fn bakery_takeover() {
 
 #[test]
 fn bakery_lost_replies() {
-    let h = lost_replies(Strategy::Bakery, ticket_put);
     assert_transcript(
-        &h,
+        &scenarios::bakery_lost_replies(),
         r#"
         t=0ms A: put "job"/"ticket/a:1:0000000000000001" = "entering created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -309,13 +184,8 @@ fn bakery_lost_replies() {
 
 #[test]
 fn unique_uncontended() {
-    // Documented: "2 round trips (insert + counter) when the counter's value is known from a
-    // FenceHint, 3 otherwise". On a fresh table the counter does not exist yet and its
-    // insert-if-absent succeeds at once: 2 round trips without a hint (the doc's "3 otherwise"
-    // holds once the counter exists: see `unique_handoff`, where B needs 3).
-    let h = uncontended(Strategy::UniqueInsert, 3);
     assert_transcript(
-        &h,
+        &scenarios::unique_uncontended(),
         r#"
         t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
         t=0ms A: <- applied
@@ -335,9 +205,8 @@ fn unique_uncontended() {
 
 #[test]
 fn unique_handoff() {
-    let h = handoff(Strategy::UniqueInsert);
     assert_transcript(
-        &h,
+        &scenarios::unique_handoff(),
         r#"
         t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
         t=0ms A: <- applied
@@ -373,9 +242,8 @@ fn unique_handoff() {
 
 #[test]
 fn unique_takeover() {
-    let h = takeover(Strategy::UniqueInsert);
     assert_transcript(
-        &h,
+        &scenarios::unique_takeover(),
         r#"
         t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
         t=0ms A: <- applied
@@ -402,9 +270,8 @@ fn unique_takeover() {
 
 #[test]
 fn unique_lost_replies() {
-    let h = lost_replies(Strategy::UniqueInsert, lock_cell);
     assert_transcript(
-        &h,
+        &scenarios::unique_lost_replies(),
         r#"
         t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
         t=0ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
@@ -439,10 +306,8 @@ fn unique_lost_replies() {
 
 #[test]
 fn prefix_uncontended() {
-    // Documented: 3 round trips (write, read, counter); release 1.
-    let h = uncontended(Strategy::ColumnPrefix, 3);
     assert_transcript(
-        &h,
+        &scenarios::prefix_uncontended(),
         r#"
         t=0ms A: put "job"/"_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -462,9 +327,8 @@ fn prefix_uncontended() {
 
 #[test]
 fn prefix_handoff() {
-    let h = handoff(Strategy::ColumnPrefix);
     assert_transcript(
-        &h,
+        &scenarios::prefix_handoff(),
         r#"
         t=0ms A: put "job"/"_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -504,9 +368,8 @@ fn prefix_handoff() {
 
 #[test]
 fn prefix_takeover() {
-    let h = takeover(Strategy::ColumnPrefix);
     assert_transcript(
-        &h,
+        &scenarios::prefix_takeover(),
         r#"
         t=0ms A: put "job"/"_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s quorum
         t=0ms A: <- written
@@ -533,9 +396,8 @@ fn prefix_takeover() {
 
 #[test]
 fn prefix_lost_replies() {
-    let h = lost_replies(Strategy::ColumnPrefix, put);
     assert_transcript(
-        &h,
+        &scenarios::prefix_lost_replies(),
         r#"
         t=0ms A: put "job"/"_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s quorum
         t=0ms A: <- [store: written, reply lost] failed: timeout "reply lost"
@@ -572,48 +434,10 @@ fn prefix_lost_replies() {
 // -------------------------------------------------------------------------------------------
 // Variants that pin documented costs and paths not covered above
 
-/// Unique insert with a [`FenceHint`](baton_kernel::FenceHint): the documented 2 round trips
-/// when the hint is current (insert + compare-and-set of the counter), 3 when it is stale (the
-/// compare-and-set fails and names the current value, then succeeds).
 #[test]
 fn unique_fence_hint() {
-    let mut h = Harness::new();
-    let o = opts(Strategy::UniqueInsert, 1000);
-    let first = granted(drive(
-        &mut h,
-        "A",
-        Acquire::new(name(NAME), owner("a"), o.clone()).expect("valid"),
-    ));
-    drive(&mut h, "A", Release::new(&first.lease)).expect("release");
-    h.clear_transcript();
-
-    h.advance(Duration::from_secs(1));
-    let before = h.commands;
-    let again = Acquire::new(
-        name(NAME),
-        OwnerId::new("a", 1, 2).expect("valid"),
-        o.clone(),
-    )
-    .expect("valid")
-    .with_fence_hint(Some(first.lease.fence_hint()));
-    let second = granted(drive(&mut h, "A2", again));
-    assert_eq!(second.lease.token(), 2);
-    assert_eq!(h.commands - before, 2, "a current hint: 2 round trips");
-    drive(&mut h, "A2", Release::new(&second.lease)).expect("release");
-
-    // The first lease's hint is now stale (token 2 was issued since).
-    h.advance(Duration::from_secs(1));
-    let before = h.commands;
-    let stale = Acquire::new(name(NAME), OwnerId::new("a", 1, 3).expect("valid"), o)
-        .expect("valid")
-        .with_fence_hint(Some(first.lease.fence_hint()));
-    let third = granted(drive(&mut h, "A3", stale));
-    assert_eq!(third.lease.token(), 3);
-    // The failed update shows a counter moved since the hint, possibly after our insert: the
-    // row is read back (serial) to check our record is still the lock's before taking a token.
-    assert_eq!(h.commands - before, 4, "a stale hint: 4 round trips");
     assert_transcript(
-        &h,
+        &scenarios::unique_fence_hint(),
         r#"
         t=1000ms A2: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
         t=1000ms A2: <- applied
@@ -638,41 +462,10 @@ fn unique_fence_hint() {
     );
 }
 
-/// Column prefix with a cell TTL longer than the lease: A's column outlives A's lease and is
-/// *stale*. B wins over it (a stale column does not block), bumps the counter, and deletes the
-/// stale column on the way: 3 round trips + 1 delete per stale column, as documented. A's late
-/// release is `Lost` and does not touch B's column.
 #[test]
 fn prefix_stale_column_taken_over() {
-    let mut h = Harness::new();
-    let with_cell_ttl = |created| {
-        let mut o = opts(Strategy::ColumnPrefix, created);
-        o.prefix.cell_ttl = Some(Duration::from_secs(120));
-        o.wait = Wait::TryOnce;
-        o
-    };
-    let a = granted(drive(
-        &mut h,
-        "A",
-        Acquire::new(name(NAME), owner("a"), with_cell_ttl(1000)).expect("valid"),
-    ));
-    h.advance(Duration::from_secs(61));
-    let before = h.commands;
-    let b = granted(drive(
-        &mut h,
-        "B",
-        Acquire::new(name(NAME), owner("b"), with_cell_ttl(2000)).expect("valid"),
-    ));
-    assert_eq!(h.commands - before, 4);
-    assert_eq!(b.lease.token(), 2);
-    h.advance(Duration::from_secs(1));
-    let e = drive(&mut h, "A", Release::new(&a.lease)).expect_err("A's lease is over");
-    assert_eq!(e.kind(), ErrorKind::Lost);
-    let live = entries(&mut h, Strategy::ColumnPrefix);
-    assert_eq!(live.len(), 1, "{live:?}");
-    assert_eq!(live[0].owner, owner("b").key());
     assert_transcript(
-        &h,
+        &scenarios::prefix_stale_column_taken_over(),
         r#"
         t=0ms A: put "job"/"_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=1000" ttl=120s quorum
         t=0ms A: <- written
@@ -699,44 +492,10 @@ fn prefix_stale_column_taken_over() {
     );
 }
 
-/// Bakery with a 1 s TTL: B queues behind A, polls the row with growing backoff (capped by the
-/// retry policy's `queue_poll`, 100 ms), and re-writes its ticket (same value, fresh TTL) once
-/// half its validity has gone, as step 4 of the documented algorithm says; A renews (documented: 2 round trips, read + re-write) and then
-/// releases, and B gets the lock.
 #[test]
 fn bakery_waiter_refreshes_its_ticket() {
-    let mut h = Harness::new();
-    let short = |created, wait| LockOptions {
-        ttl: Duration::from_secs(1),
-        wait,
-        ..opts(Strategy::Bakery, created)
-    };
-    let a = granted(drive(
-        &mut h,
-        "A",
-        Acquire::new(name(NAME), owner("a"), short(1000, Wait::TryOnce)).expect("valid"),
-    ));
-    let mut b = Actor::new(
-        "B",
-        Acquire::new(
-            name(NAME),
-            owner("b"),
-            short(2000, Wait::Timeout(Duration::from_secs(10))),
-        )
-        .expect("valid"),
-    );
-    assert!(matches!(h.run_until(&mut b, ms(400)), Step::Wait(_)));
-    h.advance_to(ms(400));
-    let before = h.commands;
-    let renewed = drive(&mut h, "A", baton_kernel::Renew::new(&a.lease)).expect("renewal");
-    assert_eq!(h.commands - before, 2, "bakery renewal: 2 round trips");
-    assert!(matches!(h.run_until(&mut b, ms(700)), Step::Wait(_)));
-    h.advance_to(ms(700));
-    drive(&mut h, "A", Release::new(&renewed)).expect("release");
-    let b_grant = granted(h.finish(&mut b));
-    assert_eq!(b_grant.lease.token(), 2);
     assert_transcript(
-        &h,
+        &scenarios::bakery_waiter_refreshes_its_ticket(),
         r#"
         t=0ms A: put "job"/"ticket/a:1:0000000000000001" = "entering created_ms=1000" ttl=1s quorum
         t=0ms A: <- written

@@ -9,6 +9,10 @@
 //! Faults are injected by [`FaultRule`]s: a reply lost after the store applied the command, a
 //! store that is unavailable, times out, or rejects. Replies can also be held back and delivered
 //! later ([`Harness::send`] / [`Harness::deliver`]).
+//!
+//! [`scenarios`] holds the transcript scenarios, which the WebAssembly build
+//! (`bindings-wasm/transcripts`) compiles too: this module must build for wasm32 without the
+//! operating system (only [`assert_transcript`], native tests only, reads the environment).
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
@@ -16,6 +20,7 @@
 use std::time::Duration;
 
 mod render;
+pub mod scenarios;
 
 pub use render::*;
 
@@ -643,7 +648,8 @@ pub fn dedent(text: &str) -> String {
 /// Asserts the transcript is exactly `expected` (indentation ignored), printing both and the
 /// first differing line otherwise. With `BLESS=<dir>` in the environment, writes the actual
 /// transcript to `<dir>/<test name>.txt` instead of comparing, to read it and paste it into the
-/// test.
+/// test. Native tests only: the WebAssembly build of the scenarios has no environment or files.
+#[cfg(not(target_arch = "wasm32"))]
 #[track_caller]
 pub fn assert_transcript(h: &Harness, expected: &str) {
     let actual = h.transcript();

@@ -26,7 +26,11 @@ fn main() {
             std::process::exit(1)
         });
     runtime.block_on(async {
-        for strategy in [Strategy::UniqueInsert, Strategy::Bakery, Strategy::ColumnPrefix] {
+        for strategy in [
+            Strategy::UniqueInsert,
+            Strategy::Bakery,
+            Strategy::ColumnPrefix,
+        ] {
             let locker = Locker::builder(baton::MemoryStore::new())
                 .strategy(strategy)
                 .build()
