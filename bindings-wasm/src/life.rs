@@ -122,7 +122,9 @@ impl Life {
         match event {
             LifeEvent::Lost(e) => {
                 self.view.borrow_mut().lost = Some(e.clone());
-                if let Some(callback) = self.on_lost.borrow_mut().take() {
+                // Taken first: the callback runs the holder's code, which may call back in.
+                let callback = self.on_lost.borrow_mut().take();
+                if let Some(callback) = callback {
                     notify_lost(&callback, e);
                 }
             }
