@@ -1,6 +1,6 @@
 //! The driver loop: the only place that sleeps or does I/O for a kernel operation.
 
-use baton_kernel::{Command, Error, ErrorKind, Instant, Operation, Poll, Result, Write};
+use baton_kernel::{Command, Error, ErrorKind, Instant, Operation, Poll, Result};
 use tokio::sync::watch;
 
 use crate::clock::Clock;
@@ -83,15 +83,8 @@ async fn execute(
     reply
 }
 
-/// Whether a command of ours may bump the store's change counter.
-pub(crate) fn may_signal(command: &Command) -> bool {
-    match command {
-        Command::Delete { .. } | Command::Purge { .. } => true,
-        Command::CompareAndSet { new, .. } => new.is_none(),
-        Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
-        _ => false,
-    }
-}
+/// Whether a command of ours may bump the store's change counter (the kernel decides).
+pub(crate) use baton_kernel::host::may_signal;
 
 /// Sleeps until `until` or a change; returns whether a change ended the wait.
 async fn wait(until: tokio::time::Instant, changes: &mut Option<watch::Receiver<u64>>) -> bool {

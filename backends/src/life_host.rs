@@ -11,8 +11,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use baton_kernel::{
-    Command, CommandId, Error, ErrorKind, Grant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
-    Result, Write,
+    Command, CommandId, Error, Grant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife, Result,
+    Write,
 };
 use tokio::sync::{watch, Notify};
 
@@ -376,32 +376,12 @@ pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
 /// Names `store` in the error (its `store` field), and in the message of errors that come from
 /// the store.
 pub(crate) fn in_context(e: Error, store: &dyn Store) -> Error {
-    let described = store.describe();
-    let e = match e.kind() {
-        ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
-            let mut with = Error::new(e.kind(), format!("{} [{described}]", e.message()));
-            if let Some(lock) = e.lock() {
-                with = with.with_lock(lock);
-            }
-            if let Some(holder) = e.holder() {
-                with = with.with_holder(holder);
-            }
-            with
-        }
-        _ => e,
-    };
-    e.with_store(described)
+    e.in_store(&store.describe())
 }
 
 /// An event with its errors put in `store`'s context.
 fn with_context(event: LifeEvent, store: &dyn Store) -> LifeEvent {
-    match event {
-        LifeEvent::Failed(e) => LifeEvent::Failed(in_context(e, store)),
-        LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(in_context(e, store)),
-        LifeEvent::Lost(e) => LifeEvent::Lost(in_context(e, store)),
-        LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(in_context(e, store))),
-        other => other,
-    }
+    event.map_error(|e| in_context(e, store))
 }
 
 /// What the log says of each event (the lock's name is in every error's message).

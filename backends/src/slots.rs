@@ -12,16 +12,15 @@
 //! produces a value identical to an earlier one (the kernel settles ambiguous writes by
 //! comparing values). A forked child has another pid, hence other owner ids.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use baton_kernel::SplitMix64;
+use baton_kernel::host::SlotTable;
 
-/// The slots in use per lock name, and the nonce owner ids derive from.
+/// The slots in use per lock name (the kernel's [`SlotTable`]), shared by a locker's
+/// acquisitions.
 #[derive(Debug)]
 pub(crate) struct Slots {
-    nonce: u64,
-    in_use: Mutex<HashMap<String, BTreeSet<u32>>>,
+    table: Mutex<SlotTable>,
 }
 
 /// A slot held by one acquisition (and its guard); freed on drop.
@@ -30,26 +29,29 @@ pub(crate) struct Slot {
     slots: Arc<Slots>,
     name: String,
     number: u32,
+    nonce: u64,
 }
 
 impl Slots {
     pub(crate) fn new(nonce: u64) -> Arc<Slots> {
         Arc::new(Slots {
-            nonce,
-            in_use: Mutex::new(HashMap::new()),
+            table: Mutex::new(SlotTable::new(nonce)),
         })
+    }
+
+    fn table(&self) -> MutexGuard<'_, SlotTable> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Takes the smallest free slot of `name`.
     pub(crate) fn take(self: &Arc<Self>, name: &str) -> Slot {
-        let mut in_use = self.in_use.lock().unwrap_or_else(PoisonError::into_inner);
-        let used = in_use.entry(name.to_owned()).or_default();
-        let number = (0..).find(|n| !used.contains(n)).unwrap_or(u32::MAX);
-        used.insert(number);
+        let mut table = self.table();
+        let number = table.take(name);
         Slot {
             slots: Arc::clone(self),
             name: name.to_owned(),
             number,
+            nonce: table.nonce(number),
         }
     }
 }
@@ -58,24 +60,13 @@ impl Slot {
     /// The owner nonce of this slot: the same for every acquisition of this name and slot by
     /// this locker.
     pub(crate) fn nonce(&self) -> u64 {
-        let mix = self.slots.nonce ^ u64::from(self.number).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        SplitMix64::new(mix).next_u64()
+        self.nonce
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut in_use = self
-            .slots
-            .in_use
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(used) = in_use.get_mut(&self.name) {
-            used.remove(&self.number);
-            if used.is_empty() {
-                in_use.remove(&self.name);
-            }
-        }
+        self.slots.table().free(&self.name, self.number);
     }
 }
 
@@ -96,6 +87,6 @@ mod tests {
         let again = slots.take("x");
         assert_eq!(again.nonce(), first, "the freed slot is reused");
         drop((b, again, other));
-        assert!(slots.in_use.lock().map(|m| m.is_empty()).unwrap_or(false));
+        assert_eq!(slots.take("x").nonce(), first, "every slot was freed");
     }
 }

@@ -4,7 +4,7 @@ use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
 
-use baton_kernel::{Command, Reply, Write};
+use baton_kernel::{Command, Reply};
 use tokio::sync::watch;
 
 /// A boxed future a [`Store`] returns from [`Store::execute`].
@@ -68,19 +68,8 @@ pub trait Store: Send + Sync {
 }
 
 /// Whether applying `command` (answered by `reply`) may have freed a lock: stores that offer
-/// [`Store::changes`] bump their counter then.
-pub(crate) fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
-    match (command, reply) {
-        (_, Reply::Failed(_)) => false,
-        (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
-        (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
-        (Command::Batch { writes, .. }, _) => {
-            writes.iter().any(|w| matches!(w, Write::Delete { .. }))
-        }
-        (Command::Purge { .. }, Reply::Purged(removed)) => !removed.is_empty(),
-        _ => false,
-    }
-}
+/// [`Store::changes`] bump their counter then (the kernel decides, for every host).
+pub(crate) use baton_kernel::host::may_free_a_lock;
 
 impl std::fmt::Debug for dyn Store + '_ {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

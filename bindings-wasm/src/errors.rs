@@ -3,7 +3,7 @@
 //! JavaScript turns into the `BatonError` subclass of its kind. Codes are the kernel's stable
 //! [`ErrorKind`] codes.
 
-use baton_kernel::{Error, ErrorKind};
+use baton_kernel::Error;
 use js_sys::Object;
 use wasm_bindgen::JsValue;
 
@@ -26,19 +26,5 @@ pub(crate) fn to_js(e: &Error) -> JsValue {
 
 /// Names `store` in the error, and in the message of errors that come from the store.
 pub(crate) fn in_context(e: Error, store: &Store) -> Error {
-    let described = store.describe();
-    let e = match e.kind() {
-        ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
-            let mut with = Error::new(e.kind(), format!("{} [{described}]", e.message()));
-            if let Some(lock) = e.lock() {
-                with = with.with_lock(lock);
-            }
-            if let Some(holder) = e.holder() {
-                with = with.with_holder(holder);
-            }
-            with
-        }
-        _ => e,
-    };
-    e.with_store(described)
+    e.in_store(store.describe())
 }

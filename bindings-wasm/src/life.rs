@@ -243,13 +243,7 @@ fn web_log(text: &str) {
 
 /// An event with its errors put in the store's context.
 fn with_context(event: LifeEvent, store: &Store) -> LifeEvent {
-    match event {
-        LifeEvent::Failed(e) => LifeEvent::Failed(in_context(e, store)),
-        LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(in_context(e, store)),
-        LifeEvent::Lost(e) => LifeEvent::Lost(in_context(e, store)),
-        LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(in_context(e, store))),
-        other => other,
-    }
+    event.map_error(|e| in_context(e, store))
 }
 
 /// The grant or the error an acquisition ended with.

@@ -10,7 +10,6 @@ use js_sys::{JsString, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
-use crate::store::cql::parse_consistency;
 
 /// How long an adapter call may take before it counts as timed out, unless configured.
 pub(crate) const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,11 +59,13 @@ pub(crate) fn locker_options(options: &JsValue) -> Result<LockerOptions> {
         out.defaults.wait = Wait::Timeout(duration("timeout", &v, true)?);
     }
     if let Some(v) = js::field(&options, "consistency") {
-        let level = v.as_string().and_then(|t| parse_consistency(&t)).ok_or_else(|| {
+        let text = v.as_string().ok_or_else(|| {
             invalid(format!(
-                "consistency must be one of \"one\", \"quorum\", \"local_quorum\", \"each_quorum\", \"all\", got {v:?}"
+                "consistency must be a string (one, quorum, local_quorum, each_quorum, all), got {}",
+                type_of(&v)
             ))
         })?;
+        let level = text.parse()?;
         out.defaults.consistency = level;
     }
     if let Some(v) = js::field(&options, "keepAlive") {

@@ -1,17 +1,14 @@
-//! Owner-id slots: which nonce each concurrent acquisition of a name in this module uses, so
-//! that a new acquisition reuses the column of one that has ended (as the native `Locker`
-//! does) and two concurrent ones never share one.
+//! Owner-id slots of a locker: the kernel's [`SlotTable`] (which decides), shared by the
+//! locker's acquisitions; a slot is freed when its acquisition has no cell left to write.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use baton_kernel::SplitMix64;
+use baton_kernel::host::SlotTable;
 
 /// The slots of one locker.
 pub(crate) struct Slots {
-    nonce: u64,
-    in_use: RefCell<HashMap<String, BTreeSet<u32>>>,
+    table: RefCell<SlotTable>,
 }
 
 /// A slot, freed when dropped.
@@ -19,46 +16,38 @@ pub(crate) struct Slot {
     slots: Rc<Slots>,
     name: String,
     number: u32,
+    nonce: u64,
 }
 
 impl Slots {
     pub(crate) fn new(nonce: u64) -> Rc<Slots> {
         Rc::new(Slots {
-            nonce,
-            in_use: RefCell::new(HashMap::new()),
+            table: RefCell::new(SlotTable::new(nonce)),
         })
     }
 
     /// The lowest free slot of `name`.
     pub(crate) fn take(self: &Rc<Self>, name: &str) -> Slot {
-        let mut in_use = self.in_use.borrow_mut();
-        let used = in_use.entry(name.to_owned()).or_default();
-        let number = (0..).find(|n| !used.contains(n)).unwrap_or(u32::MAX);
-        used.insert(number);
+        let mut table = self.table.borrow_mut();
+        let number = table.take(name);
         Slot {
             slots: Rc::clone(self),
             name: name.to_owned(),
             number,
+            nonce: table.nonce(number),
         }
     }
 }
 
 impl Slot {
-    /// The owner nonce of this slot: fixed per locker and slot number.
+    /// The owner nonce of this slot.
     pub(crate) fn nonce(&self) -> u64 {
-        let mix = self.slots.nonce ^ u64::from(self.number).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        SplitMix64::new(mix).next_u64()
+        self.nonce
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut in_use = self.slots.in_use.borrow_mut();
-        if let Some(used) = in_use.get_mut(&self.name) {
-            used.remove(&self.number);
-            if used.is_empty() {
-                in_use.remove(&self.name);
-            }
-        }
+        self.slots.table.borrow_mut().free(&self.name, self.number);
     }
 }

@@ -169,6 +169,22 @@ impl Error {
         self.holder.as_deref()
     }
 
+    /// This error as seen from the store described as `store`: the store is named in its
+    /// [`store`](Error::store) field, and, for the errors that come from the store (unavailable,
+    /// refused, ambiguous), in its message too.
+    pub fn in_store(self, store: &str) -> Error {
+        let e = match self.kind {
+            ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => {
+                let mut with = Error::new(self.kind, alloc::format!("{} [{store}]", self.message));
+                with.lock = self.lock;
+                with.holder = self.holder;
+                with
+            }
+            _ => self,
+        };
+        e.with_store(store)
+    }
+
     /// What kind of error this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind

@@ -57,6 +57,7 @@
 extern crate alloc;
 
 mod error;
+pub mod host;
 mod lease;
 pub mod life;
 pub mod model;

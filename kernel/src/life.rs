@@ -97,6 +97,20 @@ pub enum LifeEvent {
     },
 }
 
+impl LifeEvent {
+    /// The event with `f` applied to the error it carries, if any (a host adds its store's
+    /// context, see [`Error::in_store`]).
+    pub fn map_error(self, f: impl FnOnce(Error) -> Error) -> LifeEvent {
+        match self {
+            LifeEvent::Failed(e) => LifeEvent::Failed(f(e)),
+            LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(f(e)),
+            LifeEvent::Lost(e) => LifeEvent::Lost(f(e)),
+            LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(f(e))),
+            other => other,
+        }
+    }
+}
+
 /// Where the lock stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LifeStatus {

@@ -282,14 +282,7 @@ fn split_host(text: &str) -> Result<(String, u16)> {
 
 /// Parses a consistency level name, case-insensitively.
 pub fn parse_consistency(text: &str) -> Option<Consistency> {
-    match text.to_ascii_lowercase().as_str() {
-        "one" => Some(Consistency::One),
-        "quorum" => Some(Consistency::Quorum),
-        "local_quorum" | "local-quorum" => Some(Consistency::LocalQuorum),
-        "each_quorum" | "each-quorum" => Some(Consistency::EachQuorum),
-        "all" => Some(Consistency::All),
-        _ => None,
-    }
+    text.parse().ok()
 }
 
 /// Parses a serial consistency level name, case-insensitively.

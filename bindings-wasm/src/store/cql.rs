@@ -22,7 +22,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use baton_kernel::{Command, Consistency, Failure, Reply, Result, SerialConsistency};
+use baton_kernel::{Command, Failure, Reply, Result, SerialConsistency};
 use baton_statements::cql::{
     check_columns, create_keyspace, create_table, failure, qualified, validate_identifier,
     DriverError, Level, Levels, Operation, Phase, Rows, ServerError, Statement, Step, Val, Value,
@@ -292,19 +292,6 @@ impl CqlHost {
             return Ok(());
         }
         check_columns(&self.keyspace, &self.table, &columns).map_err(Failure::Rejected)
-    }
-}
-
-/// A Cassandra consistency level from its name (`one`, `quorum`, `local_quorum`,
-/// `each_quorum`, `all`; case and `-`/`_` do not matter).
-pub(crate) fn parse_consistency(text: &str) -> Option<Consistency> {
-    match text.to_ascii_lowercase().replace('-', "_").as_str() {
-        "one" => Some(Consistency::One),
-        "quorum" => Some(Consistency::Quorum),
-        "local_quorum" | "localquorum" => Some(Consistency::LocalQuorum),
-        "each_quorum" | "eachquorum" => Some(Consistency::EachQuorum),
-        "all" => Some(Consistency::All),
-        _ => None,
     }
 }
 

@@ -13,7 +13,8 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use baton_kernel::{Command, Failure, Reply, Write};
+use baton_kernel::host::may_free_a_lock;
+use baton_kernel::{Command, Failure, Reply};
 use wasm_bindgen::JsValue;
 
 use crate::js;
@@ -88,29 +89,8 @@ impl Store {
     }
 }
 
-/// Whether a command that had `reply` may have freed a lock (waiters should look again).
-fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
-    match (command, reply) {
-        (_, Reply::Failed(_)) => false,
-        (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
-        (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
-        (Command::Batch { writes, .. }, _) => {
-            writes.iter().any(|w| matches!(w, Write::Delete { .. }))
-        }
-        (Command::Purge { .. }, Reply::Purged(removed)) => !removed.is_empty(),
-        _ => false,
-    }
-}
-
-/// Whether a command of ours may bump the change counter itself.
-pub(crate) fn may_signal(command: &Command) -> bool {
-    match command {
-        Command::Delete { .. } | Command::DeleteVersion { .. } | Command::Purge { .. } => true,
-        Command::CompareAndSet { new, .. } => new.is_none(),
-        Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
-        _ => false,
-    }
-}
+/// Whether a command of ours may bump the change counter itself (the kernel decides).
+pub(crate) use baton_kernel::host::may_signal;
 
 /// The write stamp of a command: wall-clock microseconds, above `floor` and above every stamp
 /// this module gave before (the native stores' generator, for one module instance).

@@ -20,6 +20,27 @@ pub enum Consistency {
     All,
 }
 
+impl core::str::FromStr for Consistency {
+    type Err = crate::Error;
+
+    /// `one`, `quorum`, `local_quorum`, `each_quorum` or `all`, in any case, with `-` or `_`.
+    fn from_str(text: &str) -> crate::Result<Consistency> {
+        match text.to_ascii_lowercase().replace('-', "_").as_str() {
+            "one" => Ok(Consistency::One),
+            "quorum" => Ok(Consistency::Quorum),
+            "local_quorum" => Ok(Consistency::LocalQuorum),
+            "each_quorum" => Ok(Consistency::EachQuorum),
+            "all" => Ok(Consistency::All),
+            _ => Err(crate::Error::new(
+                crate::ErrorKind::InvalidOption,
+                alloc::format!(
+                    "unknown consistency {text:?} (one, quorum, local_quorum, each_quorum, all)"
+                ),
+            )),
+        }
+    }
+}
+
 /// Consistency of the Paxos phase of conditional commands and of serial reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum SerialConsistency {
