@@ -338,7 +338,12 @@ impl Drop for Abandon {
             std::mem::forget(Arc::clone(&self.life));
             return;
         }
-        self.life.request(LockLife::cancel);
+        // The acquisition's command in flight was dropped with the caller's future: its reply
+        // will never come, so the cleanup goes at once.
+        self.life.request(|m| {
+            m.cancel();
+            m.forget_outstanding();
+        });
         let Some(store) = self.store.take() else {
             return;
         };

@@ -4,6 +4,7 @@
 // command, so all of them see one another's locks.
 
 import { hostname } from 'node:os';
+import { InvalidOptionError } from './errors.js';
 
 /** cassandra-driver's `types.consistencies`. */
 const LEVELS = {
@@ -68,11 +69,11 @@ function toCql(v) {
  */
 export function cassandraStore(client, options = {}) {
   if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).execute) !== 'function') {
-    throw new TypeError('cassandraStore needs a cassandra-driver Client');
+    throw new InvalidOptionError('cassandraStore needs a cassandra-driver Client');
   }
   const { keyspace = 'baton', table = 'baton_locks', replication, create = true, ...unknown } = options;
   const extra = Object.keys(unknown);
-  if (extra.length > 0) throw new TypeError(`unknown cassandraStore option ${JSON.stringify(extra[0])} (known: keyspace, table, replication, create)`);
+  if (extra.length > 0) throw new InvalidOptionError(`unknown cassandraStore option ${JSON.stringify(extra[0])} (known: keyspace, table, replication, create)`);
   const points = /** @type {any} */ (client).options?.contactPoints ?? [];
   return {
     kind: 'cql',

@@ -3,6 +3,7 @@
 // and the `baton` command, so all of them see one another's locks.
 
 import { hostname } from 'node:os';
+import { InvalidOptionError } from './errors.js';
 
 /** Node's error codes of a connection that could not be made: nothing was sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOENT']);
@@ -29,11 +30,11 @@ function classified(e, phase) {
  */
 export function postgresStore(client, options = {}) {
   if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).query) !== 'function') {
-    throw new TypeError('postgresStore needs a pg.Pool or pg.Client');
+    throw new InvalidOptionError('postgresStore needs a pg.Pool or pg.Client');
   }
   const { table = 'baton_locks', create = true, ...unknown } = options;
   const extra = Object.keys(unknown);
-  if (extra.length > 0) throw new TypeError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create)`);
+  if (extra.length > 0) throw new InvalidOptionError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create)`);
   const isPool = typeof (/** @type {any} */ (client).totalCount) === 'number';
   // A single client is shared: run one thing at a time on it, so that no other lock's
   // statement can land inside a transaction.

@@ -253,7 +253,7 @@ pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<baton_kernel::Grant> {
         Some(LifeEvent::Failed(e)) => Err(e),
         Some(LifeEvent::Cancelled) => Err(Error::new(
             ErrorKind::Cancelled,
-            "the wait for the lock was cancelled; nothing of it is left in the store",
+            "the wait for the lock was cancelled; what it wrote was removed (had the store been unreachable, it would expire with its TTL)",
         )),
         other => Err(Error::internal(format!(
             "internal error: an acquisition ended with {other:?}"

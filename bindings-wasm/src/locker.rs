@@ -133,8 +133,14 @@ impl CoreLocker {
             } else {
                 Some(lock_name(&name).map_err(|e| to_js(&e))?)
             };
+            let lock = name.as_ref().map(|n| n.as_str().to_owned());
             let mut op = Purge::new(name, &inner.options());
-            let removed = run(&inner.store, &mut op).await.map_err(|e| to_js(&e))?;
+            let removed = run(&inner.store, &mut op).await.map_err(|e| {
+                to_js(&match &lock {
+                    Some(lock) => named(e, lock),
+                    None => e,
+                })
+            })?;
             let list: Array = removed
                 .iter()
                 .map(|(name, cell)| {
@@ -154,8 +160,11 @@ impl CoreLocker {
         let inner = Rc::clone(&self.inner);
         future_to_promise(async move {
             let name = lock_name(&name).map_err(|e| to_js(&e))?;
+            let lock = name.as_str().to_owned();
             let mut op = ForceRelease::new(name, &inner.options());
-            let infos = run(&inner.store, &mut op).await.map_err(|e| to_js(&e))?;
+            let infos = run(&inner.store, &mut op)
+                .await
+                .map_err(|e| to_js(&named(e, &lock)))?;
             Ok(infos_array(&infos).into())
         })
     }
@@ -352,6 +361,15 @@ impl Drop for CoreLock {
         ) {
             let _ = self.life.request(|m| m.release(Vec::new()));
         }
+    }
+}
+
+/// `e`, naming `lock` unless it names one already.
+fn named(e: Error, lock: &str) -> Error {
+    if e.lock().is_some() {
+        e
+    } else {
+        e.with_lock(lock)
     }
 }
 

@@ -325,11 +325,16 @@ impl LockLife {
         match &mut self.phase {
             Phase::Acquiring(op) => {
                 let cleanup = op.cleanup();
-                self.outstanding = None;
                 self.status = LifeStatus::Cancelled;
                 match cleanup {
+                    // A command of the acquisition still on its way stays outstanding: the
+                    // cleanup is sent once its reply is in, so that it cannot overtake the
+                    // write it removes (a write applied after its cleanup would stay until
+                    // its TTL). A host that dropped that command calls
+                    // [`LockLife::forget_outstanding`].
                     Some(command) => self.phase = Phase::Cancelling(Some(command)),
                     None => {
+                        self.outstanding = None;
                         self.phase = Phase::Over;
                         self.events.push_back(LifeEvent::Cancelled);
                     }
@@ -343,6 +348,14 @@ impl LockLife {
             }
             _ => {}
         }
+    }
+
+    /// The host dropped the outstanding command (its future was cancelled with the caller's):
+    /// its reply will never come, so stop waiting for it. A cancelled acquisition then sends
+    /// its cleanup at once; should the dropped command still be applied after that, what it
+    /// wrote expires with its TTL.
+    pub fn forget_outstanding(&mut self) {
+        self.outstanding = None;
     }
 
     /// Gives the machine the store's reply to the command `id`. A stale id is ignored.
@@ -394,6 +407,8 @@ impl LockLife {
         let busy = self.outstanding.is_some();
         match &mut self.phase {
             Phase::Over => Step::Out(LifePoll::Done),
+            // Waiting for the reply of the acquisition's command still on its way.
+            Phase::Cancelling(_) if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
             Phase::Cancelling(command) => match command.take() {
                 Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command)),
                 None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),

@@ -329,29 +329,60 @@ fn cancellation_mid_wait_removes_the_waiters_cell() {
     }
 }
 
-/// A command of the acquisition is outstanding when it is cancelled: the machine sends the
-/// cleanup at once, ignores the old reply when it comes, and no cell of ours is left.
+/// A command of the acquisition is outstanding when it is cancelled, and the store applies it
+/// only after the cancellation: the machine waits for its reply before it sends the cleanup,
+/// so the cleanup cannot overtake the write it removes, and no cell of ours is left.
 #[test]
-fn cancellation_mid_acquire_ignores_the_outstanding_reply_and_cleans_up() {
+fn cancellation_mid_acquire_waits_for_the_outstanding_reply_then_cleans_up() {
     for strategy in Strategy::ALL {
         let mut host = Host::new();
         let mut a = life(strategy, "a", Wait::TryOnce, true);
         let LifePoll::Execute(first_id, first) = a.poll(host.now) else {
             panic!("{strategy}: the acquisition starts with a command")
         };
-        // The store applies it, but the reply is still on its way when the caller gives up.
-        let late_reply = host.execute(&first);
         a.cancel();
-        let LifePoll::Execute(cleanup_id, cleanup) = a.poll(host.now) else {
-            panic!("{strategy}: the cleanup is sent at once")
-        };
+        assert_eq!(
+            a.poll(host.now),
+            LifePoll::WaitUntil(Instant::MAX),
+            "{strategy}: the cleanup waits for the command on its way"
+        );
+        // The store applies it only now, and its reply comes.
+        let late_reply = host.execute(&first);
         a.handle(first_id, late_reply);
+        let LifePoll::Execute(cleanup_id, cleanup) = a.poll(host.now) else {
+            panic!("{strategy}: the cleanup is sent once the reply is in")
+        };
         let reply = host.execute(&cleanup);
         a.handle(cleanup_id, reply);
         assert!(host.run(&mut a, Instant::MAX));
         assert_eq!(host.last_event(), &LifeEvent::Cancelled, "{strategy}");
         assert!(host.cells().is_empty(), "{strategy}: {:?}", host.cells());
         assert_ne!(first_id, cleanup_id);
+    }
+}
+
+/// A host that dropped the command on its way (a cancelled future) says so: the cleanup goes
+/// at once, and a late reply to the dropped command is ignored.
+#[test]
+fn cancellation_with_a_dropped_command_cleans_up_at_once() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::TryOnce, true);
+        let LifePoll::Execute(first_id, first) = a.poll(host.now) else {
+            panic!("{strategy}: the acquisition starts with a command")
+        };
+        let applied = host.execute(&first);
+        a.cancel();
+        a.forget_outstanding();
+        let LifePoll::Execute(cleanup_id, cleanup) = a.poll(host.now) else {
+            panic!("{strategy}: the cleanup is sent at once")
+        };
+        a.handle(first_id, applied);
+        let reply = host.execute(&cleanup);
+        a.handle(cleanup_id, reply);
+        assert!(host.run(&mut a, Instant::MAX));
+        assert_eq!(host.last_event(), &LifeEvent::Cancelled, "{strategy}");
+        assert!(host.cells().is_empty(), "{strategy}: {:?}", host.cells());
     }
 }
 

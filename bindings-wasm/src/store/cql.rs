@@ -54,6 +54,7 @@ impl CqlHost {
     /// Reads the adapter's `keyspace` (default `baton`), `table` (default `locks`),
     /// `replication` (CQL map text for a keyspace baton creates), `create` (default true).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<CqlHost> {
+        super::require_methods(adapter, "CQL", &["execute", "batch"])?;
         let keyspace =
             js::string_field(adapter, "keyspace").unwrap_or_else(|| DEFAULT_KEYSPACE.to_owned());
         let table = js::string_field(adapter, "table").unwrap_or_else(|| DEFAULT_TABLE.to_owned());

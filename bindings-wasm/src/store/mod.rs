@@ -89,6 +89,24 @@ impl Store {
     }
 }
 
+/// Checks that `adapter` has each of `methods` as a function: a store that lacks one is a
+/// mistake to report when the locker is made, not at its first command.
+pub(crate) fn require_methods(
+    adapter: &JsValue,
+    kind: &str,
+    methods: &[&str],
+) -> baton_kernel::Result<()> {
+    for method in methods {
+        if !js::field(adapter, method).is_some_and(|f| f.is_function()) {
+            return Err(baton_kernel::Error::new(
+                baton_kernel::ErrorKind::InvalidOption,
+                format!("a {kind} store adapter needs a method {method}() (see the README, \"Bring your own client\")"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a command of ours may bump the change counter itself (the kernel decides).
 pub(crate) use baton_kernel::host::may_signal;
 

@@ -41,6 +41,7 @@ impl SqlHost {
     /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
     /// (default `baton_locks`) and `create` (default true: create the table when missing).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
+        super::require_methods(adapter, "SQL", &["query", "transaction"])?;
         let dialect = match js::string_field(adapter, "dialect").as_deref() {
             Some("postgres" | "postgresql") => Dialect::Postgres,
             Some("mysql" | "mariadb") => Dialect::MySql,
