@@ -89,6 +89,22 @@ impl Store {
     }
 }
 
+/// Runs `ensure` (the schema's creation or check) unless `ready` says it succeeded before, then
+/// `run` (a command): a failure of either is the command's reply.
+pub(crate) async fn schema_then(
+    ready: &Cell<bool>,
+    ensure: impl core::future::Future<Output = Result<(), Failure>>,
+    run: impl core::future::Future<Output = Result<Reply, Failure>>,
+) -> Reply {
+    if !ready.get() {
+        if let Err(f) = ensure.await {
+            return Reply::Failed(f);
+        }
+        ready.set(true);
+    }
+    run.await.unwrap_or_else(Reply::Failed)
+}
+
 /// Checks that `adapter` has each of `methods` as a function: a store that lacks one is a
 /// mistake to report when the locker is made, not at its first command.
 pub(crate) fn require_methods(

@@ -73,16 +73,7 @@ impl SqlHost {
 
     /// Executes `command`, creating or checking the table first if it has not been yet.
     pub(crate) async fn execute(&self, command: &Command) -> Reply {
-        if !self.ready.get() {
-            if let Err(f) = self.ensure_schema().await {
-                return Reply::Failed(f);
-            }
-            self.ready.set(true);
-        }
-        match self.run(command).await {
-            Ok(reply) => reply,
-            Err(f) => Reply::Failed(f),
-        }
+        super::schema_then(&self.ready, self.ensure_schema(), self.run(command)).await
     }
 
     async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
