@@ -125,6 +125,8 @@ const behaviours = {
       return lock.token;
     };
     const waiting = [waiter(b), waiter(c)];
+    // Hold on a little so both waiters have made their first attempt and wait; the assertions
+    // below hold however the release and the attempts interleave.
     await sleep(50);
     await held.release();
     const tokens = await Promise.all(waiting);

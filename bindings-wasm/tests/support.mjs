@@ -213,8 +213,8 @@ export function baton(args, store) {
 
 /**
  * Starts a child process; `lines` resolves to the first stdout line matching `pattern`, and
- * `exited` to its exit code, signal and output. The child is killed (SIGKILL) after the file's
- * tests if still running.
+ * `exited` to its exit code, signal and output. The child is killed (SIGKILL) when the test
+ * process exits, if still running.
  * @param {string} command
  * @param {string[]} args
  * @param {{ env?: Record<string, string | undefined>, cwd?: string, stdin?: boolean }} [o]
@@ -233,10 +233,6 @@ export function start(command, args, o = {}) {
   const exited = new Promise((resolve) => {
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, at: performance.now() }));
   });
-  if (children.size === 0 && !killing) {
-    killing = true;
-    after(() => { for (const c of children) c.kill('SIGKILL'); });
-  }
   children.add(child);
   exited.then(() => children.delete(child));
   return {
@@ -271,7 +267,12 @@ export function start(command, args, o = {}) {
 
 /** @type {Set<import('node:child_process').ChildProcess>} */
 const children = new Set();
-let killing = false;
+// Registered once, at the top level (this module is imported before any test runs), so it runs
+// after the file's last test: a hook registered inside a test would run when *that* test ends,
+// killing the children of tests still running beside it.
+const killChildren = () => { for (const c of children) c.kill('SIGKILL'); };
+after(killChildren);
+process.on('exit', killChildren);
 
 /**
  * Resolves to the child's exit within `limit` ms, or fails naming what is still pending.
