@@ -269,9 +269,11 @@ export function start(command, args, o = {}) {
 const children = new Set();
 // Registered once, at the top level (this module is imported before any test runs), so it runs
 // after the file's last test: a hook registered inside a test would run when *that* test ends,
-// killing the children of tests still running beside it.
+// killing the children of tests still running beside it. Only in a test file's process: in the
+// scripts the tests start (which import this module too), `after` would make node:test's
+// harness take over their unhandled rejections.
 const killChildren = () => { for (const c of children) c.kill('SIGKILL'); };
-after(killChildren);
+if (/\.test\.mjs$/.test(process.argv[1] ?? '')) after(killChildren);
 process.on('exit', killChildren);
 
 /**
