@@ -86,11 +86,10 @@ fn a_waiter_abandoned_midway_removes_only_its_own_cell() {
 }
 
 #[test]
-fn an_insert_in_flight_is_cleaned_up_by_compare_and_set() {
+fn a_claim_in_flight_is_cleaned_up_by_compare_and_set() {
     let mut op = acquire(Strategy::UniqueInsert, "a");
-    let Poll::Execute(_, Command::InsertIfAbsent { value, .. }) = op.poll(Instant::from_nanos(1))
-    else {
-        panic!("insert first")
+    let Poll::Execute(_, Command::Claim { value, .. }) = op.poll(Instant::from_nanos(1)) else {
+        panic!("the claim first")
     };
     match op.cleanup() {
         Some(Command::CompareAndSet {

@@ -187,16 +187,10 @@ fn unique_uncontended() {
     assert_transcript(
         &scenarios::unique_uncontended(),
         r#"
-        t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
-        t=0ms A: <- applied
-        t=0ms A: read "job" all serial
-        t=0ms A: <- cells ["lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
-        t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
+        t=0ms A: claim "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if absent then "token=1 owner=a:1:0000000000000001" serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
-        t=1000ms A: read "job" all serial
-        t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59s]
-        t=1000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
+        t=1000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" and "_LOCK_" is "token=1 owner=a:1:0000000000000001" then delete serial/quorum
         t=1000ms A: <- applied
         t=1000ms A: => ok
         "#,
@@ -208,32 +202,20 @@ fn unique_handoff() {
     assert_transcript(
         &scenarios::unique_handoff(),
         r#"
-        t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
-        t=0ms A: <- applied
-        t=0ms A: read "job" all serial
-        t=0ms A: <- cells ["lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
-        t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
+        t=0ms A: claim "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if absent then "token=1 owner=a:1:0000000000000001" serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
-        t=1000ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
-        t=1000ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000"
+        t=1000ms B: claim "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s and "_LOCK_" if absent then "token=1 owner=b:1:0000000000000001" serial/quorum
+        t=1000ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000", counter "token=1 owner=a:1:0000000000000001"
         t=1000ms B: wait until t=1006.949149ms
-        t=1001ms A: read "job" all serial
-        t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
-        t=1001ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
+        t=1001ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" and "_LOCK_" is "token=1 owner=a:1:0000000000000001" then delete serial/quorum
         t=1001ms A: <- applied
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
-        t=1006.949149ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s serial/quorum
-        t=1006.949149ms B: <- applied
-        t=1006.949149ms B: read "job" all serial
-        t=1006.949149ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s]
-        t=1006.949149ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
+        t=1006.949149ms B: claim "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s and "_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
-        t=1006.949149ms B: read "job" all serial
-        t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s]
-        t=1006.949149ms B: cas "job"/"lock" if "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" then delete serial/quorum
+        t=1006.949149ms B: cas "job"/"lock" if "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" and "_LOCK_" is "token=2 owner=b:1:0000000000000001" then delete serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => ok
         "#,
@@ -245,24 +227,16 @@ fn unique_takeover() {
     assert_transcript(
         &scenarios::unique_takeover(),
         r#"
-        t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
-        t=0ms A: <- applied
-        t=0ms A: read "job" all serial
-        t=0ms A: <- cells ["lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
-        t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
+        t=0ms A: claim "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if absent then "token=1 owner=a:1:0000000000000001" serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
-        t=61000ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
-        t=61000ms B: <- applied
-        t=61000ms B: read "job" all serial
-        t=61000ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s]
-        t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
+        t=61000ms B: claim "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s and "_LOCK_" if absent then "token=1 owner=b:1:0000000000000001" serial/quorum
+        t=61000ms B: <- not applied, current none, counter "token=1 owner=a:1:0000000000000001"
+        t=61000ms B: claim "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s and "_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
-        t=62000ms A: read "job" all serial
-        t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=59s]
-        t=62000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
-        t=62000ms A: <- not applied, current "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000"
+        t=62000ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" and "_LOCK_" is "token=1 owner=a:1:0000000000000001" then delete serial/quorum
+        t=62000ms A: <- not applied, current "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2", counter "token=2 owner=b:1:0000000000000001"
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
@@ -273,30 +247,21 @@ fn unique_lost_replies() {
     assert_transcript(
         &scenarios::unique_lost_replies(),
         r#"
-        t=0ms A: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
+        t=0ms A: claim "job"/"lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if absent then "token=1 owner=a:1:0000000000000001" serial/quorum
         t=0ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
         t=0ms A: wait until t=6.949149ms
-        t=6.949149ms A: read "job" exact "lock" serial
-        t=6.949149ms A: <- cells ["lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59993.050851ms]
         t=6.949149ms A: read "job" all serial
-        t=6.949149ms A: <- cells ["lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59993.050851ms]
-        t=6.949149ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
-        t=6.949149ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
-        t=6.949149ms A: wait until t=12.033090ms
-        t=12.033090ms A: read "job" exact "_LOCK_" serial
-        t=12.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
-        t=12.033090ms A: => granted lease token=1 deadline=t=59399ms
-        t=1012.033090ms B: insert-if-absent "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s serial/quorum
-        t=1012.033090ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000"
-        t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
-        t=2012.033090ms A: read "job" all serial
-        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57987.966910ms]
-        t=2012.033090ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
-        t=2012.033090ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
-        t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: read "job" exact "lock" serial
-        t=2020.732175ms A: <- cells []
-        t=2020.732175ms A: => ok
+        t=6.949149ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "lock" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59993.050851ms]
+        t=6.949149ms A: => granted lease token=1 deadline=t=59399ms
+        t=1006.949149ms B: claim "job"/"lock" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=60s and "_LOCK_" if absent then "token=1 owner=b:1:0000000000000001" serial/quorum
+        t=1006.949149ms B: <- not applied, current "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000", counter "token=1 owner=a:1:0000000000000001"
+        t=1006.949149ms B: => error busy: lock "job" is held by a:1:0000000000000001
+        t=2006.949149ms A: cas "job"/"lock" if "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" and "_LOCK_" is "token=1 owner=a:1:0000000000000001" then delete serial/quorum
+        t=2006.949149ms A: <- [store: applied, reply lost] failed: timeout "reply lost"
+        t=2006.949149ms A: wait until t=2015.648234ms
+        t=2015.648234ms A: read "job" all serial
+        t=2015.648234ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
+        t=2015.648234ms A: => ok
         "#,
     );
 }
@@ -439,23 +404,15 @@ fn unique_fence_hint() {
     assert_transcript(
         &scenarios::unique_fence_hint(),
         r#"
-        t=1000ms A2: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
-        t=1000ms A2: <- applied
-        t=1000ms A2: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=a:1:0000000000000002" ttl=none serial/quorum
+        t=1000ms A2: claim "job"/"lock" = "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=a:1:0000000000000002" serial/quorum
         t=1000ms A2: <- applied
         t=1000ms A2: => granted lease token=2 deadline=t=60399ms
-        t=1000ms A2: read "job" all serial
-        t=1000ms A2: <- cells ["_LOCK_" = "token=2 owner=a:1:0000000000000002" ttl=none, "lock" = "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
-        t=1000ms A2: cas "job"/"lock" if "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" then delete serial/quorum
+        t=1000ms A2: cas "job"/"lock" if "owner=a:1:0000000000000002 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" and "_LOCK_" is "token=2 owner=a:1:0000000000000002" then delete serial/quorum
         t=1000ms A2: <- applied
         t=1000ms A2: => ok
-        t=2000ms A3: insert-if-absent "job"/"lock" = "owner=a:1:0000000000000003 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s serial/quorum
-        t=2000ms A3: <- applied
-        t=2000ms A3: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=a:1:0000000000000003" ttl=none serial/quorum
-        t=2000ms A3: <- not applied, current "token=2 owner=a:1:0000000000000002"
-        t=2000ms A3: read "job" all serial
-        t=2000ms A3: <- cells ["_LOCK_" = "token=2 owner=a:1:0000000000000002" ttl=none, "lock" = "owner=a:1:0000000000000003 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s]
-        t=2000ms A3: cas "job"/"_LOCK_" if "token=2 owner=a:1:0000000000000002" then "token=3 owner=a:1:0000000000000003" ttl=none serial/quorum
+        t=2000ms A3: claim "job"/"lock" = "owner=a:1:0000000000000003 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=60s and "_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=a:1:0000000000000003" serial/quorum
+        t=2000ms A3: <- not applied, current none, counter "token=2 owner=a:1:0000000000000002"
+        t=2000ms A3: claim "job"/"lock" = "owner=a:1:0000000000000003 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000 att=2" ttl=60s and "_LOCK_" if "token=2 owner=a:1:0000000000000002" then "token=3 owner=a:1:0000000000000003" serial/quorum
         t=2000ms A3: <- applied
         t=2000ms A3: => granted lease token=3 deadline=t=61399ms
         "#,

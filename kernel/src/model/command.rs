@@ -211,6 +211,63 @@ pub enum Command {
         /// Commit consistency.
         consistency: Consistency,
     },
+    /// Insert-if-absent of `(row, column)` and a compare-and-set of the counter cell
+    /// `(row, counter)` from `counter_expected` (`None`: absent) to `counter_next` (no TTL), as
+    /// one conditional step: both are applied, or neither (an expired lock cell counts as
+    /// absent and is replaced). Answered by [`Reply::Guarded`]: applied, or the live values of
+    /// both cells as the step found them.
+    ///
+    /// It is the fenced acquire of unique insert in one round trip (Cassandra: one conditional
+    /// batch in the row's partition; PostgreSQL: one statement; SQLite and MariaDB: one
+    /// transaction). One partial outcome is allowed, and shown in the reply: a store may insert
+    /// the lock cell and leave a counter it found changed under it (PostgreSQL, when the counter
+    /// is created by someone else in the same instant); the reply then says not applied, with
+    /// `current` our own value.
+    Claim {
+        /// The row.
+        row: String,
+        /// The lock cell.
+        column: String,
+        /// The lock cell's value.
+        value: String,
+        /// The lock cell's time to live.
+        ttl: Option<Duration>,
+        /// The counter's column.
+        counter: String,
+        /// The value the counter must hold (`None`: no counter cell yet).
+        counter_expected: Option<String>,
+        /// The counter's new value.
+        counter_next: String,
+        /// Paxos consistency.
+        serial: SerialConsistency,
+        /// Commit consistency.
+        consistency: Consistency,
+    },
+    /// A compare-and-set of `(row, column)` (from `expected` to `new`, or a delete when `new`
+    /// is `None`) that is applied only if the guard cell `(row, guard)` also holds
+    /// `guard_value`, both checked in one conditional step. Answered by [`Reply::Guarded`].
+    /// The fenced release of unique insert in one round trip: our record is removed only while
+    /// the fencing counter is still at our grant.
+    GuardedSet {
+        /// The row.
+        row: String,
+        /// The cell to change.
+        column: String,
+        /// The value the cell must hold.
+        expected: String,
+        /// The value to write, or `None` to delete.
+        new: Option<String>,
+        /// Time to live of the new value.
+        ttl: Option<Duration>,
+        /// The guard cell's column.
+        guard: String,
+        /// The value the guard cell must hold.
+        guard_value: String,
+        /// Paxos consistency.
+        serial: SerialConsistency,
+        /// Commit consistency.
+        consistency: Consistency,
+    },
     /// Plain writes to one row applied together (a logged batch on Cassandra, one transaction
     /// on SQL), all with one stamp; each column appears at most once. Used by
     /// release-with-mutation. Answered by [`Reply::Written`].
@@ -256,6 +313,8 @@ impl Command {
             | Command::DeleteVersion { row, .. }
             | Command::InsertIfAbsent { row, .. }
             | Command::CompareAndSet { row, .. }
+            | Command::Claim { row, .. }
+            | Command::GuardedSet { row, .. }
             | Command::Batch { row, .. } => Some(row),
             Command::Purge { row } => row.as_deref(),
             Command::Scan { .. } => None,
@@ -286,7 +345,10 @@ impl Command {
     pub fn is_conditional(&self) -> bool {
         matches!(
             self,
-            Command::InsertIfAbsent { .. } | Command::CompareAndSet { .. }
+            Command::InsertIfAbsent { .. }
+                | Command::CompareAndSet { .. }
+                | Command::Claim { .. }
+                | Command::GuardedSet { .. }
         )
     }
 }
@@ -357,6 +419,17 @@ pub enum Reply {
         applied: bool,
         /// When not applied: the live value found.
         current: Option<String>,
+    },
+    /// The outcome of a [`Command::Claim`] or [`Command::GuardedSet`]. Applied: both cells as
+    /// the command left them. Not applied: the live values the step found (`None`: no live
+    /// cell), which a store may read a moment after the step itself.
+    Guarded {
+        /// Whether the command took effect.
+        applied: bool,
+        /// The lock cell's (or changed cell's) live value.
+        current: Option<String>,
+        /// The counter's (or guard cell's) value.
+        guard: Option<String>,
     },
     /// The `(row, column)` pairs a [`Command::Purge`] removed.
     Purged(Vec<(String, String)>),

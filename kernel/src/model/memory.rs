@@ -125,6 +125,66 @@ impl MemoryTable {
                     current: None,
                 }
             }
+            Command::Claim {
+                row,
+                column,
+                value,
+                ttl,
+                counter,
+                counter_expected,
+                counter_next,
+                ..
+            } => {
+                let current = self.live(row, column, now).map(|e| e.value.clone());
+                let guard = self.live(row, counter, now).map(|e| e.value.clone());
+                if current.is_some() || guard != *counter_expected {
+                    return Reply::Guarded {
+                        applied: false,
+                        current,
+                        guard,
+                    };
+                }
+                self.put(row, column, value, *ttl, now, stamp);
+                self.put(row, counter, counter_next, None, now, stamp);
+                Reply::Guarded {
+                    applied: true,
+                    current: Some(value.clone()),
+                    guard: Some(counter_next.clone()),
+                }
+            }
+            Command::GuardedSet {
+                row,
+                column,
+                expected,
+                new,
+                ttl,
+                guard,
+                guard_value,
+                ..
+            } => {
+                let current = self.live(row, column, now).map(|e| e.value.clone());
+                let found = self.live(row, guard, now).map(|e| e.value.clone());
+                if current.as_deref() != Some(expected.as_str())
+                    || found.as_deref() != Some(guard_value.as_str())
+                {
+                    return Reply::Guarded {
+                        applied: false,
+                        current,
+                        guard: found,
+                    };
+                }
+                match new {
+                    Some(value) => self.put(row, column, value, *ttl, now, stamp),
+                    None => {
+                        self.cells.remove(&(row.clone(), column.clone()));
+                    }
+                }
+                Reply::Guarded {
+                    applied: true,
+                    current: new.clone(),
+                    guard: found,
+                }
+            }
             Command::Batch {
                 row, writes, after, ..
             } => {

@@ -43,6 +43,10 @@ enum Phase {
         until: Instant,
         then: Next,
     },
+    /// Unique insert's claim: the lock cell and the counter in one step.
+    UniqueClaim(FenceBump),
+    /// Unique insert's insert alone (only under the blind-counter broken variant, which needs
+    /// the counter written apart).
     UniqueInsert,
     UniqueBlindDelete,
     /// Removing our own record of an earlier attempt that the store applied late.
@@ -96,6 +100,14 @@ pub struct Acquire {
     wrote: bool,
     cell_deadline: Instant,
     fence_hint: Option<FenceHint>,
+    /// Unique insert: the counter's value as last seen (from the hint or a claim's reply);
+    /// `None` until one is known, when a claim expects no counter.
+    counter_seen: Option<String>,
+    /// Unique insert: the sends of a lock record so far (each gets a value of its own).
+    sends: u32,
+    /// Unique insert: claims sent again at once in this attempt because the lock was free but
+    /// the counter had moved.
+    reclaims: u32,
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
     stale: Vec<(String, u64)>,
@@ -162,6 +174,9 @@ impl Acquire {
             wrote: false,
             cell_deadline: Instant::ZERO,
             fence_hint: None,
+            counter_seen: None,
+            sends: 0,
+            reclaims: 0,
             fence_value: String::new(),
             stale: Vec::new(),
             newest_stamp: 0,
@@ -180,6 +195,7 @@ impl Acquire {
         self.forced_known = hint
             .as_ref()
             .map_or(0, |h| crate::record::forced_count(Some(&h.value)));
+        self.counter_seen = hint.as_ref().map(|h| h.value.clone());
         self.fence_hint = hint;
         self
     }
@@ -267,21 +283,22 @@ impl Acquire {
         self.polls = 0;
         match self.opts.strategy {
             Strategy::UniqueInsert => {
-                // A value of its own for every attempt: an insert of an earlier attempt that the
-                // store applies late must not pass for this one (its TTL started earlier).
-                if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
-                    self.record.att = self.attempts;
-                    self.value = self.record.encode();
+                self.reclaims = 0;
+                if self.opts.sabotage() == Sabotage::FenceBlindWrite {
+                    // The broken variant writes the counter apart, after the insert.
+                    self.new_record_value();
+                    self.phase = Phase::UniqueInsert;
+                    self.io.send(Command::InsertIfAbsent {
+                        row: self.row(),
+                        column: self.column.clone(),
+                        value: self.value.clone(),
+                        ttl: Some(self.opts.ttl),
+                        serial: self.opts.serial,
+                        consistency: self.opts.consistency,
+                    });
+                } else {
+                    self.claim();
                 }
-                self.phase = Phase::UniqueInsert;
-                self.io.send(Command::InsertIfAbsent {
-                    row: self.row(),
-                    column: self.column.clone(),
-                    value: self.value.clone(),
-                    ttl: Some(self.opts.ttl),
-                    serial: self.opts.serial,
-                    consistency: self.opts.consistency,
-                });
             }
             Strategy::Bakery => {
                 // Known before our cell exists: a forced release that deletes this attempt's
@@ -308,6 +325,46 @@ impl Acquire {
                 self.io
                     .send(self.put(self.value.clone(), self.opts.cell_ttl()));
             }
+        }
+    }
+
+    /// Unique insert: a value of its own for every send of a lock record (`att=N`): an insert
+    /// the store applies late must not pass for a later one (its TTL started earlier).
+    fn new_record_value(&mut self) {
+        self.sends = self.sends.saturating_add(1);
+        if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
+            self.record.att = self.sends;
+            self.value = self.record.encode();
+        }
+    }
+
+    /// Unique insert: sends a claim (the lock cell and the counter in one step) from the
+    /// counter value last seen.
+    fn claim(&mut self) {
+        self.new_record_value();
+        let bump = FenceBump::new(
+            self.name.as_str(),
+            &self.layout.fence,
+            self.owner.key(),
+            self.opts.acquisition,
+            self.counter_seen.as_deref(),
+            false,
+            self.opts.consistency,
+            self.opts.serial,
+        );
+        match bump {
+            Ok(bump) => {
+                self.io
+                    .send(bump.claim(&self.column, self.value.clone(), self.opts.ttl));
+                self.phase = Phase::UniqueClaim(bump);
+            }
+            // An unreadable counter value: let the store's own value replace it.
+            Err(_) if self.counter_seen.is_some() => {
+                self.counter_seen = None;
+                self.sends = self.sends.saturating_sub(1);
+                self.claim();
+            }
+            Err(e) => self.finish(Err(e)),
         }
     }
 
@@ -402,6 +459,7 @@ impl Acquire {
         matches!(
             self.phase,
             Phase::UniqueInsert
+                | Phase::UniqueClaim(_)
                 | Phase::BakeryEnter
                 | Phase::BakeryTicket(_)
                 | Phase::BakeryRefresh(_)
@@ -497,10 +555,79 @@ impl Acquire {
         }
     }
 
+    /// Unique insert: the lock holds `current`, not our record.
+    fn unique_taken(&mut self, current: String, now: Instant) {
+        let ours = LockRecord::decode(&current)
+            .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
+        if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
+            // An earlier attempt's insert, applied late: nobody believes in it. Remove
+            // exactly that record, then try again at once.
+            self.phase = Phase::UniqueClearOwn;
+            self.io.send(Command::CompareAndSet {
+                row: self.row(),
+                column: self.column.clone(),
+                expected: current,
+                new: None,
+                ttl: None,
+                serial: self.opts.serial,
+                consistency: self.opts.consistency,
+            });
+            return;
+        }
+        if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
+            let wall = self.opts.created_unix_ms
+                + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
+            if unique::looks_expired(&current, wall) {
+                self.phase = Phase::UniqueBlindDelete;
+                let row = self.row();
+                self.io.send(Command::Delete {
+                    row,
+                    column: self.column.clone(),
+                    consistency: self.opts.consistency,
+                });
+                return;
+            }
+        }
+        self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
+    }
+
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
         let validity = self.opts.lease_validity();
         match (core::mem::replace(&mut self.phase, Phase::Done), reply) {
             // Unique insert.
+            (
+                Phase::UniqueClaim(bump),
+                Reply::Guarded {
+                    current, guard, ..
+                },
+            ) => {
+                if current.as_deref() == Some(self.value.as_str()) {
+                    // Our record is the lock's: inserted by this claim (or by an earlier send of
+                    // it, settled by a serial read).
+                    self.wrote = true;
+                    self.cell_deadline = sent.saturating_add(validity);
+                    if guard.as_deref() == Some(bump.next_value().as_str()) {
+                        self.fence_value = bump.next_value();
+                        return self.won(bump.token(), now);
+                    }
+                    // The record went in without the counter (a store that found the counter
+                    // changed under it): move the counter from the value the step found, after
+                    // our record was in place, as a separate insert would.
+                    return self.start_fence(guard, true);
+                }
+                self.wrote = false;
+                self.counter_seen = guard;
+                match current {
+                    // Free, but the counter was not at the value we guessed: claim again from
+                    // the value found, once per attempt.
+                    None if self.reclaims == 0 => {
+                        self.reclaims += 1;
+                        self.claim();
+                    }
+                    None => self.contended(now, unique::busy(self.name.as_str(), None)),
+                    Some(current) => self.unique_taken(current, now),
+                }
+            }
             (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
                 if applied || current.as_deref() == Some(self.value.as_str()) {
                     self.wrote = true;
@@ -511,39 +638,7 @@ impl Acquire {
                     };
                 }
                 self.wrote = false;
-                let current = current.unwrap_or_default();
-                let ours = LockRecord::decode(&current)
-                    .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
-                if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
-                    // An earlier attempt's insert, applied late: nobody believes in it. Remove
-                    // exactly that record, then try again at once.
-                    self.phase = Phase::UniqueClearOwn;
-                    self.io.send(Command::CompareAndSet {
-                        row: self.row(),
-                        column: self.column.clone(),
-                        expected: current,
-                        new: None,
-                        ttl: None,
-                        serial: self.opts.serial,
-                        consistency: self.opts.consistency,
-                    });
-                    return;
-                }
-                if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
-                    let wall = self.opts.created_unix_ms
-                        + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
-                    if unique::looks_expired(&current, wall) {
-                        self.phase = Phase::UniqueBlindDelete;
-                        let row = self.row();
-                        self.io.send(Command::Delete {
-                            row,
-                            column: self.column.clone(),
-                            consistency: self.opts.consistency,
-                        });
-                        return;
-                    }
-                }
-                self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
+                self.unique_taken(current.unwrap_or_default(), now);
             }
             (Phase::UniqueClearOwn, Reply::Conditional { .. }) => self.start_attempt(now),
             (Phase::UniqueBlindDelete, Reply::Written) => {

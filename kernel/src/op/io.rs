@@ -214,14 +214,8 @@ impl Io {
         let failure = match reply {
             Reply::Failed(f) => f,
             Reply::Cells(cells) if req.resolving.is_some() => {
-                let column = cell_of(&req.command);
-                let current = cells
-                    .into_iter()
-                    .find(|c| c.column == column)
-                    .map(|c| c.value);
-                let (expected, intended) = conditional_values(&req.command);
                 req.resolving = None;
-                if current == expected {
+                let Some(reply) = settled(&req.command, cells) else {
                     // The serial read settled it: the timed-out send was not applied.
                     req.timed_out = false;
                     self.maybe_applied = false;
@@ -234,14 +228,6 @@ impl Io {
                         ErrorKind::StoreUnavailable,
                         "it timed out and a serial read showed it had not been applied",
                     );
-                }
-                // A conditional delete whose cell is gone proves nothing: anyone's removal (a
-                // forced release, an expiry) looks the same. Only a value we wrote is proof;
-                // the operation settles a missing cell itself (`maybe_applied` stays true).
-                let applied = current.is_some() && current == intended;
-                let reply = Reply::Conditional {
-                    applied,
-                    current: if applied { None } else { current },
                 };
                 return Some(IoPoll::Done(Ok(reply), sent));
             }
@@ -257,9 +243,14 @@ impl Io {
             )),
             Failure::Timeout(_) if req.command.is_conditional() && req.resolving.is_none() => {
                 // Settle it: a serial read of the cell.
+                let filter = match &req.command {
+                    // Two cells: the lock and its counter (or guard).
+                    Command::Claim { .. } | Command::GuardedSet { .. } => ColumnFilter::All,
+                    _ => ColumnFilter::Exact(cell_of(&req.command)),
+                };
                 let read = Command::Read {
                     row: req.command.row().unwrap_or_default().into(),
-                    filter: ColumnFilter::Exact(cell_of(&req.command)),
+                    filter,
                     consistency: ReadConsistency::Serial(serial_of(&req.command)),
                 };
                 req.resolving = Some(read);
@@ -325,6 +316,76 @@ impl Io {
     }
 }
 
+/// What a serial read of the cells made after a conditional command timed out says about it:
+/// `None` when the cells are as the command needed them (it was not applied: send it again),
+/// otherwise the reply to give the operation. A conditional delete whose cell is gone proves
+/// nothing (anyone's removal, a forced release or an expiry, looks the same): only a value we
+/// wrote is proof, and the operation settles a missing cell itself ([`Io::maybe_applied`]
+/// stays true).
+fn settled(command: &Command, cells: alloc::vec::Vec<crate::model::Cell>) -> Option<Reply> {
+    let value_of = |column: &str| {
+        cells
+            .iter()
+            .find(|c| c.column == column)
+            .map(|c| c.value.clone())
+    };
+    match command {
+        Command::Claim {
+            column,
+            value,
+            counter,
+            counter_expected,
+            counter_next,
+            ..
+        } => {
+            let current = value_of(column);
+            let guard = value_of(counter);
+            if current.is_none() && guard == *counter_expected {
+                return None;
+            }
+            let applied =
+                current.as_deref() == Some(value) && guard.as_deref() == Some(counter_next);
+            Some(Reply::Guarded {
+                applied,
+                current,
+                guard,
+            })
+        }
+        Command::GuardedSet {
+            column,
+            expected,
+            new,
+            guard,
+            guard_value,
+            ..
+        } => {
+            let current = value_of(column);
+            let found = value_of(guard);
+            if current.as_deref() == Some(expected) && found.as_deref() == Some(guard_value) {
+                return None;
+            }
+            let applied = new.is_some() && current == *new && found.as_deref() == Some(guard_value);
+            Some(Reply::Guarded {
+                applied,
+                current,
+                guard: found,
+            })
+        }
+        _ => {
+            let current = value_of(&cell_of(command));
+            let (expected, intended) = conditional_values(command);
+            if current == expected {
+                return None;
+            }
+            let applied = current.is_some() && current == intended;
+            Some(Reply::Conditional {
+                applied,
+                current: if applied { None } else { current },
+            })
+        }
+    }
+}
+
 fn cell_of(command: &Command) -> String {
     match command {
         Command::InsertIfAbsent { column, .. }
@@ -337,7 +398,10 @@ fn cell_of(command: &Command) -> String {
 
 fn serial_of(command: &Command) -> crate::model::SerialConsistency {
     match command {
-        Command::InsertIfAbsent { serial, .. } | Command::CompareAndSet { serial, .. } => *serial,
+        Command::InsertIfAbsent { serial, .. }
+        | Command::CompareAndSet { serial, .. }
+        | Command::Claim { serial, .. }
+        | Command::GuardedSet { serial, .. } => *serial,
         _ => crate::model::SerialConsistency::Serial,
     }
 }
@@ -363,6 +427,12 @@ pub(crate) fn describe(command: &Command) -> String {
         Command::InsertIfAbsent { column, .. } => format!("insert-if-absent of {row:?}/{column:?}"),
         Command::CompareAndSet { column, .. } => format!("compare-and-set of {row:?}/{column:?}"),
         Command::Batch { .. } => format!("batch on row {row:?}"),
+        Command::Claim { column, .. } => {
+            format!("insert-if-absent of {row:?}/{column:?} with its counter")
+        }
+        Command::GuardedSet { column, .. } => {
+            format!("compare-and-set of {row:?}/{column:?} guarded by its counter")
+        }
         Command::Scan { .. } => String::from("scan of the lock table"),
         Command::Purge { .. } => format!("purge of row {row:?}"),
     }

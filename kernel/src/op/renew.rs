@@ -339,6 +339,9 @@ enum ReleasePhase {
     Start,
     /// The read before the removal.
     Check,
+    /// Unique insert: our record removed by compare-and-set while the counter is at our grant,
+    /// in one step (the check and the removal together).
+    Guarded,
     /// The delete (or compare-and-set, or batch); `Some` carries the error the check found,
     /// `None` that it found the lease intact (or, under a broken variant, that there was no check).
     Remove(Option<Error>),
@@ -460,6 +463,61 @@ impl Release {
                 self.io.send(command);
                 return;
             }
+            (ReleasePhase::Guarded, Reply::Guarded { applied: true, .. }) if self.in_time() => {
+                Ok(())
+            }
+            (ReleasePhase::Guarded, Reply::Guarded { applied: true, .. }) => Err(self.late()),
+            (ReleasePhase::Guarded, Reply::Guarded { current, guard, .. }) => {
+                let mine = current.as_deref() == Some(self.lease.value.as_str());
+                let error = match guard {
+                    // Our removal may have been applied (its reply lost), and the lock granted
+                    // again since; no forced release came in between (the count did not move),
+                    // so our record went away by our removal or by its expiry, both after the
+                    // holder stopped acting.
+                    Some(v)
+                        if !mine
+                            && self.io.maybe_applied()
+                            && self.in_time()
+                            && self.regranted_without_force(&v) =>
+                    {
+                        return self.ok();
+                    }
+                    Some(v) if v != self.lease.fence_value => {
+                        lost_to(&self.lease, &granted_since(&v), counter_owner(&v))
+                    }
+                    None => lost(&self.lease, "its fencing counter was gone"),
+                    // The counter is at our grant: no one else was granted since.
+                    Some(_) => match current {
+                        // Our record in place with the counter at our grant would have been
+                        // removed: a store that could not tell. Remove it on its own.
+                        Some(_) if mine => {
+                            self.phase = ReleasePhase::Remove(None);
+                            self.io.send(delete_mine(&self.lease));
+                            return;
+                        }
+                        // Gone after a send that may have been applied: our removal, or an
+                        // expiry with no grant since; either way no one else held it.
+                        None if self.io.maybe_applied() && self.in_time() => return self.ok(),
+                        None if self.io.maybe_applied() => self.late(),
+                        None => lost(
+                            &self.lease,
+                            "its lock cell was gone (expired or force-released)",
+                        ),
+                        Some(other) => lost_to(
+                            &self.lease,
+                            &format!("it had been taken over by {}", unique::owner_of(&other)),
+                            Some(unique::owner_of(&other)),
+                        ),
+                    },
+                };
+                if mine {
+                    // A late copy of our own insert put the record back: remove it.
+                    self.phase = ReleasePhase::Remove(Some(error));
+                    self.io.send(delete_mine(&self.lease));
+                    return;
+                }
+                Err(error)
+            }
             (ReleasePhase::Remove(Some(e)), Reply::Written | Reply::Conditional { .. }) => Err(e),
             (ReleasePhase::Remove(None), _) if !self.in_time() => Err(self.late()),
             (
@@ -486,6 +544,39 @@ impl Release {
             }
             (phase, reply) => Err(unexpected(&format!("release step {phase:?}"), &reply)),
         });
+    }
+
+    /// Whether the counter value `v` is a later grant's, with no forced release counted since
+    /// our grant.
+    fn regranted_without_force(&self, v: &str) -> bool {
+        let (Ok(now), Ok(ours)) = (Fence::decode(v), Fence::decode(&self.lease.fence_value)) else {
+            return false;
+        };
+        now.owner != crate::record::FORCED && now.token > ours.token && now.forced == ours.forced
+    }
+
+    fn ok(&mut self) {
+        self.result = Some(Ok(()));
+    }
+
+    /// Whether the release is one guarded compare-and-set (unique insert without a mutation).
+    fn guarded(&self) -> bool {
+        self.lease.opts.strategy == Strategy::UniqueInsert && self.mutation.is_empty()
+    }
+
+    /// Unique insert's release: our record removed only while the counter is at our grant.
+    fn guarded_remove(&self) -> Command {
+        Command::GuardedSet {
+            row: self.lease.row.clone(),
+            column: self.lease.column.clone(),
+            expected: self.lease.value.clone(),
+            new: None,
+            ttl: None,
+            guard: Layout::of(&self.lease.opts).fence,
+            guard_value: self.lease.fence_value.clone(),
+            serial: self.lease.opts.serial,
+            consistency: self.lease.opts.consistency,
+        }
     }
 
     /// Whether this release reads the lock before removing (always, but for the broken variant).
@@ -537,7 +628,11 @@ impl Operation for Release {
                 IoPoll::Done(Err(e), _) => self.result = Some(Err(e)),
                 IoPoll::Done(Ok(reply), _) => self.on_reply(reply),
                 IoPoll::Idle if matches!(self.phase, ReleasePhase::Start) => {
-                    if self.checked() {
+                    if self.checked() && self.guarded() {
+                        self.phase = ReleasePhase::Guarded;
+                        let command = self.guarded_remove();
+                        self.io.send(command);
+                    } else if self.checked() {
                         self.phase = ReleasePhase::Check;
                         self.io.send(check_read(&self.lease));
                     } else {

@@ -148,6 +148,27 @@ impl FenceBump {
         }
     }
 
+    /// The token this bump takes.
+    pub fn token(&self) -> u64 {
+        self.next_token()
+    }
+
+    /// Unique insert's fenced acquire in one step: insert `value` into `column` if no live cell
+    /// is there, and move the counter as [`FenceBump::command`] would, both or neither.
+    pub fn claim(&self, column: &str, value: String, ttl: core::time::Duration) -> Command {
+        Command::Claim {
+            row: self.row.clone(),
+            column: column.into(),
+            value,
+            ttl: Some(ttl),
+            counter: self.column.clone(),
+            counter_expected: self.expected.as_ref().map(Fence::encode),
+            counter_next: self.next_value(),
+            serial: self.serial,
+            consistency: self.consistency,
+        }
+    }
+
     fn next_token(&self) -> u64 {
         self.expected
             .as_ref()

@@ -109,13 +109,17 @@ pub fn delete(c: &Command) -> bool {
 pub fn removal(c: &Command) -> bool {
     matches!(
         c,
-        Command::Delete { .. } | Command::CompareAndSet { new: None, .. }
+        Command::Delete { .. }
+            | Command::CompareAndSet { new: None, .. }
+            | Command::GuardedSet { new: None, .. }
     )
 }
 
-/// Commands on the fencing counter (column `_LOCK_`, every strategy's with the default prefix).
+/// Commands on the fencing counter (column `_LOCK_`, every strategy's with the default prefix),
+/// unique insert's claims (which move it) included.
 pub fn fence(c: &Command) -> bool {
     match c {
+        Command::Claim { counter, .. } => counter == "_LOCK_",
         Command::InsertIfAbsent { column, .. } | Command::CompareAndSet { column, .. } => {
             column == "_LOCK_"
         }
@@ -123,12 +127,14 @@ pub fn fence(c: &Command) -> bool {
     }
 }
 
-/// Conditional commands on the lock cell of unique insert (column `lock`).
+/// Conditional commands on the lock cell of unique insert (column `lock`), claims and
+/// guarded releases included.
 pub fn lock_cell(c: &Command) -> bool {
     match c {
-        Command::InsertIfAbsent { column, .. } | Command::CompareAndSet { column, .. } => {
-            column == "lock"
-        }
+        Command::InsertIfAbsent { column, .. }
+        | Command::CompareAndSet { column, .. }
+        | Command::Claim { column, .. }
+        | Command::GuardedSet { column, .. } => column == "lock",
         _ => false,
     }
 }

@@ -134,6 +134,49 @@ pub fn render_command(c: &Command) -> String {
                 cl(*consistency)
             )
         }
+        Command::Claim {
+            row,
+            column,
+            value,
+            ttl: t,
+            counter,
+            counter_expected,
+            counter_next,
+            serial: s,
+            consistency,
+        } => {
+            let expected = match counter_expected {
+                Some(v) => format!("{v:?}"),
+                None => "absent".to_string(),
+            };
+            format!(
+                "claim {row:?}/{column:?} = {value:?} {} and {counter:?} if {expected} then {counter_next:?} {}/{}",
+                ttl(t),
+                serial(*s),
+                cl(*consistency)
+            )
+        }
+        Command::GuardedSet {
+            row,
+            column,
+            expected,
+            new,
+            ttl: t,
+            guard,
+            guard_value,
+            serial: s,
+            consistency,
+        } => {
+            let new = match new {
+                Some(v) => format!("{v:?} {}", ttl(t)),
+                None => "delete".to_string(),
+            };
+            format!(
+                "cas {row:?}/{column:?} if {expected:?} and {guard:?} is {guard_value:?} then {new} {}/{}",
+                serial(*s),
+                cl(*consistency)
+            )
+        }
         Command::Batch {
             row,
             writes,
@@ -181,6 +224,20 @@ pub fn render_reply(r: &Reply) -> String {
             };
             let applied = if *applied { "applied" } else { "not applied" };
             format!("{applied}, current {current}")
+        }
+        Reply::Guarded {
+            applied: true, ..
+        } => "applied".into(),
+        Reply::Guarded { current, guard, .. } => {
+            let show = |v: &Option<String>| match v {
+                Some(v) => format!("{v:?}"),
+                None => "none".to_string(),
+            };
+            format!(
+                "not applied, current {}, counter {}",
+                show(current),
+                show(guard)
+            )
         }
         Reply::Purged(cells) => {
             let cells: Vec<String> = cells.iter().map(|(r, c)| format!("{r:?}/{c:?}")).collect();
