@@ -28,6 +28,7 @@
 //! | a lagging replica | a slow or overloaded Cassandra node |
 //! | purges and forced releases racing clients, column-prefix cell TTL longer than the lease | operators running `baton purge` and `baton release --force` |
 //! | waits cancelled midway | a caller's timeout around `lock()`, an aborted task |
+//! | a claim applied in two steps (the lock cell inserted whatever the counter holds, the counter then left when it does not match) | weaker than PostgreSQL's one statement, which inserts the lock cell alone only when the counter is created by someone else in the same instant |
 
 pub mod check;
 pub mod clock;
@@ -288,6 +289,8 @@ pub struct FaultCounts {
     pub suspends: u64,
     /// Store clock steps.
     pub clock_steps: u64,
+    /// Claims applied in two steps that inserted the lock cell and left the counter.
+    pub split_claims: u64,
     /// Purges run by the operator.
     pub purges: u64,
     /// Forced releases that removed an entry.
@@ -298,7 +301,7 @@ pub struct FaultCounts {
 
 impl FaultCounts {
     /// The counts with their names, for tables.
-    pub fn named(&self) -> [(&'static str, u64); 14] {
+    pub fn named(&self) -> [(&'static str, u64); 15] {
         [
             ("lost reply", self.lost_reply),
             ("dropped", self.dropped),
@@ -311,6 +314,7 @@ impl FaultCounts {
             ("pause", self.pauses),
             ("suspend", self.suspends),
             ("clock step", self.clock_steps),
+            ("split claim", self.split_claims),
             ("purge", self.purges),
             ("forced", self.forced),
             ("cancelled", self.cancelled),
@@ -329,6 +333,7 @@ impl FaultCounts {
         self.pauses += o.pauses;
         self.suspends += o.suspends;
         self.clock_steps += o.clock_steps;
+        self.split_claims += o.split_claims;
         self.purges += o.purges;
         self.forced += o.forced;
         self.cancelled += o.cancelled;

@@ -62,6 +62,11 @@ pub trait SimStore {
     fn clock_steps(&self) -> u64 {
         0
     }
+
+    /// Claims applied in two steps that left the counter (see [`split_claim`]).
+    fn split_claims(&self) -> u64 {
+        0
+    }
 }
 
 fn timeout() -> Reply {
@@ -122,6 +127,11 @@ pub struct SingleCopy {
     pub clock: SteppingClock,
     /// Probability of a clock step per command.
     pub step_chance: f64,
+    /// Probability that a claim is applied in two steps, the lock cell and then the counter
+    /// (see [`split_claim`]), rather than both or neither.
+    pub split_chance: f64,
+    /// Claims applied in two steps that inserted the lock cell and left the counter.
+    pub split_claims: u64,
     arrivals: u64,
 }
 
@@ -132,8 +142,99 @@ impl SingleCopy {
         SingleCopy {
             clock: SteppingClock::new(max_step),
             step_chance,
+            split_chance: 0.25,
             ..SingleCopy::default()
         }
+    }
+}
+
+impl SingleCopy {
+    fn apply(
+        &mut self,
+        command: &Command,
+        now: Instant,
+        stamp: u64,
+        rng: &mut SplitMix64,
+    ) -> Reply {
+        if matches!(command, Command::Claim { .. }) && chance(rng, self.split_chance) {
+            let reply = split_claim(&mut self.table, command, now, stamp);
+            if matches!(&reply, Reply::Guarded { applied: false, current: Some(v), .. } if matches!(command, Command::Claim { value, .. } if value == v))
+            {
+                self.split_claims += 1;
+            }
+            return reply;
+        }
+        self.table.apply_stamped(command, now, stamp)
+    }
+}
+
+/// The weakest claim the kernel accepts from a store (`Command::Claim`'s partial outcome):
+/// the lock cell's insert-if-absent, whatever the counter holds, then the counter's
+/// compare-and-set only if the insert was applied; the reply says which parts were.
+/// PostgreSQL's one statement is stronger (it checks the counter before inserting), so a
+/// kernel safe against this is safe against it.
+pub fn split_claim(table: &mut MemoryTable, command: &Command, now: Instant, stamp: u64) -> Reply {
+    let Command::Claim {
+        row,
+        column,
+        value,
+        ttl,
+        counter,
+        counter_expected,
+        counter_next,
+        serial,
+        consistency,
+    } = command
+    else {
+        return table.apply_stamped(command, now, stamp);
+    };
+    let insert = Command::InsertIfAbsent {
+        row: row.clone(),
+        column: column.clone(),
+        value: value.clone(),
+        ttl: *ttl,
+        serial: *serial,
+        consistency: *consistency,
+    };
+    let inserted = matches!(
+        table.apply_stamped(&insert, now, stamp),
+        Reply::Conditional { applied: true, .. }
+    );
+    let bump = match counter_expected {
+        None => Command::InsertIfAbsent {
+            row: row.clone(),
+            column: counter.clone(),
+            value: counter_next.clone(),
+            ttl: None,
+            serial: *serial,
+            consistency: *consistency,
+        },
+        Some(expected) => Command::CompareAndSet {
+            row: row.clone(),
+            column: counter.clone(),
+            expected: expected.clone(),
+            new: Some(counter_next.clone()),
+            ttl: None,
+            serial: *serial,
+            consistency: *consistency,
+        },
+    };
+    let bumped = inserted
+        && matches!(
+            table.apply_stamped(&bump, now, stamp),
+            Reply::Conditional { applied: true, .. }
+        );
+    let value_of = |c: &str| {
+        table
+            .read(row, &ColumnFilter::Exact(c.to_string()), now)
+            .into_iter()
+            .next()
+            .map(|cell| cell.value)
+    };
+    Reply::Guarded {
+        applied: inserted && bumped,
+        current: value_of(column),
+        guard: value_of(counter),
     }
 }
 
@@ -151,10 +252,10 @@ impl SimStore for SingleCopy {
             Fate::Unavailable => (unavailable(), at),
             Fate::Dropped | Fate::Late => (timeout(), at),
             Fate::Normal | Fate::Duplicated | Fate::Minority => {
-                (self.table.apply_stamped(command, now, stamp), at)
+                (self.apply(command, now, stamp, rng), at)
             }
             Fate::LostReply => {
-                let _ = self.table.apply_stamped(command, now, stamp);
+                let _ = self.apply(command, now, stamp, rng);
                 (timeout(), at)
             }
         }
@@ -167,6 +268,10 @@ impl SimStore for SingleCopy {
 
     fn clock_steps(&self) -> u64 {
         self.clock.steps
+    }
+
+    fn split_claims(&self) -> u64 {
+        self.split_claims
     }
 }
 
@@ -220,7 +325,11 @@ pub fn cql_expiry(coordinator_now: u64, ttl: Duration) -> u64 {
 /// `now` writes it (see [`cql_expiry`]).
 fn whole_second_ttl(command: &Command, now: u64) -> Command {
     let mut command = command.clone();
-    if let Command::InsertIfAbsent { ttl, .. } | Command::CompareAndSet { ttl, .. } = &mut command {
+    if let Command::InsertIfAbsent { ttl, .. }
+    | Command::CompareAndSet { ttl, .. }
+    | Command::Claim { ttl, .. }
+    | Command::GuardedSet { ttl, .. } = &mut command
+    {
         if let Some(t) = ttl {
             *t = Duration::from_nanos(cql_expiry(now, *t) - now);
         }

@@ -788,6 +788,7 @@ impl Sim {
         };
         let mut faults = self.faults;
         faults.clock_steps = self.store.clock_steps();
+        faults.split_claims = self.store.split_claims();
         Outcome {
             seed,
             grants: self.grants.len(),
