@@ -109,17 +109,24 @@ export function cassandraStore(client, options = {}) {
 
     /**
      * @param {{ query: string, params: unknown[] }[]} statements
-     * @param {{ consistency: string }} o
+     * @param {{ consistency: string, serialConsistency?: string, idempotent?: boolean }} o
      */
     async batch(statements, o) {
+      /** @type {Record<string, unknown>} */
+      const options = { prepare: true, logged: true, consistency: level(o.consistency), isIdempotent: o.idempotent ?? true };
+      if (o.serialConsistency !== undefined) options.serialConsistency = level(o.serialConsistency);
+      let result;
       try {
-        await client.batch(
+        result = await client.batch(
           statements.map((s) => ({ query: s.query, params: s.params.map(toCql) })),
-          { prepare: true, logged: true, consistency: level(o.consistency), isIdempotent: true },
+          options,
         );
       } catch (e) {
         throw classified(e);
       }
+      const columns = result?.columns ?? [];
+      const rows = (result?.rows ?? []).map((row) => row.values());
+      return { columns: columns.map((c) => c.name), rows, pageState: null };
     },
   };
 }

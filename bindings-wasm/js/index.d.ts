@@ -90,7 +90,12 @@ export interface CqlAdapter {
     fetchSize?: number;
     pageState?: string;
   }): Promise<{ columns?: string[]; rows?: unknown[][]; pageState?: string | null }>;
-  batch(statements: { query: string; params: (string | number | bigint)[] }[], options: { consistency: string }): Promise<void>;
+  /** A logged batch; conditional when `serialConsistency` is given, and then it resolves to its rows as `execute` does. */
+  batch(statements: { query: string; params: (string | number | bigint)[] }[], options: {
+    consistency: string;
+    serialConsistency?: string;
+    idempotent?: boolean;
+  }): Promise<{ columns?: string[]; rows?: unknown[][]; pageState?: string | null } | void>;
 }
 
 /** A store, and the defaults of the locks taken on it. */

@@ -90,11 +90,13 @@ fn bound(
     Ok(bound)
 }
 
-/// A logged batch of `statements` at `consistency`, with their values.
+/// A logged batch of `statements` at `consistency` (conditional when `serial` is set), with
+/// their values.
 fn batch(
     st: &Statements,
     statements: Vec<(Statement, Vec<Value<'_>>)>,
     consistency: Level,
+    serial: Option<SerialConsistency>,
 ) -> (Batch, Vec<Vec<CqlValue>>) {
     let mut batch = Batch::new(BatchType::Logged);
     let mut values = Vec::with_capacity(statements.len());
@@ -103,7 +105,11 @@ fn batch(
         values.push(cql_values(v));
     }
     batch.set_consistency(cl(consistency));
-    batch.set_is_idempotent(true);
+    // A conditional batch is not idempotent: the kernel settles a failed one itself.
+    batch.set_is_idempotent(serial.is_none());
+    if let Some(serial) = serial {
+        batch.set_serial_consistency(Some(scl(serial)));
+    }
     (batch, values)
 }
 
@@ -204,14 +210,17 @@ async fn run_stamped(
             Step::Batch {
                 statements,
                 consistency,
+                serial,
             } => {
-                let (batch, values) = batch(st, statements, consistency);
+                let (batch, values) = batch(st, statements, consistency, serial);
                 let result = session
                     .batch(&batch, values)
                     .await
                     .map_err(|e| failure(&e))?;
-                op.rows(Rows::default());
-                last = Some(result);
+                if trace {
+                    last = Some(result.clone());
+                }
+                op.rows(rows(result)?);
             }
             Step::Scan {
                 statement,
@@ -282,8 +291,9 @@ pub(crate) async fn execute_raw(
         Step::Batch {
             statements,
             consistency,
+            serial,
         } => {
-            let (batch, values) = batch(st, statements, consistency);
+            let (batch, values) = batch(st, statements, consistency, serial);
             session.batch(&batch, values).await.map(Some)
         }
         _ => Ok(None),

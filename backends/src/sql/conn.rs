@@ -45,6 +45,13 @@ pub trait Sealed: Send {
         kinds: &'a [Kind],
     ) -> impl Future<Output = Result<Vec<Vec<Val>>, sqlx::Error>> + Send + 'a;
 
+    /// Runs a statement as text, without preparing it (DDL such as `CREATE PROCEDURE`, which
+    /// not every server prepares).
+    fn script<'a>(
+        &'a mut self,
+        sql: &'a SqlStr,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+
     /// Runs statements in one transaction (a savepoint when the connection is already in one).
     fn batch<'a>(
         &'a mut self,
@@ -108,6 +115,16 @@ macro_rules! sql_conn {
                         out.push(vals);
                     }
                     Ok(out)
+                }
+            }
+
+            fn script<'a>(
+                &'a mut self,
+                sql: &'a SqlStr,
+            ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
+                async move {
+                    sqlx::raw_sql(sql.clone()).execute(&mut *self).await?;
+                    Ok(())
                 }
             }
 

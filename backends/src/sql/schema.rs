@@ -21,6 +21,15 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
     create: bool,
     table: &str,
 ) -> Result<(), Failure> {
+    if create {
+        // Routines are made (if missing) whether or not the table was: a table made by an
+        // earlier version has none.
+        for routine in &st.routines {
+            conn.script(routine)
+                .await
+                .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
+        }
+    }
     let present = columns(conn, st).await?;
     match SchemaCheck::of(&present, create, table, &st.ddl, &st.add_stamp_ddl) {
         SchemaCheck::Ready => return Ok(()),

@@ -106,6 +106,7 @@ impl CqlHost {
                 Step::Batch {
                     statements,
                     consistency,
+                    serial,
                 } => {
                     let list: Array = statements
                         .iter()
@@ -118,9 +119,20 @@ impl CqlHost {
                         .collect();
                     let options = Object::new();
                     js::set(&options, "consistency", level_name(consistency));
-                    self.call("batch", &[list.into(), options.into()], Phase::Execute)
+                    // A conditional batch (a claim, a guarded release) is not idempotent, and
+                    // its result rows say whether it was applied.
+                    js::set(&options, "idempotent", serial.is_none());
+                    if let Some(serial) = serial {
+                        js::set(&options, "serialConsistency", serial_name(serial));
+                    }
+                    let out = self
+                        .call("batch", &[list.into(), options.into()], Phase::Execute)
                         .await?;
-                    op.rows(Rows::default());
+                    if serial.is_some() {
+                        op.rows(rows(&out)?);
+                    } else {
+                        op.rows(Rows::default());
+                    }
                 }
                 Step::Scan {
                     statement,

@@ -175,10 +175,17 @@ impl SqlHost {
         failure(error, dialect, phase, message)
     }
 
-    /// Creates the table when it is missing (and allowed), adds the stamp column to a table of
-    /// an older baton, or refuses a table that is not baton's, as the native SQL stores do.
+    /// Creates the table when it is missing (and allowed), and the routines its statements call,
+    /// adds the stamp column to a table of an older baton, or refuses a table that is not
+    /// baton's, as the native SQL stores do.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
         let st = &self.statements;
+        if self.create {
+            // MariaDB's claim procedure, made whether or not the table was.
+            for routine in &st.routines {
+                self.query(routine, &[], Phase::Connect).await?;
+            }
+        }
         let present = self.columns().await?;
         match SchemaCheck::of(
             &present,

@@ -133,13 +133,18 @@ pub enum Step<'c> {
         /// Its serial consistency (conditional statements only).
         serial: Option<SerialConsistency>,
     },
-    /// Execute these statements as one logged batch at `consistency` (idempotent: every one
-    /// carries its timestamp), then call [`Operation::rows`] with no rows.
+    /// Execute these statements as one logged batch at `consistency`, then call
+    /// [`Operation::rows`] with its result. A batch of plain writes (`serial` is `None`) is
+    /// idempotent (every statement carries its timestamp) and has no rows. A conditional batch
+    /// (`serial` set: its Paxos consistency) is not idempotent, and its result has `[applied]`
+    /// and, when not applied, the `cell` and `value` of the rows its conditions found.
     Batch {
         /// The statements and their values.
         statements: Vec<(Statement, Vec<Value<'c>>)>,
         /// The batch's consistency level.
         consistency: Level,
+        /// The serial consistency of a conditional batch.
+        serial: Option<SerialConsistency>,
     },
     /// Execute `statement` with `values`, paged by `page_size` rows, and call
     /// [`Operation::page`] with each page until the operation stops asking.
@@ -198,6 +203,8 @@ impl<'c> Operation<'c> {
             Command::Read { .. }
             | Command::InsertIfAbsent { .. }
             | Command::CompareAndSet { .. }
+            | Command::Claim { .. }
+            | Command::GuardedSet { .. }
             | Command::Purge { .. }
             | Command::Scan { .. } => 0,
             other => {
@@ -245,6 +252,9 @@ impl<'c> Operation<'c> {
                 }),
             Command::InsertIfAbsent { .. } | Command::CompareAndSet { .. } => {
                 conditional(&result).unwrap_or_else(Reply::Failed)
+            }
+            Command::Claim { .. } | Command::GuardedSet { .. } => {
+                guarded(&result, self.command).unwrap_or_else(Reply::Failed)
             }
             Command::Scan { .. } => internal("a scan's rows came unpaged"),
             _ => Reply::Written,
@@ -398,6 +408,73 @@ impl<'c> Operation<'c> {
                 Step::Batch {
                     statements,
                     consistency: levels.plain(*consistency),
+                    serial: None,
+                }
+            }
+            Command::Claim {
+                row,
+                column,
+                value,
+                ttl,
+                counter,
+                counter_expected,
+                counter_next,
+                serial,
+                consistency,
+            } => {
+                let counter = match counter_expected {
+                    None => (
+                        Statement::InsertIfAbsent,
+                        put_values(row, counter, counter_next, None),
+                    ),
+                    Some(expected) => {
+                        let mut values = put_values(row, counter, counter_next, None);
+                        values.push(text(expected));
+                        (Statement::CompareAndSet, values)
+                    }
+                };
+                Step::Batch {
+                    statements: vec![
+                        (
+                            Statement::InsertIfAbsent,
+                            put_values(row, column, value, *ttl),
+                        ),
+                        counter,
+                    ],
+                    consistency: levels.plain(*consistency),
+                    serial: Some(levels.serial(*serial)),
+                }
+            }
+            Command::GuardedSet {
+                row,
+                column,
+                expected,
+                new,
+                ttl,
+                guard,
+                guard_value,
+                serial,
+                consistency,
+            } => {
+                let change = match new {
+                    Some(value) => {
+                        let mut values = put_values(row, column, value, *ttl);
+                        values.push(text(expected));
+                        (Statement::CompareAndSet, values)
+                    }
+                    None => (
+                        Statement::CompareAndDelete,
+                        vec![text(row), text(column), text(expected)],
+                    ),
+                };
+                // The guard is a condition of the batch: it is written again with its own
+                // value (a Paxos write, as every write of it is).
+                let mut check = put_values(row, guard, guard_value, None);
+                check.push(text(guard_value));
+                Step::Batch {
+                    statements: vec![change, (Statement::CompareAndSet, check)],
+                    consistency: levels.plain(*consistency),
+                    serial: Some(levels.serial(*serial)),
                 }
             }
             // Expired cells vanish by themselves in Cassandra (TTL): there is nothing to purge.
@@ -557,6 +634,72 @@ fn conditional(result: &Rows) -> Result<Reply, Failure> {
         }
     };
     Ok(Reply::Conditional { applied, current })
+}
+
+/// The reply of a conditional batch ([`Command::Claim`], [`Command::GuardedSet`]): applied, the
+/// cells as the command left them; otherwise the `value` of each row the result names by
+/// `cell` (a row it does not name, or names with a NULL value, has no live cell).
+fn guarded(result: &Rows, command: &Command) -> Result<Reply, Failure> {
+    let at = |name: &str| result.columns.iter().position(|c| c == name);
+    let applied_at =
+        at("[applied]").ok_or_else(|| bad_result("a conditional batch without [applied]"))?;
+    let first = result
+        .rows
+        .first()
+        .ok_or_else(|| bad_result("a conditional batch without a result row"))?;
+    let applied = matches!(
+        first.get(applied_at).cloned().flatten(),
+        Some(Val::Boolean(true))
+    );
+    let (column, other) = match command {
+        Command::Claim {
+            column,
+            counter,
+            value,
+            counter_next,
+            ..
+        } if applied => {
+            return Ok(Reply::Guarded {
+                applied,
+                current: Some(value.clone()),
+                guard: Some(counter_next.clone()),
+            })
+        }
+        Command::GuardedSet {
+            new, guard_value, ..
+        } if applied => {
+            return Ok(Reply::Guarded {
+                applied,
+                current: new.clone(),
+                guard: Some(guard_value.clone()),
+            })
+        }
+        Command::Claim {
+            column, counter, ..
+        } => (column, counter),
+        Command::GuardedSet { column, guard, .. } => (column, guard),
+        _ => return Err(bad_result("a conditional batch for another command")),
+    };
+    let (Some(cell_at), Some(value_at)) = (at("cell"), at("value")) else {
+        return Ok(Reply::Guarded {
+            applied,
+            current: None,
+            guard: None,
+        });
+    };
+    let value_of = |wanted: &str| {
+        result.rows.iter().find_map(|row| {
+            match (row.get(cell_at).cloned().flatten(), row.get(value_at).cloned().flatten()) {
+                (Some(Val::Text(c)), Some(Val::Text(v))) if c == wanted => Some(v),
+                _ => None,
+            }
+        })
+    };
+    Ok(Reply::Guarded {
+        applied,
+        current: value_of(column),
+        guard: value_of(other),
+    })
 }
 
 /// The writes of a batch that matter, at most one per column, in the batch's order: the first

@@ -33,10 +33,12 @@ use alloc::vec::Vec;
 
 use baton_kernel::{Error, ErrorKind, Result};
 
+mod claim;
 mod errors;
 mod operation;
 mod schema;
 
+use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck};
@@ -63,7 +65,7 @@ impl Dialect {
     }
 
     /// `ident` quoted as an identifier (it has been validated: no quote characters inside).
-    fn quote(self, ident: &str) -> String {
+    pub(crate) fn quote(self, ident: &str) -> String {
         match self {
             Dialect::MySql => format!("`{ident}`"),
             Dialect::Sqlite | Dialect::Postgres => format!("\"{ident}\""),
@@ -71,7 +73,7 @@ impl Dialect {
     }
 
     /// The server's current time, in the type of `expires_at`.
-    fn now(self) -> &'static str {
+    pub(crate) fn now(self) -> &'static str {
         match self {
             Dialect::Sqlite => "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)",
             Dialect::Postgres => "statement_timestamp()",
@@ -82,7 +84,7 @@ impl Dialect {
     /// The expiry of a cell written now with a TTL of `?` milliseconds (NULL when `?` is NULL).
     /// SQLite's clock is read in whole milliseconds, rounded down, so one is added: a TTL is
     /// rounded up, never down.
-    fn expiry(self) -> String {
+    pub(crate) fn expiry(self) -> String {
         match self {
             Dialect::Sqlite => format!("({} + 1 + ?)", self.now()),
             Dialect::Postgres => format!("({} + ?::bigint * interval '1 millisecond')", self.now()),
@@ -107,7 +109,7 @@ impl Dialect {
     }
 
     /// The condition that a row is live at the server's current time.
-    fn live(self) -> String {
+    pub(crate) fn live(self) -> String {
         format!("(expires_at IS NULL OR expires_at > {})", self.now())
     }
 
@@ -220,6 +222,18 @@ pub enum Statement {
     ScanAfter,
     /// [`Statements::scan_cells`].
     ScanCells,
+    /// [`Statements::claim`].
+    Claim,
+    /// [`Statements::claim_counter`].
+    ClaimCounter,
+    /// [`Statements::claim_state`].
+    ClaimState,
+    /// [`Statements::guarded_delete`].
+    GuardedDelete,
+    /// [`Statements::guarded_update`].
+    GuardedUpdate,
+    /// [`Statements::guarded_current`].
+    GuardedCurrent,
 }
 
 /// Every statement a store runs, built once per store: the text of each (`S = String`), or
@@ -261,6 +275,35 @@ pub struct Statements<S = String> {
     /// `(first, last)` → `(row, cell, value, remaining_ms, stamp)` of live cells of rows in
     /// `[first, last]`.
     pub scan_cells: S,
+    /// A claim ([`Command::Claim`](baton_kernel::Command::Claim)), in one statement on
+    /// PostgreSQL (a data-modifying `WITH`, the counter row locked first) and MariaDB (a call
+    /// of the routine in [`Statements::routines`]): `(row, cell, value, ttl_ms, stamp, counter,
+    /// expected, next)` → `(inserted, bumped, lock, counter)`, the last two the live values
+    /// found (`''`: none; an `expected` of `''` means no counter yet). SQLite: the lock cell's half of a claim, run in one transaction with
+    /// [`Statements::claim_counter`]: `(row, cell, value, ttl_ms, stamp, row, counter,
+    /// expected)`, inserted (or an expired row taken over) only if the counter holds `expected`
+    /// (NULL: absent).
+    pub claim: S,
+    /// SQLite: the counter's half of a claim: `(row, counter, next, stamp, row, cell, value,
+    /// stamp, expected)`, written only if the lock cell holds this claim's value and stamp.
+    pub claim_counter: S,
+    /// SQLite: `(row, cell, row, cell, row, counter)` → `(lock value, lock stamp, counter)` as a
+    /// claim left them (`''` and 0: none).
+    pub claim_state: S,
+    /// A guarded removal ([`Command::GuardedSet`](baton_kernel::Command::GuardedSet) to nothing):
+    /// `(row, cell, expected, row, guard, guard_value)`, one row affected when applied.
+    pub guarded_delete: S,
+    /// A guarded change: `(new, ttl_ms, stamp, row, cell, expected, row, guard, guard_value)`,
+    /// one row affected when applied.
+    pub guarded_update: S,
+    /// `(row, cell, row, guard)` → `(live value, guard value)` (`''`: none), after a guarded
+    /// command that was not applied.
+    pub guarded_current: S,
+    /// Routines the statements call, created (if missing) whenever the store starts with
+    /// `create` on: MariaDB's claim procedure (`<table>_claim`); none elsewhere.
+    pub routines: Vec<S>,
+    /// The same, as text to show an operator.
+    pub routines_ddl: String,
     /// `(table)` → the names of the table's columns (no rows if it does not exist).
     pub columns: S,
     /// The statements that create the table and its index.
@@ -344,6 +387,7 @@ impl Statements {
                 table.to_owned(),
             ),
         };
+        let claims = claim_statements(d, table)?;
         let create_sql = create_table(d, table);
         let add_stamp = add_stamp_column(d, table);
         Ok(Statements {
@@ -386,6 +430,14 @@ impl Statements {
             scan_cells: d.finish(&format!(
                 "SELECT lock_name, cell, value, {rem}, stamp FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
             )),
+            claim: d.finish(&claims.claim),
+            claim_counter: d.finish(&claims.counter),
+            claim_state: d.finish(&claims.state),
+            guarded_delete: d.finish(&claims.guarded_delete),
+            guarded_update: d.finish(&claims.guarded_update),
+            guarded_current: d.finish(&claims.guarded_current),
+            routines_ddl: claims.routines.join("\n\n"),
+            routines: claims.routines,
             columns: d.finish(&columns),
             ddl: create_sql.join(";\n") + ";",
             create: create_sql.iter().map(|s| d.finish(s)).collect(),
@@ -416,6 +468,14 @@ impl<S> Statements<S> {
             scan_first: f(self.scan_first),
             scan_after: f(self.scan_after),
             scan_cells: f(self.scan_cells),
+            claim: f(self.claim),
+            claim_counter: f(self.claim_counter),
+            claim_state: f(self.claim_state),
+            guarded_delete: f(self.guarded_delete),
+            guarded_update: f(self.guarded_update),
+            guarded_current: f(self.guarded_current),
+            routines: self.routines.into_iter().map(&mut f).collect(),
+            routines_ddl: self.routines_ddl,
             columns: f(self.columns),
             create: self.create.into_iter().map(&mut f).collect(),
             ddl: self.ddl,
@@ -443,6 +503,12 @@ impl<S> Statements<S> {
             Statement::ScanFirst => &self.scan_first,
             Statement::ScanAfter => &self.scan_after,
             Statement::ScanCells => &self.scan_cells,
+            Statement::Claim => &self.claim,
+            Statement::ClaimCounter => &self.claim_counter,
+            Statement::ClaimState => &self.claim_state,
+            Statement::GuardedDelete => &self.guarded_delete,
+            Statement::GuardedUpdate => &self.guarded_update,
+            Statement::GuardedCurrent => &self.guarded_current,
         }
     }
 }

@@ -131,6 +131,12 @@ const ROW_CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind:
 const KEY: &[Kind] = &[Kind::Text, Kind::Text];
 /// One text column.
 const TEXT: &[Kind] = &[Kind::Text];
+/// A claim's outcome: `(inserted, bumped, lock, counter)`.
+const CLAIMED: &[Kind] = &[Kind::Int, Kind::Int, Kind::Text, Kind::Text];
+/// What a claim's transaction left: `(lock value, lock stamp, counter)`.
+const CLAIM_STATE: &[Kind] = &[Kind::Text, Kind::Int, Kind::Text];
+/// Two text columns.
+const TWO_TEXTS: &[Kind] = &[Kind::Text, Kind::Text];
 
 /// Where an operation is.
 #[derive(Debug)]
@@ -145,6 +151,16 @@ enum State {
     Current,
     /// A read was sent.
     Read,
+    /// A claim's one statement was sent (PostgreSQL, MariaDB).
+    ClaimOne,
+    /// A claim's transaction was sent (SQLite); the read of what it left comes next.
+    ClaimTx,
+    /// The read after a claim's transaction was sent.
+    ClaimState,
+    /// A guarded change was sent.
+    Guarded,
+    /// The read after a guarded change that was not applied was sent.
+    GuardedCurrent,
     /// A purge was sent.
     Purge,
     /// A scan is filling its page.
@@ -200,6 +216,8 @@ impl<'c> Operation<'c> {
             | Command::DeleteVersion { .. }
             | Command::InsertIfAbsent { .. }
             | Command::CompareAndSet { .. }
+            | Command::Claim { .. }
+            | Command::GuardedSet { .. }
             | Command::Purge { .. }
             | Command::Scan { .. } => 0,
             other => {
@@ -241,6 +259,14 @@ impl<'c> Operation<'c> {
                     columns: TEXT,
                 }
             }
+            State::ClaimTx => {
+                self.state = State::ClaimState;
+                self.claim_state()
+            }
+            State::Guarded => {
+                self.state = State::GuardedCurrent;
+                self.guarded_current()
+            }
             State::Scan(_) => self.scan_step(),
             State::Finished => Step::Reply(Reply::Failed(Failure::Rejected(String::from(
                 "internal error: a SQL operation was stepped after its reply",
@@ -269,6 +295,22 @@ impl<'c> Operation<'c> {
                 }
                 // Not applied: the next step reads who is in the way.
             }
+            // The transaction is in: the next step reads what it left.
+            State::ClaimTx => {}
+            State::Guarded if done.rows > 0 => {
+                if let Command::GuardedSet {
+                    new, guard_value, ..
+                } = self.command
+                {
+                    self.reply = Some(Reply::Guarded {
+                        applied: true,
+                        current: new.clone(),
+                        guard: Some(guard_value.clone()),
+                    });
+                }
+            }
+            // Not applied: the next step reads both cells.
+            State::Guarded => {}
             _ => self.unexpected(),
         }
     }
@@ -288,6 +330,16 @@ impl<'c> Operation<'c> {
                 });
             }
             State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
+            State::ClaimOne => self.reply = Some(claimed(self.command, rows)),
+            State::ClaimState => self.reply = Some(self.claim_outcome(rows)),
+            State::GuardedCurrent => {
+                let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
+                self.reply = Some(Reply::Guarded {
+                    applied: false,
+                    current: present(vals.next()),
+                    guard: present(vals.next()),
+                });
+            }
             State::Purge => {
                 let mut removed: Vec<(String, String)> = rows
                     .into_iter()
@@ -392,6 +444,8 @@ impl<'c> Operation<'c> {
                 };
                 (State::Conditional, step)
             }
+            Command::Claim { .. } => return self.claim(stamp),
+            Command::GuardedSet { .. } => return self.guarded(stamp),
             Command::Batch { row, writes, .. } => {
                 // One stamp for every write, above the newest stamp the writer saw (`after`),
                 // applied in order: a put after a delete of the same cell recreates it, a
@@ -441,6 +495,181 @@ impl<'c> Operation<'c> {
         };
         self.state = state;
         step
+    }
+
+    /// The first step of a claim: one statement (PostgreSQL, MariaDB), or the two halves in one
+    /// transaction (SQLite).
+    fn claim(&mut self, stamp: Param<'c>) -> Step<'c> {
+        let Command::Claim {
+            row,
+            column,
+            value,
+            ttl,
+            counter,
+            counter_expected,
+            counter_next,
+            ..
+        } = self.command
+        else {
+            self.unexpected();
+            return self.step();
+        };
+        // `''` stands for "no counter yet" (a counter value is never empty).
+        let expected = text(counter_expected.as_deref().unwrap_or(""));
+        let ttl = Param::Int(ttl_ms(*ttl));
+        if self.dialect != Dialect::Sqlite {
+            self.state = State::ClaimOne;
+            return fetch(
+                Statement::Claim,
+                vec![
+                    text(row),
+                    text(column),
+                    text(value),
+                    ttl,
+                    stamp,
+                    text(counter),
+                    expected,
+                    text(counter_next),
+                ],
+                CLAIMED,
+            );
+        }
+        self.state = State::ClaimTx;
+        Step::Transaction(vec![
+            (
+                Statement::Claim,
+                vec![
+                    text(row),
+                    text(column),
+                    text(value),
+                    ttl,
+                    stamp.clone(),
+                    text(row),
+                    text(counter),
+                    expected.clone(),
+                ],
+            ),
+            (
+                Statement::ClaimCounter,
+                vec![
+                    text(row),
+                    text(counter),
+                    text(counter_next),
+                    stamp.clone(),
+                    text(row),
+                    text(column),
+                    text(value),
+                    stamp,
+                    expected,
+                ],
+            ),
+        ])
+    }
+
+    /// SQLite: the read of what a claim's transaction left.
+    fn claim_state(&mut self) -> Step<'c> {
+        let Command::Claim {
+            row,
+            column,
+            counter,
+            ..
+        } = self.command
+        else {
+            self.unexpected();
+            return self.step();
+        };
+        fetch(
+            Statement::ClaimState,
+            vec![
+                text(row),
+                text(column),
+                text(row),
+                text(column),
+                text(row),
+                text(counter),
+            ],
+            CLAIM_STATE,
+        )
+    }
+
+    /// SQLite: the claim's reply from what its transaction left: applied when the lock cell
+    /// holds this claim's value at this claim's stamp and the counter its next value.
+    fn claim_outcome(&self, rows: Vec<Vec<Val>>) -> Reply {
+        let Command::Claim {
+            value,
+            counter_next,
+            ..
+        } = self.command
+        else {
+            return internal("a claim's state read for another command");
+        };
+        let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
+        let current = present(vals.next());
+        let stamp = vals.next().and_then(|v| v.int()).unwrap_or(0);
+        let guard = present(vals.next());
+        let applied = current.as_deref() == Some(value.as_str())
+            && stamp == self.stamp
+            && guard.as_deref() == Some(counter_next.as_str());
+        Reply::Guarded {
+            applied,
+            current,
+            guard,
+        }
+    }
+
+    /// The first step of a guarded change.
+    fn guarded(&mut self, stamp: Param<'c>) -> Step<'c> {
+        let Command::GuardedSet {
+            row,
+            column,
+            expected,
+            new,
+            ttl,
+            guard,
+            guard_value,
+            ..
+        } = self.command
+        else {
+            self.unexpected();
+            return self.step();
+        };
+        self.state = State::Guarded;
+        let check = [text(row), text(guard), text(guard_value)];
+        match new {
+            None => {
+                let mut params = vec![text(row), text(column), text(expected)];
+                params.extend(check);
+                execute(Statement::GuardedDelete, params)
+            }
+            Some(new) => {
+                let mut params = vec![
+                    text(new),
+                    Param::Int(ttl_ms(*ttl)),
+                    stamp,
+                    text(row),
+                    text(column),
+                    text(expected),
+                ];
+                params.extend(check);
+                execute(Statement::GuardedUpdate, params)
+            }
+        }
+    }
+
+    /// The read of both cells after a guarded change that was not applied.
+    fn guarded_current(&mut self) -> Step<'c> {
+        let Command::GuardedSet {
+            row, column, guard, ..
+        } = self.command
+        else {
+            self.unexpected();
+            return self.step();
+        };
+        fetch(
+            Statement::GuardedCurrent,
+            vec![text(row), text(column), text(row), text(guard)],
+            TWO_TEXTS,
+        )
     }
 
     fn scan_step(&mut self) -> Step<'c> {
@@ -507,6 +736,54 @@ impl Scan {
             }
         }
     }
+}
+
+/// A one-statement claim's reply from `(inserted, bumped, lock, counter)` (the last two as the
+/// statement found them). Applied: the cells as the claim wrote them. Inserted without the
+/// counter (PostgreSQL, when someone else created the counter in the same instant): not
+/// applied, with our own value as the lock's.
+fn claimed(command: &Command, rows: Vec<Vec<Val>>) -> Reply {
+    let Command::Claim {
+        value,
+        counter_next,
+        ..
+    } = command
+    else {
+        return internal("a claim's outcome for another command");
+    };
+    let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
+    let inserted = vals.next().and_then(|v| v.int()).unwrap_or(0) > 0;
+    let bumped = vals.next().and_then(|v| v.int()).unwrap_or(0) > 0;
+    let found = present(vals.next());
+    let counter = present(vals.next());
+    match (inserted, bumped) {
+        (true, true) => Reply::Guarded {
+            applied: true,
+            current: Some(value.clone()),
+            guard: Some(counter_next.clone()),
+        },
+        (true, false) => Reply::Guarded {
+            applied: false,
+            current: Some(value.clone()),
+            guard: counter,
+        },
+        _ => Reply::Guarded {
+            applied: false,
+            current: found,
+            guard: counter,
+        },
+    }
+}
+
+/// A text column where `''` means "no cell".
+fn present(v: Option<Val>) -> Option<String> {
+    v.map(Val::into_text).filter(|s| !s.is_empty())
+}
+
+fn internal(what: &str) -> Reply {
+    Reply::Failed(Failure::Rejected(format!(
+        "internal error in a SQL operation: {what}"
+    )))
 }
 
 fn text(s: &str) -> Param<'_> {

@@ -124,7 +124,10 @@ impl Conn {
             "not a generated table name: {table:?}"
         );
         let sql = match self {
-            Conn::Mysql(_) => format!("DROP TABLE IF EXISTS `{table}`"),
+            // With the claim procedure made for the table.
+            Conn::Mysql(_) => {
+                format!("DROP TABLE IF EXISTS `{table}`; DROP PROCEDURE IF EXISTS `{table}_claim`")
+            }
             _ => format!("DROP TABLE IF EXISTS \"{table}\""),
         };
         let sql = sqlx::AssertSqlSafe(sql);

@@ -1,0 +1,175 @@
+//! The SQL of unique insert's one-step commands: a claim (the lock cell and the fencing counter
+//! together, both or neither) and a guarded removal (our record removed only while the counter
+//! is at our grant).
+//!
+//! | database | claim | round trips |
+//! | --- | --- | --- |
+//! | PostgreSQL | one statement: the counter row locked (`FOR UPDATE`), the lock cell inserted (or an expired one taken over) if the counter holds what was expected, then the counter moved if the insert happened | 1 |
+//! | MariaDB | one call of a procedure made with the table (`<table>_claim`), which does the same in a transaction and rolls back unless both cells are as the claim wrote them | 1 |
+//! | SQLite | the two halves in one transaction, then a read of what they left (in process: no network) | 0 |
+//!
+//! The guarded removal is one `DELETE … WHERE … AND EXISTS (the guard)` everywhere, then, only
+//! when it removed nothing, a read of both cells for the reply.
+//!
+//! PostgreSQL can insert the lock cell alone in one case: when the counter does not exist yet
+//! and another client creates it in the same instant (there is no row to lock). The reply shows
+//! it, and the kernel carries on as after any insert ([`Command::Claim`]).
+//!
+//! [`Command::Claim`]: baton_kernel::Command::Claim
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use baton_kernel::{Error, ErrorKind, Result};
+
+use super::Dialect;
+
+/// The longest MariaDB table name: its claim procedure's name (`<table>_claim`) must fit in 64
+/// characters.
+pub const MAX_MYSQL_TABLE: usize = 58;
+
+/// The texts [`Statements`](super::Statements) takes (before placeholders are numbered).
+pub(crate) struct Claims {
+    pub claim: String,
+    pub counter: String,
+    pub state: String,
+    pub guarded_delete: String,
+    pub guarded_update: String,
+    pub guarded_current: String,
+    pub routines: Vec<String>,
+}
+
+/// NULL-safe equality in `dialect`.
+fn same(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Sqlite => "IS",
+        Dialect::Postgres => "IS NOT DISTINCT FROM",
+        Dialect::MySql => "<=>",
+    }
+}
+
+pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
+    if d == Dialect::MySql && table.len() > MAX_MYSQL_TABLE {
+        return Err(Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "invalid lock table name {table:?}: on MariaDB it must be at most {MAX_MYSQL_TABLE} characters (its claim procedure is named <table>_claim)"
+            ),
+        ));
+    }
+    let t = d.quote(table);
+    let live = d.live();
+    let same = same(d);
+    let guard = format!(
+        "EXISTS (SELECT 1 FROM {t} AS g WHERE g.lock_name = ? AND g.cell = ? AND g.value = ?)"
+    );
+    let value_of = |cell: &str| format!("COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ?{cell}), '')");
+    let (claim, routines) = match d {
+        Dialect::Postgres => (postgres_claim(&t, &live), Vec::new()),
+        Dialect::MySql => {
+            let name = d.quote(&format!("{table}_claim"));
+            (
+                format!("CALL {name}(?, ?, ?, ?, ?, ?, ?, ?)"),
+                vec![mysql_procedure(&name, &t, d)],
+            )
+        }
+        Dialect::Sqlite => (
+            format!(
+                "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) SELECT ?, ?, ?, {}, ? WHERE (SELECT value FROM {t} WHERE lock_name = ? AND cell = ?) {same} NULLIF(?, '') ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {}",
+                d.expiry(),
+                d.now()
+            ),
+            Vec::new(),
+        ),
+    };
+    Ok(Claims {
+        claim,
+        counter: format!(
+            "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) SELECT ?, ?, ?, NULL, ? WHERE EXISTS (SELECT 1 FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND stamp = ?) ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, stamp = excluded.stamp WHERE {t}.value {same} NULLIF(?, '')"
+        ),
+        state: format!(
+            "SELECT {}, COALESCE((SELECT stamp FROM {t} WHERE lock_name = ? AND cell = ? AND {live}), 0), {}",
+            value_of(&format!(" AND {live}")),
+            value_of("")
+        ),
+        guarded_delete: format!(
+            "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}"
+        ),
+        guarded_update: format!(
+            "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}",
+            d.expiry()
+        ),
+        guarded_current: format!(
+            "SELECT {}, {}",
+            value_of(&format!(" AND {live}")),
+            value_of("")
+        ),
+        routines,
+    })
+}
+
+/// PostgreSQL's claim, with numbered parameters: `$1` row, `$2` cell, `$3` value, `$4` TTL in
+/// ms, `$5` stamp, `$6` counter, `$7` expected counter (`''`: absent), `$8` next counter.
+///
+/// The counter row is locked first (`f`, `FOR UPDATE`, which in READ COMMITTED waits for a
+/// concurrent writer and reads its committed value); the lock cell is inserted, or an expired
+/// one taken over, only if that value is the expected one (`ok`, `l`); the counter is written
+/// only if the insert happened (`b`). The last two columns are the live lock value at the
+/// statement's start and the counter's locked value.
+fn postgres_claim(t: &str, live: &str) -> String {
+    let now = Dialect::Postgres.now();
+    format!(
+        "WITH f AS (SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $6::text FOR UPDATE), \
+ok AS (SELECT 1 AS one WHERE (SELECT value FROM f) IS NOT DISTINCT FROM NULLIF($7::text, '')), \
+l AS (INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) SELECT $1::text, $2::text, $3::text, {now} + $4::bigint * interval '1 millisecond', $5::bigint FROM ok \
+ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp \
+WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {now} RETURNING 1 AS one), \
+b AS (INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) SELECT $1::text, $6::text, $8::text, NULL, $5::bigint FROM l \
+ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, stamp = excluded.stamp \
+WHERE {t}.value IS NOT DISTINCT FROM NULLIF($7::text, '') RETURNING 1 AS one) \
+SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM b), \
+COALESCE((SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $2::text AND {live}), ''), \
+COALESCE((SELECT value FROM f), '')"
+    )
+}
+
+/// MariaDB's claim procedure: the counter and the lock cell read with `FOR UPDATE`; if the lock
+/// is free and the counter is the expected one, both are written, and the transaction is kept
+/// only if both cells then hold exactly what this claim wrote (a concurrent creator of either
+/// row, possible under READ COMMITTED, makes it roll back). Any error rolls back and is raised
+/// again, so no transaction is left open on the connection.
+fn mysql_procedure(name: &str, t: &str, d: Dialect) -> String {
+    let now = d.now();
+    let expired = format!("(expires_at IS NOT NULL AND expires_at <= {now})");
+    format!(
+        "CREATE PROCEDURE IF NOT EXISTS {name}(IN p_row VARCHAR(255), IN p_cell VARCHAR(255), IN p_value LONGTEXT, IN p_ttl BIGINT, IN p_stamp BIGINT, IN p_counter VARCHAR(255), IN p_expected LONGTEXT, IN p_next LONGTEXT)
+MODIFIES SQL DATA
+BEGIN
+  DECLARE v_lock LONGTEXT DEFAULT NULL;
+  DECLARE v_counter LONGTEXT DEFAULT NULL;
+  DECLARE v_done INT DEFAULT 0;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
+  SET p_expected = NULLIF(p_expected, '');
+  START TRANSACTION;
+  SELECT value INTO v_counter FROM {t} WHERE lock_name = p_row AND cell = p_counter FOR UPDATE;
+  SELECT IF({expired}, NULL, value) INTO v_lock FROM {t} WHERE lock_name = p_row AND cell = p_cell FOR UPDATE;
+  IF v_lock IS NULL AND v_counter <=> p_expected THEN
+    INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (p_row, p_cell, p_value, TIMESTAMPADD(MICROSECOND, p_ttl * 1000, {now}), p_stamp)
+      ON DUPLICATE KEY UPDATE value = IF({expired}, VALUES(value), value), stamp = IF({expired}, VALUES(stamp), stamp), expires_at = IF({expired}, VALUES(expires_at), expires_at);
+    INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (p_row, p_counter, p_next, NULL, p_stamp)
+      ON DUPLICATE KEY UPDATE stamp = IF(value <=> p_expected, VALUES(stamp), stamp), value = IF(value <=> p_expected, VALUES(value), value);
+    SELECT COUNT(*) INTO v_done FROM {t} WHERE lock_name = p_row AND ((cell = p_cell AND value = p_value AND stamp = p_stamp) OR (cell = p_counter AND value = p_next));
+  END IF;
+  IF v_done = 2 THEN
+    COMMIT;
+    SELECT CAST(1 AS SIGNED), CAST(1 AS SIGNED), p_value, p_next;
+  ELSE
+    ROLLBACK;
+    SELECT CAST(0 AS SIGNED), CAST(0 AS SIGNED), COALESCE(v_lock, ''), COALESCE(v_counter, '');
+  END IF;
+END"
+    )
+}
