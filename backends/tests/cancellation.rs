@@ -21,6 +21,8 @@ const PATIENCE: Duration = Duration::from_secs(20);
 struct StallStore {
     inner: MemoryStore,
     stall_at: u64,
+    /// Whether the stalled command is applied before the store stops answering.
+    apply_stalled: bool,
     executed: Arc<AtomicU64>,
     stalled: Arc<AtomicBool>,
 }
@@ -30,8 +32,19 @@ impl StallStore {
         StallStore {
             inner,
             stall_at,
+            apply_stalled: false,
             executed: Arc::default(),
             stalled: Arc::default(),
+        }
+    }
+}
+
+impl StallStore {
+    /// A store that applies its `stall_at`-th command and then never answers it.
+    fn applying(inner: MemoryStore, stall_at: u64) -> Self {
+        StallStore {
+            apply_stalled: true,
+            ..StallStore::new(inner, stall_at)
         }
     }
 }
@@ -40,6 +53,12 @@ impl Store for StallStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         if self.executed.fetch_add(1, Ordering::SeqCst) == self.stall_at {
             self.stalled.store(true, Ordering::SeqCst);
+            if self.apply_stalled {
+                return Box::pin(async move {
+                    self.inner.execute(command).await;
+                    std::future::pending().await
+                });
+            }
             return Box::pin(std::future::pending());
         }
         self.inner.execute(command)
@@ -92,9 +111,10 @@ async fn wait_for_entries(observer: &Locker, name: &str, strategy: Strategy, ent
     .await;
 }
 
-/// The acquisition stalls on its second command, after its cell is written (unique insert: the
-/// row is inserted, the fencing read hangs; bakery: `entering` is written; column prefix: the
-/// column is written). Aborting it must leave the name free at once, not after an hour.
+/// The acquisition stalls after its cell is written (unique insert: its claim is applied and
+/// never answered; bakery: `entering` is written and the next command hangs; column prefix:
+/// the column is written and the next command hangs). Aborting it must leave the name free at
+/// once, not after an hour.
 #[tokio::test]
 async fn an_abandoned_acquisition_removes_its_cell() {
     for strategy in [
@@ -103,7 +123,10 @@ async fn an_abandoned_acquisition_removes_its_cell() {
         Strategy::ColumnPrefix,
     ] {
         let table = MemoryStore::new();
-        let stalling = StallStore::new(table.clone(), 1);
+        let stalling = match strategy {
+            Strategy::UniqueInsert => StallStore::applying(table.clone(), 0),
+            _ => StallStore::new(table.clone(), 1),
+        };
         let stalled = Arc::clone(&stalling.stalled);
         let abandoning = locker_on(stalling, strategy);
         let other = locker_on(table, strategy);

@@ -52,6 +52,7 @@
 //! caller's own writes. The lock table must be in the database of that transaction.
 
 mod conn;
+mod detached;
 pub(crate) mod dialect;
 mod errors;
 pub(crate) mod exec;
@@ -72,6 +73,8 @@ pub use dialect::{Dialect, DEFAULT_TABLE};
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 
+use detached::Detached;
+
 use crate::store::{may_free_a_lock, Store, StoreFuture};
 use dialect::Statements;
 use errors::{failure, Phase};
@@ -88,6 +91,12 @@ pub struct SqlStore {
 
 struct Inner {
     pool: SqlPool,
+    /// The connections the store's own statements run on (PostgreSQL, MariaDB): see
+    /// [`detached`].
+    #[cfg(feature = "postgres")]
+    pg_conns: Detached<sqlx::PgConnection>,
+    #[cfg(feature = "mysql")]
+    my_conns: Detached<sqlx::MySqlConnection>,
     statements: Statements,
     options: SqlOptions,
     /// Set once the table is known to exist with every column.
@@ -128,8 +137,13 @@ impl SqlStore {
     fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
         let statements = dialect::statements(pool.dialect(), &options.table)?;
         let describe = format!("{}, table {}", pool.describe(), options.table);
+        let size = pool.max_connections();
         Ok(SqlStore {
             inner: Arc::new(Inner {
+                #[cfg(feature = "postgres")]
+                pg_conns: Detached::new(size),
+                #[cfg(feature = "mysql")]
+                my_conns: Detached::new(size),
                 pool,
                 statements,
                 options,
@@ -264,9 +278,51 @@ impl SqlStore {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => self.execute_on(p, command, stamp).await,
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(p) => self.execute_on(p, command, stamp).await,
+            SqlPool::Postgres(p) => {
+                self.execute_detached(p, &self.inner.pg_conns, command, stamp)
+                    .await
+            }
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(p) => self.execute_on(p, command, stamp).await,
+            SqlPool::MySql(p) => {
+                self.execute_detached(p, &self.inner.my_conns, command, stamp)
+                    .await
+            }
+        }
+    }
+
+    /// Runs `command` on one of the store's detached connections (no ping before or after),
+    /// kept for the next command only if this one succeeded.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    async fn execute_detached<DB>(
+        &self,
+        pool: &sqlx::Pool<DB>,
+        conns: &Detached<DB::Connection>,
+        command: &Command,
+        stamp: Option<u64>,
+    ) -> Reply
+    where
+        DB: sqlx::Database,
+        DB::Connection: conn::Sealed,
+    {
+        let connect = async {
+            let conn = self.acquire(pool).await?;
+            Ok::<_, Failure>(conn.detach())
+        };
+        let mut conn = match conns.checkout(connect).await {
+            Ok(conn) => conn,
+            Err(f) => return Reply::Failed(f),
+        };
+        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp);
+        match tokio::time::timeout(self.client_timeout(), run).await {
+            Ok(outcome) => {
+                let reply = self.reply(outcome);
+                if !matches!(reply, Reply::Failed(_)) {
+                    conn.keep();
+                }
+                reply
+            }
+            // The statement may still be running on the server: the connection is dropped.
+            Err(_) => Reply::Failed(self.client_timed_out()),
         }
     }
 

@@ -88,6 +88,18 @@ impl SqlPool {
         }
     }
 
+    /// The most connections the pool opens.
+    pub(crate) fn max_connections(&self) -> u32 {
+        match self {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => p.options().get_max_connections(),
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => p.options().get_max_connections(),
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => p.options().get_max_connections(),
+        }
+    }
+
     /// Where the pool connects, for messages (never with a password).
     pub(crate) fn describe(&self) -> String {
         match self {
@@ -122,9 +134,10 @@ impl SqlPool {
 const MAX_CONNECT_WAIT: Duration = Duration::from_secs(2);
 
 /// A pool for `target` that opens no connection until first used, and needs no runtime until
-/// then: it has no idle timeout or maximum lifetime (those would start background tasks);
-/// each connection is pinged before use instead, so a dead one is replaced rather than failing
-/// a statement.
+/// then: it has no idle timeout or maximum lifetime (those would start background tasks).
+/// Connections handed out for callers' transactions are pinged before use, so a dead one is
+/// replaced rather than failing the caller's statement; the store's own statements run on
+/// connections it detached from the pool, which are never pinged (see `detached`).
 pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> Result<SqlPool> {
     let not_built = |feature: &str| {
         Error::new(

@@ -136,24 +136,32 @@ COALESCE((SELECT value FROM f), '')"
 }
 
 /// MariaDB's claim procedure: the counter and the lock cell read with `FOR UPDATE`; if the lock
-/// is free and the counter is the expected one, both are written, and the transaction is kept
-/// only if both cells then hold exactly what this claim wrote (a concurrent creator of either
-/// row, possible under READ COMMITTED, makes it roll back). Any error rolls back and is raised
-/// again, so no transaction is left open on the connection.
+/// is free and the counter is the expected one, both are written, and the change is kept only
+/// if both cells then hold exactly what this claim wrote (a concurrent creator of either row,
+/// possible under READ COMMITTED, makes it roll back). Called inside a caller's transaction
+/// (`@@in_transaction`), it works in a savepoint of it instead of a transaction of its own
+/// (`START TRANSACTION` would commit the caller's). Any error rolls back what it did and is
+/// raised again, so no transaction is left open on the connection. `CREATE OR REPLACE`: a
+/// store always runs the body of its own version.
 fn mysql_procedure(name: &str, t: &str, d: Dialect) -> String {
     let now = d.now();
     let expired = format!("(expires_at IS NOT NULL AND expires_at <= {now})");
     format!(
-        "CREATE PROCEDURE IF NOT EXISTS {name}(IN p_row VARCHAR(255), IN p_cell VARCHAR(255), IN p_value LONGTEXT, IN p_ttl BIGINT, IN p_stamp BIGINT, IN p_counter VARCHAR(255), IN p_expected LONGTEXT, IN p_next LONGTEXT)
+        "CREATE OR REPLACE PROCEDURE {name}(IN p_row VARCHAR(255), IN p_cell VARCHAR(255), IN p_value LONGTEXT, IN p_ttl BIGINT, IN p_stamp BIGINT, IN p_counter VARCHAR(255), IN p_expected LONGTEXT, IN p_next LONGTEXT)
 MODIFIES SQL DATA
 BEGIN
   DECLARE v_lock LONGTEXT DEFAULT NULL;
   DECLARE v_counter LONGTEXT DEFAULT NULL;
   DECLARE v_done INT DEFAULT 0;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  DECLARE v_outer INT DEFAULT @@in_transaction;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    IF v_outer THEN ROLLBACK TO SAVEPOINT baton_claim; ELSE ROLLBACK; END IF;
+    RESIGNAL;
+  END;
   DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
   SET p_expected = NULLIF(p_expected, '');
-  START TRANSACTION;
+  IF v_outer THEN SAVEPOINT baton_claim; ELSE START TRANSACTION; END IF;
   SELECT value INTO v_counter FROM {t} WHERE lock_name = p_row AND cell = p_counter FOR UPDATE;
   SELECT IF({expired}, NULL, value) INTO v_lock FROM {t} WHERE lock_name = p_row AND cell = p_cell FOR UPDATE;
   IF v_lock IS NULL AND v_counter <=> p_expected THEN
@@ -164,10 +172,10 @@ BEGIN
     SELECT COUNT(*) INTO v_done FROM {t} WHERE lock_name = p_row AND ((cell = p_cell AND value = p_value AND stamp = p_stamp) OR (cell = p_counter AND value = p_next));
   END IF;
   IF v_done = 2 THEN
-    COMMIT;
+    IF v_outer THEN RELEASE SAVEPOINT baton_claim; ELSE COMMIT; END IF;
     SELECT CAST(1 AS SIGNED), CAST(1 AS SIGNED), p_value, p_next;
   ELSE
-    ROLLBACK;
+    IF v_outer THEN ROLLBACK TO SAVEPOINT baton_claim; ELSE ROLLBACK; END IF;
     SELECT CAST(0 AS SIGNED), CAST(0 AS SIGNED), COALESCE(v_lock, ''), COALESCE(v_counter, '');
   END IF;
 END"
