@@ -505,7 +505,17 @@ async fn a_timed_out_conditional_write_is_settled_by_a_serial_read() {
     // The claim (the record and the counter in one conditional batch), then a serial read of
     // the row.
     assert!(
-        matches!(&commands[..2], [Command::Claim { .. }, Command::Read { consistency: ReadConsistency::Serial(_), filter: ColumnFilter::All, .. }]),
+        matches!(
+            &commands[..2],
+            [
+                Command::Claim { .. },
+                Command::Read {
+                    consistency: ReadConsistency::Serial(_),
+                    filter: ColumnFilter::All,
+                    ..
+                }
+            ]
+        ),
         "{commands:#?}"
     );
     // Not claimed twice: the serial read showed our record and our counter, so the claim was

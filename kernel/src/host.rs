@@ -10,13 +10,14 @@ use crate::model::{Command, Reply, Write};
 use crate::retry::SplitMix64;
 
 /// Whether `command`, answered by `reply`, may have freed a lock: a removal that ran, a
-/// compare-and-delete that applied, a batch that deletes, a purge that removed something.
+/// compare-and-delete (guarded or not) that applied, a batch that deletes, a purge that removed something.
 /// A store tells the waiters of its process to look again when it did.
 pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
     match (command, reply) {
         (_, Reply::Failed(_)) => false,
         (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
         (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
+        (Command::GuardedSet { new: None, .. }, Reply::Guarded { applied, .. }) => *applied,
         (Command::Batch { writes, .. }, _) => {
             writes.iter().any(|w| matches!(w, Write::Delete { .. }))
         }
@@ -31,7 +32,7 @@ pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
 pub fn may_signal(command: &Command) -> bool {
     match command {
         Command::Delete { .. } | Command::DeleteVersion { .. } | Command::Purge { .. } => true,
-        Command::CompareAndSet { new, .. } => new.is_none(),
+        Command::CompareAndSet { new, .. } | Command::GuardedSet { new, .. } => new.is_none(),
         Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
         _ => false,
     }

@@ -241,7 +241,8 @@ fn an_applied_release_answered_unavailable_is_ok() {
     assert_eq!(r, Ok(()), "{}", h.transcript());
     // The resend found the record gone and the counter still at A's grant.
     assert!(
-        h.transcript().contains("not applied, current none, counter"),
+        h.transcript()
+            .contains("not applied, current none, counter"),
         "{}",
         h.transcript()
     );
@@ -450,7 +451,11 @@ fn release_after_own_late_claim(sabotage: Sabotage) -> (Vec<String>, Result<(), 
 fn a_late_claim_cannot_heal_a_force_released_lease() {
     for sabotage in [Sabotage::None, Sabotage::ReleaseSkipsCheck] {
         let (_, r) = release_after_own_late_claim(sabotage);
-        assert_eq!(r.map_err(|e| e.kind()), Err(ErrorKind::Lost), "{sabotage:?}");
+        assert_eq!(
+            r.map_err(|e| e.kind()),
+            Err(ErrorKind::Lost),
+            "{sabotage:?}"
+        );
     }
 }
 

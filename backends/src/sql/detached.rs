@@ -51,7 +51,11 @@ impl<C> Detached<C> {
             .acquire_owned()
             .await
             .ok();
-        let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
         let conn = match idle {
             Some(conn) => conn,
             None => connect.await?,
@@ -107,7 +111,8 @@ mod tests {
     async fn kept_connections_are_reused_and_dropped_ones_replaced() {
         let set: Detached<u32> = Detached::new(2);
         let next = std::sync::atomic::AtomicU32::new(0);
-        let connect = || async { Ok::<_, ()>(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) };
+        let connect =
+            || async { Ok::<_, ()>(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) };
         let a = set.checkout(connect()).await.expect("connects");
         assert_eq!(*a, 0);
         a.keep();

@@ -595,12 +595,7 @@ impl Acquire {
         let validity = self.opts.lease_validity();
         match (core::mem::replace(&mut self.phase, Phase::Done), reply) {
             // Unique insert.
-            (
-                Phase::UniqueClaim(bump),
-                Reply::Guarded {
-                    current, guard, ..
-                },
-            ) => {
+            (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
                 if current.as_deref() == Some(self.value.as_str()) {
                     // Our record is the lock's: inserted by this claim (or by an earlier send of
                     // it, settled by a serial read).

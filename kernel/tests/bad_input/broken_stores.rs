@@ -223,7 +223,11 @@ fn lost_release_reply_then_takeover_is_a_release() {
     let a = hold(&mut h, Strategy::UniqueInsert, "a");
     let mut release = Actor::new("A", Release::new(&a.lease));
     h.once("A", lock_cell, Fault::LoseReply);
-    assert_eq!(h.step(&mut release), Step::Sent, "the guarded compare-and-set");
+    assert_eq!(
+        h.step(&mut release),
+        Step::Sent,
+        "the guarded compare-and-set"
+    );
     let Step::Wait(read_back_at) = h.run(&mut release) else {
         panic!("A waits before reading back")
     };

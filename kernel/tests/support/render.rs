@@ -225,9 +225,7 @@ pub fn render_reply(r: &Reply) -> String {
             let applied = if *applied { "applied" } else { "not applied" };
             format!("{applied}, current {current}")
         }
-        Reply::Guarded {
-            applied: true, ..
-        } => "applied".into(),
+        Reply::Guarded { applied: true, .. } => "applied".into(),
         Reply::Guarded { current, guard, .. } => {
             let show = |v: &Option<String>| match v {
                 Some(v) => format!("{v:?}"),

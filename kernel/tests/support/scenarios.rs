@@ -91,7 +91,11 @@ fn entries(h: &mut Harness, strategy: Strategy) -> Vec<baton_kernel::LockInfo> {
 /// removal checks the counter in the same step, 2 for the others, which read before they
 /// remove).
 fn uncontended(strategy: Strategy, acquire_rts: u32) -> Harness {
-    let release_rts = if strategy == Strategy::UniqueInsert { 1 } else { 2 };
+    let release_rts = if strategy == Strategy::UniqueInsert {
+        1
+    } else {
+        2
+    };
     let mut h = Harness::new();
     let grant = granted(drive(&mut h, "A", acquire("A", strategy, Wait::TryOnce)));
     assert_eq!(grant.lease.token(), 1);

@@ -689,7 +689,10 @@ fn guarded(result: &Rows, command: &Command) -> Result<Reply, Failure> {
     };
     let value_of = |wanted: &str| {
         result.rows.iter().find_map(|row| {
-            match (row.get(cell_at).cloned().flatten(), row.get(value_at).cloned().flatten()) {
+            match (
+                row.get(cell_at).cloned().flatten(),
+                row.get(value_at).cloned().flatten(),
+            ) {
                 (Some(Val::Text(c)), Some(Val::Text(v))) if c == wanted => Some(v),
                 _ => None,
             }

@@ -65,7 +65,9 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
     let guard = format!(
         "EXISTS (SELECT 1 FROM {t} AS g WHERE g.lock_name = ? AND g.cell = ? AND g.value = ?)"
     );
-    let value_of = |cell: &str| format!("COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ?{cell}), '')");
+    let value_of = |cell: &str| {
+        format!("COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ?{cell}), '')")
+    };
     let (claim, routines) = match d {
         Dialect::Postgres => (postgres_claim(&t, &live), Vec::new()),
         Dialect::MySql => {
