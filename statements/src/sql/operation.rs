@@ -156,7 +156,7 @@ enum State {
     /// A claim's transaction was sent (SQLite); the read of what it left comes next.
     ClaimTx,
     /// The read after a claim's transaction was sent.
-    ClaimState,
+    ClaimLeft,
     /// A guarded change was sent.
     Guarded,
     /// The read after a guarded change that was not applied was sent.
@@ -260,7 +260,7 @@ impl<'c> Operation<'c> {
                 }
             }
             State::ClaimTx => {
-                self.state = State::ClaimState;
+                self.state = State::ClaimLeft;
                 self.claim_state()
             }
             State::Guarded => {
@@ -331,7 +331,7 @@ impl<'c> Operation<'c> {
             }
             State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
             State::ClaimOne => self.reply = Some(claimed(self.command, rows)),
-            State::ClaimState => self.reply = Some(self.claim_outcome(rows)),
+            State::ClaimLeft => self.reply = Some(self.claim_outcome(rows)),
             State::GuardedCurrent => {
                 let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
                 self.reply = Some(Reply::Guarded {
