@@ -165,9 +165,10 @@ mod tests {
         let run = drive(&mut op, &store, &clock);
         let bump = async {
             tokio::task::yield_now().await;
-            store.apply(&Command::Delete {
+            store.apply(&Command::DeleteVersion {
                 row: "r".into(),
                 column: "c".into(),
+                stamp: u64::MAX,
                 consistency: baton_kernel::Consistency::Quorum,
             });
         };

@@ -154,7 +154,18 @@ mod tests {
             column: "b".into(),
             consistency: Consistency::Quorum,
         });
-        assert_eq!(count(), 2);
+        assert_eq!(
+            count(),
+            1,
+            "an acquisition removing its own cell frees nothing waited for"
+        );
+        store.apply(&Command::DeleteVersion {
+            row: "r".into(),
+            column: "b".into(),
+            stamp: u64::MAX,
+            consistency: Consistency::Quorum,
+        });
+        assert_eq!(count(), 2, "another owner's cell removed");
         store.apply(&Command::Batch {
             after: 0,
             row: "r".into(),

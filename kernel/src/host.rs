@@ -9,13 +9,20 @@ use alloc::string::{String, ToString};
 use crate::model::{Command, Reply, Write};
 use crate::retry::SplitMix64;
 
-/// Whether `command`, answered by `reply`, may have freed a lock: a removal that ran, a
-/// compare-and-delete (guarded or not) that applied, a batch that deletes, a purge that removed something.
-/// A store tells the waiters of its process to look again when it did.
+/// Whether `command`, answered by `reply`, may have freed a lock that someone waits for: a
+/// release (a batch that deletes: the kernel releases bakery and column-prefix cells with a
+/// batch, a guarded or plain compare-and-delete for unique insert), the removal of another
+/// owner's cell (a forced release, a stale entry), a purge that removed something. A store
+/// tells the waiters of its process (and, on PostgreSQL, of every process) to look again when
+/// it did.
+///
+/// A plain [`Command::Delete`] is an acquisition removing its own cell as it backs off or gives
+/// up: it ends no holding, so it wakes no one. Were it to, column-prefix waiters would wake one
+/// another with every failed attempt while the holder holds, and spin.
 pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
     match (command, reply) {
         (_, Reply::Failed(_)) => false,
-        (Command::Delete { .. } | Command::DeleteVersion { .. }, _) => true,
+        (Command::DeleteVersion { .. }, _) => true,
         (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
         (Command::GuardedSet { new: None, .. }, Reply::Guarded { applied, .. }) => *applied,
         (Command::Batch { writes, .. }, _) => {
@@ -31,7 +38,7 @@ pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
 /// not wake itself.
 pub fn may_signal(command: &Command) -> bool {
     match command {
-        Command::Delete { .. } | Command::DeleteVersion { .. } | Command::Purge { .. } => true,
+        Command::DeleteVersion { .. } | Command::Purge { .. } => true,
         Command::CompareAndSet { new, .. } | Command::GuardedSet { new, .. } => new.is_none(),
         Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
         _ => false,

@@ -46,7 +46,7 @@ fn bakery_uncontended() {
         t=0ms A: => granted lease token=1 deadline=t=59399ms
         t=1000ms A: read "job" all quorum
         t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=59s]
-        t=1000ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=1000ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=1000ms A: <- written
         t=1000ms A: => ok
         "#,
@@ -80,7 +80,7 @@ fn bakery_handoff() {
         t=1000ms B: wait until t=1006.949149ms
         t=1001ms A: read "job" all quorum
         t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=58999ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59999ms]
-        t=1001ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=1001ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=1001ms A: <- written
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
@@ -91,7 +91,7 @@ fn bakery_handoff() {
         t=1006.949149ms B: => granted lease token=2 deadline=t=60399ms
         t=1006.949149ms B: read "job" all quorum
         t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59993.050851ms]
-        t=1006.949149ms B: delete "job"/"ticket/b:1:0000000000000001" quorum
+        t=1006.949149ms B: batch "job" [delete "ticket/b:1:0000000000000001"] quorum
         t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
         "#,
@@ -127,7 +127,7 @@ fn bakery_takeover() {
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
         t=62000ms A: read "job" all quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=1 created_ms=2000" ttl=59s]
-        t=62000ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=62000ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
@@ -169,10 +169,10 @@ fn bakery_lost_replies() {
         t=1012.033090ms B: => error busy: lock "job" is held or queued for by a:1:0000000000000001
         t=2012.033090ms A: read "job" all quorum
         t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms]
-        t=2012.033090ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=2012.033090ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=2020.732175ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
         "#,
@@ -283,7 +283,7 @@ fn prefix_uncontended() {
         t=0ms A: => granted lease token=1 deadline=t=59399ms
         t=1000ms A: read "job" prefix "_LOCK_" quorum
         t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59s]
-        t=1000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=1000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=1000ms A: <- written
         t=1000ms A: => ok
         "#,
@@ -311,7 +311,7 @@ fn prefix_handoff() {
         t=1000ms B: wait until t=1006.949149ms
         t=1001ms A: read "job" prefix "_LOCK_" quorum
         t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
-        t=1001ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=1001ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=1001ms A: <- written
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
@@ -324,7 +324,7 @@ fn prefix_handoff() {
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
         t=1006.949149ms B: read "job" prefix "_LOCK_" quorum
         t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s]
-        t=1006.949149ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
+        t=1006.949149ms B: batch "job" [delete "_LOCK_b:1:0000000000000001"] quorum
         t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
         "#,
@@ -352,7 +352,7 @@ fn prefix_takeover() {
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
         t=62000ms A: read "job" prefix "_LOCK_" quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=59s]
-        t=62000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=62000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
@@ -386,10 +386,10 @@ fn prefix_lost_replies() {
         t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
         t=2012.033090ms A: read "job" prefix "_LOCK_" quorum
         t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms]
-        t=2012.033090ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=2012.033090ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=2020.732175ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=2020.732175ms A: <- written
         t=2020.732175ms A: => ok
         "#,
@@ -442,7 +442,7 @@ fn prefix_stale_column_taken_over() {
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
         t=62000ms A: read "job" prefix "_LOCK_" quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=2000" ttl=119s]
-        t=62000ms A: delete "job"/"_LOCK_a:1:0000000000000001" quorum
+        t=62000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
         t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
@@ -520,7 +520,7 @@ fn bakery_waiter_refreshes_its_ticket() {
         t=647.671701ms B: wait until t=743.572681ms
         t=700ms A: read "job" all quorum
         t=700ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=700ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=794.500000ms]
-        t=700ms A: delete "job"/"ticket/a:1:0000000000000001" quorum
+        t=700ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
         t=700ms A: <- written
         t=700ms A: => ok
         t=700ms B: wait until t=743.572681ms

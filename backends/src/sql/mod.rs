@@ -52,10 +52,13 @@
 //! caller's own writes. The lock table must be in the database of that transaction.
 
 mod conn;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod detached;
 pub(crate) mod dialect;
 mod errors;
 pub(crate) mod exec;
+#[cfg(feature = "postgres")]
+mod listen;
 mod options;
 mod pool;
 mod schema;
@@ -73,6 +76,7 @@ pub use dialect::{Dialect, DEFAULT_TABLE};
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use detached::Detached;
 
 use crate::store::{may_free_a_lock, Store, StoreFuture};
@@ -101,7 +105,11 @@ struct Inner {
     options: SqlOptions,
     /// Set once the table is known to exist with every column.
     ready: OnceCell<()>,
-    changes: watch::Sender<u64>,
+    /// Bumped when a lock of this store may have been freed (by this process, or, on
+    /// PostgreSQL, by another: see [`listen`]).
+    changes: Arc<watch::Sender<u64>>,
+    #[cfg(feature = "postgres")]
+    listening: listen::Listening,
     describe: String,
 }
 
@@ -137,6 +145,7 @@ impl SqlStore {
     fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
         let statements = dialect::statements(pool.dialect(), &options.table)?;
         let describe = format!("{}, table {}", pool.describe(), options.table);
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         let size = pool.max_connections();
         Ok(SqlStore {
             inner: Arc::new(Inner {
@@ -148,7 +157,9 @@ impl SqlStore {
                 statements,
                 options,
                 ready: OnceCell::new(),
-                changes: watch::Sender::new(0),
+                changes: Arc::new(watch::Sender::new(0)),
+                #[cfg(feature = "postgres")]
+                listening: listen::Listening::default(),
                 describe,
             }),
         })
@@ -398,9 +409,16 @@ impl Store for SqlStore {
         })
     }
 
-    /// Wakes waiters in this process when one of its own operations frees a lock; other
-    /// processes' releases are seen at the next poll.
+    /// Wakes waiters in this process when one of its own operations frees a lock. On
+    /// PostgreSQL also when another process frees one (the first call starts listening on the
+    /// table's channel); elsewhere other processes' releases are seen at the next poll.
     fn changes(&self) -> Option<watch::Receiver<u64>> {
+        #[cfg(feature = "postgres")]
+        if let SqlPool::Postgres(pool) = &self.inner.pool {
+            let channel = &self.inner.options.table;
+            let changes = Arc::downgrade(&self.inner.changes);
+            self.inner.listening.start(pool, channel, changes);
+        }
         Some(self.inner.changes.subscribe())
     }
 

@@ -21,18 +21,9 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
     create: bool,
     table: &str,
 ) -> Result<(), Failure> {
-    if create {
-        // Routines are made (if missing) whether or not the table was: a table made by an
-        // earlier version has none.
-        for routine in &st.routines {
-            conn.script(routine)
-                .await
-                .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
-        }
-    }
     let present = columns(conn, st).await?;
     match SchemaCheck::of(&present, create, table, &st.ddl, &st.add_stamp_ddl) {
-        SchemaCheck::Ready => return Ok(()),
+        SchemaCheck::Ready => return routines(conn, st, create).await,
         SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
         SchemaCheck::Create => {
             for statement in &st.create {
@@ -71,12 +62,31 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
         }
     }
     match SchemaCheck::verify(&columns(conn, st).await?, table, &st.ddl) {
-        SchemaCheck::Ready => Ok(()),
+        SchemaCheck::Ready => routines(conn, st, create).await,
         SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
         other => Err(Failure::Rejected(format!(
             "internal error: the lock table {table:?} still needs {other:?} after it was changed"
         ))),
     }
+}
+
+/// Makes the routines the statements use (MariaDB's claim procedure, PostgreSQL's release
+/// notification trigger), when `create` is on, whether or not the table was made now: a table
+/// made by an earlier version has none. Each is idempotent and safe to run concurrently.
+async fn routines<C: Sealed + ?Sized>(
+    conn: &mut C,
+    st: &Statements,
+    create: bool,
+) -> Result<(), Failure> {
+    if !create {
+        return Ok(());
+    }
+    for routine in &st.routines {
+        conn.script(routine)
+            .await
+            .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
+    }
+    Ok(())
 }
 
 /// The table's column names (empty when the table does not exist).

@@ -117,11 +117,18 @@ pub async fn drop_table(url: &str) {
     let Ok(store) = SqlStore::open(url) else {
         return;
     };
-    let _ = exec_raw(
-        &store,
-        &format!("DROP TABLE IF EXISTS {}", store.options().table),
-    )
-    .await;
+    let table = &store.options().table;
+    let _ = exec_raw(&store, &format!("DROP TABLE IF EXISTS {table}")).await;
+    // The routines made with the table: PostgreSQL's release trigger function, MariaDB's claim
+    // procedure.
+    let routine = match store.pool() {
+        #[cfg(feature = "postgres")]
+        SqlPool::Postgres(_) => format!("DROP FUNCTION IF EXISTS \"{table}_freed\"()"),
+        #[cfg(feature = "mysql")]
+        SqlPool::MySql(_) => format!("DROP PROCEDURE IF EXISTS `{table}_claim`"),
+        _ => return,
+    };
+    let _ = exec_raw(&store, &routine).await;
 }
 
 /// Three tests, one per database, running `$body` (an async closure over the URL with a fresh

@@ -10,6 +10,8 @@ mod common;
 mod locks;
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(feature = "postgres")]
+mod notify;
 #[cfg(feature = "sqlite")]
 mod process;
 mod schema;

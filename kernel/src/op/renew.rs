@@ -62,10 +62,16 @@ fn delete_mine(lease: &Lease) -> Command {
             serial: lease.opts.serial,
             consistency: lease.opts.consistency,
         },
-        _ => Command::Delete {
+        // A batch of one delete, which is a plain delete of our cell, but says that it ends a
+        // holding (see `host::may_free_a_lock`): waiters are woken by it, and not by the
+        // deletes of acquisitions backing off.
+        _ => Command::Batch {
             row: lease.row.clone(),
-            column: lease.column.clone(),
+            writes: alloc::vec![Write::Delete {
+                column: lease.column.clone(),
+            }],
             consistency: lease.opts.consistency,
+            after: 0,
         },
     }
 }

@@ -100,9 +100,16 @@ pub fn put(c: &Command) -> bool {
     matches!(c, Command::Put { .. })
 }
 
-/// Plain deletes.
+/// Plain deletes of one's own cell: an acquisition's `Delete`, and a release's batch of one
+/// delete (bakery, column prefix).
 pub fn delete(c: &Command) -> bool {
-    matches!(c, Command::Delete { .. })
+    match c {
+        Command::Delete { .. } => true,
+        Command::Batch { writes, .. } => {
+            writes.len() == 1 && matches!(writes[0], baton_kernel::Write::Delete { .. })
+        }
+        _ => false,
+    }
 }
 
 /// Removals of a cell: plain deletes, and compare-and-sets to nothing.
@@ -112,7 +119,7 @@ pub fn removal(c: &Command) -> bool {
         Command::Delete { .. }
             | Command::CompareAndSet { new: None, .. }
             | Command::GuardedSet { new: None, .. }
-    )
+    ) || delete(c)
 }
 
 /// Commands on the fencing counter (column `_LOCK_`, every strategy's with the default prefix),

@@ -388,7 +388,7 @@ impl<'c> Operation<'c> {
                 consistency,
                 ..
             } => {
-                let statements: Vec<_> = effective_writes(writes)
+                let mut statements: Vec<_> = effective_writes(writes)
                     .into_iter()
                     .map(|write| match write {
                         Write::Put { column, value, ttl } => (
@@ -401,6 +401,14 @@ impl<'c> Operation<'c> {
                         ),
                     })
                     .collect();
+                if statements.len() == 1 {
+                    // One write is one statement (a release), with the batch's timestamp: a
+                    // logged batch of one would only add the batch log's writes.
+                    let Some((statement, values)) = statements.pop() else {
+                        return Step::Reply(internal("a batch of one write without it"));
+                    };
+                    return execute(statement, values, levels.plain(*consistency), None);
+                }
                 if statements.is_empty() {
                     self.finished = true;
                     return Step::Reply(Reply::Written);

@@ -36,6 +36,7 @@ pub(crate) struct Claims {
     pub counter: String,
     pub state: String,
     pub guarded_delete: String,
+    pub delete_notify: String,
     pub guarded_update: String,
     pub guarded_current: String,
     pub routines: Vec<String>,
@@ -96,8 +97,15 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
             value_of(&format!(" AND {live}")),
             value_of("")
         ),
-        guarded_delete: format!(
-            "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}"
+        guarded_delete: released(
+            d,
+            table,
+            &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}"),
+        ),
+        delete_notify: released(
+            d,
+            table,
+            &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"),
         ),
         guarded_update: format!(
             "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}",
@@ -182,4 +190,16 @@ BEGIN
   END IF;
 END"
     )
+}
+
+/// `delete`, a `DELETE` without `RETURNING`, as a statement that returns one row per removed
+/// row, and on PostgreSQL also notifies the table's channel with each row's lock name.
+fn released(d: Dialect, table: &str, delete: &str) -> String {
+    match d {
+        // The table name is a validated identifier: safe inside a string literal.
+        Dialect::Postgres => format!(
+            "WITH d AS ({delete} RETURNING lock_name) SELECT pg_notify('{table}', lock_name)::text FROM d"
+        ),
+        Dialect::Sqlite | Dialect::MySql => format!("{delete} RETURNING lock_name"),
+    }
 }

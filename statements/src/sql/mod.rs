@@ -232,6 +232,8 @@ pub enum Statement {
     GuardedDelete,
     /// [`Statements::guarded_update`].
     GuardedUpdate,
+    /// [`Statements::delete_notify`].
+    DeleteNotify,
     /// [`Statements::guarded_current`].
     GuardedCurrent,
 }
@@ -291,15 +293,20 @@ pub struct Statements<S = String> {
     /// claim left them (`''` and 0: none).
     pub claim_state: S,
     /// A guarded removal ([`Command::GuardedSet`](baton_kernel::Command::GuardedSet) to nothing):
-    /// `(row, cell, expected, row, guard, guard_value)`, one row affected when applied.
+    /// `(row, cell, expected, row, guard, guard_value)` → one row when applied (PostgreSQL: and a
+    /// notification on the table's channel).
     pub guarded_delete: S,
+    /// The delete of a release (a batch's delete): as [`Statements::delete`], `(row, cell,
+    /// stamp)` → one row per row removed; on PostgreSQL it also notifies the table's channel
+    /// with the lock's name, which wakes the waiters of every process that listens.
+    pub delete_notify: S,
     /// A guarded change: `(new, ttl_ms, stamp, row, cell, expected, row, guard, guard_value)`,
     /// one row affected when applied.
     pub guarded_update: S,
     /// `(row, cell, row, guard)` → `(live value, guard value)` (`''`: none), after a guarded
     /// command that was not applied.
     pub guarded_current: S,
-    /// Routines the statements call, created (if missing) whenever the store starts with
+    /// Routines the statements call, made (or replaced) whenever the store starts with
     /// `create` on: MariaDB's claim procedure (`<table>_claim`); none elsewhere.
     pub routines: Vec<S>,
     /// The same, as text to show an operator.
@@ -434,6 +441,7 @@ impl Statements {
             claim_counter: d.finish(&claims.counter),
             claim_state: d.finish(&claims.state),
             guarded_delete: d.finish(&claims.guarded_delete),
+            delete_notify: d.finish(&claims.delete_notify),
             guarded_update: d.finish(&claims.guarded_update),
             guarded_current: d.finish(&claims.guarded_current),
             routines_ddl: claims.routines.join("\n\n"),
@@ -472,6 +480,7 @@ impl<S> Statements<S> {
             claim_counter: f(self.claim_counter),
             claim_state: f(self.claim_state),
             guarded_delete: f(self.guarded_delete),
+            delete_notify: f(self.delete_notify),
             guarded_update: f(self.guarded_update),
             guarded_current: f(self.guarded_current),
             routines: self.routines.into_iter().map(&mut f).collect(),
@@ -507,6 +516,7 @@ impl<S> Statements<S> {
             Statement::ClaimCounter => &self.claim_counter,
             Statement::ClaimState => &self.claim_state,
             Statement::GuardedDelete => &self.guarded_delete,
+            Statement::DeleteNotify => &self.delete_notify,
             Statement::GuardedUpdate => &self.guarded_update,
             Statement::GuardedCurrent => &self.guarded_current,
         }

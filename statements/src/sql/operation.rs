@@ -331,6 +331,11 @@ impl<'c> Operation<'c> {
             }
             State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
             State::ClaimOne => self.reply = Some(claimed(self.command, rows)),
+            // A guarded delete: one row back when it removed our cell.
+            State::Guarded => self.executed(Done {
+                rows: rows.len() as u64,
+                insert_id: 0,
+            }),
             State::ClaimLeft => self.reply = Some(self.claim_outcome(rows)),
             State::GuardedCurrent => {
                 let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
@@ -451,23 +456,31 @@ impl<'c> Operation<'c> {
                 // applied in order: a put after a delete of the same cell recreates it, a
                 // second put of a cell the batch already wrote changes nothing (its stamp is
                 // not newer), exactly as in the reference table.
-                let statements: Vec<_> = writes
+                // A batch's deletes are releases: `delete_notify` (see `Statements`).
+                let mut statements: Vec<_> = writes
                     .iter()
                     .map(|w| match w {
                         Write::Put { column, value, ttl } => {
                             (Statement::Put, put(row, column, value, *ttl, stamp.clone()))
                         }
                         Write::Delete { column } => (
-                            Statement::Delete,
+                            Statement::DeleteNotify,
                             vec![text(row), text(column), stamp.clone()],
                         ),
                     })
                     .collect();
-                if statements.is_empty() {
+                if statements.len() > 1 {
+                    return {
+                        self.state = State::Written;
+                        Step::Transaction(statements)
+                    };
+                }
+                // One write is one statement: no transaction to wrap it in.
+                let Some((statement, params)) = statements.pop() else {
                     self.reply = Some(Reply::Written);
                     return self.step();
-                }
-                (State::Written, Step::Transaction(statements))
+                };
+                (State::Written, execute(statement, params))
             }
             Command::Purge { row } => {
                 let step = match row {
@@ -639,7 +652,7 @@ impl<'c> Operation<'c> {
             None => {
                 let mut params = vec![text(row), text(column), text(expected)];
                 params.extend(check);
-                execute(Statement::GuardedDelete, params)
+                fetch(Statement::GuardedDelete, params, TEXT)
             }
             Some(new) => {
                 let mut params = vec![

@@ -128,7 +128,11 @@ impl Conn {
             Conn::Mysql(_) => {
                 format!("DROP TABLE IF EXISTS `{table}`; DROP PROCEDURE IF EXISTS `{table}_claim`")
             }
-            _ => format!("DROP TABLE IF EXISTS \"{table}\""),
+            // With the release trigger's function made for the table.
+            Conn::Postgres(_) => format!(
+                "DROP TABLE IF EXISTS \"{table}\"; DROP FUNCTION IF EXISTS \"{table}_freed\"()"
+            ),
+            Conn::Sqlite(_) => format!("DROP TABLE IF EXISTS \"{table}\""),
         };
         let sql = sqlx::AssertSqlSafe(sql);
         match self {
