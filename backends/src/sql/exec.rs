@@ -27,11 +27,13 @@ impl From<sqlx::Error> for ExecError {
 
 /// Runs `command` on `conn`, with `given` as its write stamp, or a fresh one from the
 /// process's generator when `None` (always, but in tests that play a write arriving late).
+/// `own`: `conn` is the store's own, each statement its own transaction (not a caller's).
 pub(crate) async fn execute<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     command: &Command,
     given: Option<u64>,
+    own: bool,
 ) -> Result<Reply, ExecError> {
     let stamp = |floor: u64| match given {
         None => next_stamp_after(floor),
@@ -39,6 +41,9 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         Some(g) => g.max(floor.saturating_add(1)),
     };
     let mut op = Operation::new(st.dialect, command, stamp).map_err(ExecError::Invalid)?;
+    if own {
+        op = op.on_own_connection();
+    }
     loop {
         match op.step() {
             Step::Execute { statement, params } => {

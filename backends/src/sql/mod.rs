@@ -323,7 +323,7 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp);
+        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp, true);
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(outcome) => {
                 let reply = self.reply(outcome);
@@ -351,7 +351,7 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp);
+        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp, true);
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(reply) => self.reply(reply),
             Err(_) => {

@@ -37,6 +37,8 @@ pub(crate) struct Claims {
     pub state: String,
     pub guarded_delete: String,
     pub delete_notify: String,
+    pub guarded_delete_async: String,
+    pub delete_notify_async: String,
     pub guarded_update: String,
     pub guarded_current: String,
     pub routines: Vec<String>,
@@ -106,6 +108,22 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
             d,
             table,
             &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"),
+        ),
+        guarded_delete_async: unflushed(
+            d,
+            released(
+                d,
+                table,
+                &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}"),
+            ),
+        ),
+        delete_notify_async: unflushed(
+            d,
+            released(
+                d,
+                table,
+                &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"),
+            ),
         ),
         guarded_update: format!(
             "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}",
@@ -201,5 +219,24 @@ fn released(d: Dialect, table: &str, delete: &str) -> String {
             "WITH d AS ({delete} RETURNING lock_name) SELECT pg_notify('{table}', lock_name)::text FROM d"
         ),
         Dialect::Sqlite | Dialect::MySql => format!("{delete} RETURNING lock_name"),
+    }
+}
+
+/// A release statement of [`released`] whose commit, on PostgreSQL, does not wait for the WAL
+/// to reach the disk (`synchronous_commit` off for its own transaction only, set by the
+/// statement itself). Only for a statement that is its own transaction: inside a caller's it
+/// would make the caller's commit asynchronous too.
+///
+/// Why a release may: a release lost in a server crash leaves the lock row in place, so the
+/// lock stays held until its TTL ends. That delays the next holder; it never lets two in. A
+/// claim must never (a lost claim would forget a granted lock), and is always flushed.
+fn unflushed(d: Dialect, released: String) -> String {
+    match d {
+        Dialect::Postgres => released.replacen(
+            "::text FROM d",
+            "::text, set_config('synchronous_commit', 'off', true) FROM d",
+            1,
+        ),
+        Dialect::Sqlite | Dialect::MySql => released,
     }
 }

@@ -234,6 +234,10 @@ pub enum Statement {
     GuardedUpdate,
     /// [`Statements::delete_notify`].
     DeleteNotify,
+    /// [`Statements::guarded_delete_async`].
+    GuardedDeleteAsync,
+    /// [`Statements::delete_notify_async`].
+    DeleteNotifyAsync,
     /// [`Statements::guarded_current`].
     GuardedCurrent,
 }
@@ -300,6 +304,12 @@ pub struct Statements<S = String> {
     /// stamp)` → one row per row removed; on PostgreSQL it also notifies the table's channel
     /// with the lock's name, which wakes the waiters of every process that listens.
     pub delete_notify: S,
+    /// [`Statements::guarded_delete`] as its own transaction, which on PostgreSQL commits
+    /// without waiting for the disk (a release lost in a crash leaves the lock held until its
+    /// TTL: later, never two holders). For operations on the store's own connections only.
+    pub guarded_delete_async: S,
+    /// [`Statements::delete_notify`] likewise.
+    pub delete_notify_async: S,
     /// A guarded change: `(new, ttl_ms, stamp, row, cell, expected, row, guard, guard_value)`,
     /// one row affected when applied.
     pub guarded_update: S,
@@ -442,6 +452,8 @@ impl Statements {
             claim_state: d.finish(&claims.state),
             guarded_delete: d.finish(&claims.guarded_delete),
             delete_notify: d.finish(&claims.delete_notify),
+            guarded_delete_async: d.finish(&claims.guarded_delete_async),
+            delete_notify_async: d.finish(&claims.delete_notify_async),
             guarded_update: d.finish(&claims.guarded_update),
             guarded_current: d.finish(&claims.guarded_current),
             routines_ddl: claims.routines.join("\n\n"),
@@ -481,6 +493,8 @@ impl<S> Statements<S> {
             claim_state: f(self.claim_state),
             guarded_delete: f(self.guarded_delete),
             delete_notify: f(self.delete_notify),
+            guarded_delete_async: f(self.guarded_delete_async),
+            delete_notify_async: f(self.delete_notify_async),
             guarded_update: f(self.guarded_update),
             guarded_current: f(self.guarded_current),
             routines: self.routines.into_iter().map(&mut f).collect(),
@@ -517,6 +531,8 @@ impl<S> Statements<S> {
             Statement::ClaimState => &self.claim_state,
             Statement::GuardedDelete => &self.guarded_delete,
             Statement::DeleteNotify => &self.delete_notify,
+            Statement::GuardedDeleteAsync => &self.guarded_delete_async,
+            Statement::DeleteNotifyAsync => &self.delete_notify_async,
             Statement::GuardedUpdate => &self.guarded_update,
             Statement::GuardedCurrent => &self.guarded_current,
         }

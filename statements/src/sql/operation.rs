@@ -193,6 +193,9 @@ pub struct Operation<'c> {
     state: State,
     /// The reply, once known.
     reply: Option<Reply>,
+    /// Whether each statement is its own transaction (the store's own connection, not a
+    /// caller's transaction): releases may then commit without waiting for the disk.
+    own: bool,
 }
 
 impl<'c> Operation<'c> {
@@ -238,7 +241,25 @@ impl<'c> Operation<'c> {
             stamp,
             state: State::Start,
             reply: None,
+            own: false,
         })
+    }
+
+    /// Says that the host runs each statement as its own transaction, on a connection of its
+    /// own (not inside a caller's transaction). On PostgreSQL a release then commits without
+    /// waiting for the disk ([`Statements::guarded_delete_async`](super::Statements)).
+    pub fn on_own_connection(mut self) -> Self {
+        self.own = true;
+        self
+    }
+
+    /// The statement of a release's delete: without waiting for the disk when allowed.
+    fn release(&self, flushed: Statement, unflushed: Statement) -> Statement {
+        if self.own {
+            unflushed
+        } else {
+            flushed
+        }
     }
 
     /// What to do next. Call it again after feeding each outcome, until it gives the reply
@@ -480,6 +501,12 @@ impl<'c> Operation<'c> {
                     self.reply = Some(Reply::Written);
                     return self.step();
                 };
+                let statement = match statement {
+                    Statement::DeleteNotify => {
+                        self.release(Statement::DeleteNotify, Statement::DeleteNotifyAsync)
+                    }
+                    other => other,
+                };
                 (State::Written, execute(statement, params))
             }
             Command::Purge { row } => {
@@ -652,7 +679,9 @@ impl<'c> Operation<'c> {
             None => {
                 let mut params = vec![text(row), text(column), text(expected)];
                 params.extend(check);
-                fetch(Statement::GuardedDelete, params, TEXT)
+                let statement =
+                    self.release(Statement::GuardedDelete, Statement::GuardedDeleteAsync);
+                fetch(statement, params, TEXT)
             }
             Some(new) => {
                 let mut params = vec![
