@@ -32,6 +32,11 @@ pub struct Lease {
     /// The newest stamp among the cells the winning read returned: a release with a mutation
     /// stamps its writes above it.
     pub(crate) newest_stamp: u64,
+    /// Whether the acquisition had to wait for someone else (more than one attempt, or a
+    /// place in the bakery's queue).
+    pub(crate) contended: bool,
+    /// How long the acquisition's last command took to be answered.
+    pub(crate) round_trip: Duration,
 }
 
 impl Lease {
@@ -98,17 +103,33 @@ impl Lease {
 
     /// A hint for the next acquisition of the same name: the fencing counter as this lease
     /// left it, which saves the unique-insert strategy one round trip when it is still current.
+    ///
+    /// It also carries the *courtesy* of a contended lock: when this lease had to wait for
+    /// someone else, the next acquisition of the name by the same locker first waits two of this
+    /// lease's round trips (or until the store signals a change), so that the waiters woken by
+    /// this lease's release get their turn before the releaser takes the lock again. Without
+    /// it, a process that releases and locks again in a loop wins nearly every hand-off, since
+    /// its claim reaches the store before the woken waiters' do. An uncontended lock costs
+    /// nothing: its next acquisition does not wait.
     pub fn fence_hint(&self) -> FenceHint {
         FenceHint {
             value: self.fence_value.clone(),
+            courtesy: self
+                .contended
+                .then(|| self.round_trip.saturating_mul(2).min(MAX_COURTESY)),
         }
     }
 }
 
-/// The fencing counter as a previous lease left it (see [`Lease::fence_hint`]).
+/// The longest courtesy wait (see [`Lease::fence_hint`]).
+const MAX_COURTESY: Duration = Duration::from_millis(50);
+
+/// The fencing counter as a previous lease left it, and the courtesy owed after a contended
+/// lease (see [`Lease::fence_hint`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FenceHint {
     pub(crate) value: String,
+    pub(crate) courtesy: Option<Duration>,
 }
 
 /// What a successful acquisition returns.

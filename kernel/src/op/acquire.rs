@@ -124,6 +124,15 @@ pub struct Acquire {
     forced_seen: u64,
     data: Vec<Cell>,
     woken: bool,
+    /// Whether this acquisition waited for someone else (slept after finding the lock taken).
+    waited: bool,
+    /// How long the last reply took.
+    round_trip: core::time::Duration,
+    /// How long to wait before the first attempt (see [`Lease::fence_hint`]).
+    courtesy: Option<core::time::Duration>,
+    /// Whether the current sleep is that courtesy, which no change at the store cuts short
+    /// (our own release's notification would).
+    courteous: bool,
     result: Option<Result<Grant>>,
 }
 
@@ -184,6 +193,10 @@ impl Acquire {
             forced_seen: 0,
             data: Vec::new(),
             woken: false,
+            waited: false,
+            round_trip: core::time::Duration::ZERO,
+            courtesy: None,
+            courteous: false,
             result: None,
             opts,
         })
@@ -196,6 +209,7 @@ impl Acquire {
             .as_ref()
             .map_or(0, |h| crate::record::forced_count(Some(&h.value)));
         self.counter_seen = hint.as_ref().map(|h| h.value.clone());
+        self.courtesy = hint.as_ref().and_then(|h| h.courtesy);
         self.fence_hint = hint;
         self
     }
@@ -405,6 +419,7 @@ impl Acquire {
             .retry
             .delay(self.attempts.saturating_sub(1), &mut self.rng);
         let until = now.saturating_add(delay).min(self.wait_deadline);
+        self.waited = true;
         self.phase = Phase::Sleep {
             until,
             then: Next::Start,
@@ -517,6 +532,8 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
+            contended: self.waited || self.tries_in_queue > 0,
+            round_trip: self.round_trip,
         };
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
@@ -593,6 +610,7 @@ impl Acquire {
 
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
         let validity = self.opts.lease_validity();
+        self.round_trip = now.saturating_duration_since(sent);
         match (core::mem::replace(&mut self.phase, Phase::Done), reply) {
             // Unique insert.
             (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
@@ -868,13 +886,25 @@ impl Operation for Acquire {
                 IoPoll::Done(Ok(reply), sent) => self.on_reply(reply, sent, now),
                 IoPoll::Done(Err(e), _) => self.failed(e),
                 IoPoll::Idle => match core::mem::replace(&mut self.phase, Phase::Done) {
-                    Phase::Start => self.start_attempt(now),
+                    // A contended lock's courtesy: the waiters woken by our last release go
+                    // first (a change at the store ends it early).
+                    Phase::Start => match self.courtesy.take() {
+                        Some(wait) if self.opts.wait != Wait::TryOnce && !wait.is_zero() => {
+                            self.courteous = true;
+                            self.phase = Phase::Sleep {
+                                until: now.saturating_add(wait).min(self.wait_deadline),
+                                then: Next::Start,
+                            };
+                        }
+                        _ => self.start_attempt(now),
+                    },
                     Phase::Sleep { until, then } if now < until && !self.woken => {
                         self.phase = Phase::Sleep { until, then };
                         return Poll::WaitUntil(until);
                     }
                     Phase::Sleep { then, .. } => {
                         self.woken = false;
+                        self.courteous = false;
                         match then {
                             Next::Start => self.start_attempt(now),
                             Next::BakeryCheck(ticket) => self.bakery_check(ticket, now),
@@ -896,7 +926,7 @@ impl Operation for Acquire {
     }
 
     fn wake(&mut self) {
-        if matches!(self.phase, Phase::Sleep { .. }) {
+        if matches!(self.phase, Phase::Sleep { .. }) && !self.courteous {
             self.woken = true;
         }
     }

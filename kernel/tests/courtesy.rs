@@ -1,0 +1,137 @@
+//! The courtesy of a contended lock (`Lease::fence_hint`): after a lease that had to wait for
+//! someone else, the next acquisition of the name by the same locker first waits two of that
+//! lease's round trips, so that the waiters its release woke get their turn. An uncontended
+//! lease owes none, and a try-once acquisition never waits.
+
+use std::time::Duration;
+
+use baton_kernel::{
+    Acquire, Command, Grant, Instant, LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll,
+    Release, RetryPolicy, Strategy, Wait,
+};
+
+/// Every reply takes this long.
+const RT: Duration = Duration::from_millis(3);
+
+fn acquire(strategy: Strategy, host: &str, nonce: u64, wait: Wait) -> Acquire {
+    let opts = LockOptions {
+        strategy,
+        wait,
+        acquisition: nonce,
+        retry: RetryPolicy {
+            initial: Duration::from_millis(20),
+            max: Duration::from_millis(20),
+            ..RetryPolicy::default()
+        },
+        ..LockOptions::default()
+    };
+    let owner = OwnerId::new(host, 1, nonce).expect("owner");
+    Acquire::new(LockName::new("job").expect("name"), owner, opts).expect("options")
+}
+
+/// Polls `op` at `now`, answering each command after [`RT`], until it finishes or waits with
+/// nothing outstanding; returns the result (if finished) and the time reached.
+fn run<O: Operation>(
+    table: &mut MemoryTable,
+    op: &mut O,
+    mut now: Instant,
+) -> (Option<baton_kernel::Result<O::Output>>, Instant) {
+    loop {
+        match op.poll(now) {
+            Poll::Execute(id, command) => {
+                let reply = table.apply(&command, now);
+                now = now.saturating_add(RT);
+                op.handle(id, reply);
+            }
+            Poll::WaitUntil(_) => return (None, now),
+            Poll::Ready(r) => return (Some(r), now),
+        }
+    }
+}
+
+fn granted(r: Option<baton_kernel::Result<Grant>>) -> Grant {
+    r.expect("finished").expect("granted")
+}
+
+/// A lease of `strategy` that waited for another holder's release.
+fn contended_lease(table: &mut MemoryTable, strategy: Strategy) -> (Grant, Instant) {
+    let wait = Wait::Timeout(Duration::from_secs(10));
+    let (holder, now) = run(
+        table,
+        &mut acquire(strategy, "h", 1, wait),
+        Instant::from_nanos(1),
+    );
+    let holder = granted(holder);
+    let mut waiter = acquire(strategy, "a", 2, wait);
+    let (none, now) = run(table, &mut waiter, now);
+    assert!(none.is_none(), "{strategy}: the waiter waits");
+    let (released, now) = run(table, &mut Release::new(&holder.lease), now);
+    released.expect("finished").expect("released");
+    let mut now = now;
+    loop {
+        now = now.saturating_add(Duration::from_millis(1));
+        let (done, at) = run(table, &mut waiter, now);
+        now = at;
+        if let Some(r) = done {
+            return (granted(Some(r)), now);
+        }
+    }
+}
+
+#[test]
+fn after_a_contended_lease_the_next_acquisition_waits_two_round_trips_first() {
+    for strategy in Strategy::ALL {
+        let mut table = MemoryTable::new();
+        let (lease, now) = contended_lease(&mut table, strategy);
+        let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
+        released.expect("finished").expect("released");
+        let hint = Some(lease.lease.fence_hint());
+
+        let mut again = acquire(strategy, "a", 3, Wait::Timeout(Duration::from_secs(10)))
+            .with_fence_hint(hint.clone());
+        assert_eq!(
+            again.poll(now),
+            Poll::WaitUntil(now.saturating_add(RT * 2)),
+            "{strategy}: the courtesy comes first"
+        );
+        // A change at the store (our own release's notification) does not cut it short.
+        again.wake();
+        assert_eq!(again.poll(now), Poll::WaitUntil(now.saturating_add(RT * 2)));
+        assert!(
+            matches!(again.poll(now.saturating_add(RT * 2)), Poll::Execute(..)),
+            "{strategy}: then the first attempt"
+        );
+
+        let mut once = acquire(strategy, "a", 4, Wait::TryOnce).with_fence_hint(hint);
+        assert!(
+            matches!(once.poll(now), Poll::Execute(..)),
+            "{strategy}: a try-once acquisition never waits"
+        );
+    }
+}
+
+#[test]
+fn after_an_uncontended_lease_the_next_acquisition_starts_at_once() {
+    for strategy in Strategy::ALL {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_secs(10));
+        let (lease, now) = run(
+            &mut table,
+            &mut acquire(strategy, "a", 1, wait),
+            Instant::from_nanos(1),
+        );
+        let lease = granted(lease);
+        let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
+        released.expect("finished").expect("released");
+        let mut again =
+            acquire(strategy, "a", 2, wait).with_fence_hint(Some(lease.lease.fence_hint()));
+        let first = again.poll(now);
+        assert!(
+            matches!(
+                first,
+                Poll::Execute(_, Command::Claim { .. } | Command::Put { .. })
+            ),
+            "{strategy}: {first:?}"
+        );
+    }
+}
