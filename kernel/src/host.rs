@@ -10,8 +10,8 @@ use crate::model::{Command, Reply, Write};
 use crate::retry::SplitMix64;
 
 /// Whether `command`, answered by `reply`, may have freed a lock that someone waits for: a
-/// release (a batch that deletes: the kernel releases bakery and column-prefix cells with a
-/// batch, a guarded or plain compare-and-delete for unique insert), the removal of another
+/// release ([`Command::Vacate`], or a batch that deletes: bakery and column-prefix cells; a
+/// guarded or plain compare-and-delete for unique insert), the removal of another
 /// owner's cell (a forced release, a stale entry), a purge that removed something. A store
 /// tells the waiters of its process (and, on PostgreSQL, of every process) to look again when
 /// it did.
@@ -22,7 +22,7 @@ use crate::retry::SplitMix64;
 pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
     match (command, reply) {
         (_, Reply::Failed(_)) => false,
-        (Command::DeleteVersion { .. }, _) => true,
+        (Command::DeleteVersion { .. } | Command::Vacate { .. }, _) => true,
         (Command::CompareAndSet { new: None, .. }, Reply::Conditional { applied, .. }) => *applied,
         (Command::GuardedSet { new: None, .. }, Reply::Guarded { applied, .. }) => *applied,
         (Command::Batch { writes, .. }, _) => {
@@ -38,7 +38,7 @@ pub fn may_free_a_lock(command: &Command, reply: &Reply) -> bool {
 /// not wake itself.
 pub fn may_signal(command: &Command) -> bool {
     match command {
-        Command::DeleteVersion { .. } | Command::Purge { .. } => true,
+        Command::DeleteVersion { .. } | Command::Vacate { .. } | Command::Purge { .. } => true,
         Command::CompareAndSet { new, .. } | Command::GuardedSet { new, .. } => new.is_none(),
         Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
         _ => false,

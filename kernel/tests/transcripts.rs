@@ -44,10 +44,8 @@ fn bakery_uncontended() {
         t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
-        t=1000ms A: read "job" all quorum
+        t=1000ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
         t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=59s]
-        t=1000ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=1000ms A: <- written
         t=1000ms A: => ok
         "#,
     );
@@ -78,10 +76,8 @@ fn bakery_handoff() {
         t=1000ms B: read "job" all quorum
         t=1000ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=59s, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=60s]
         t=1000ms B: wait until t=1006.949149ms
-        t=1001ms A: read "job" all quorum
+        t=1001ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
         t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=58999ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59999ms]
-        t=1001ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=1001ms A: <- written
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
         t=1006.949149ms B: read "job" all quorum
@@ -89,10 +85,8 @@ fn bakery_handoff() {
         t=1006.949149ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60399ms
-        t=1006.949149ms B: read "job" all quorum
+        t=1006.949149ms B: vacate "job"/"ticket/b:1:0000000000000001" reading all quorum
         t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=59993.050851ms]
-        t=1006.949149ms B: batch "job" [delete "ticket/b:1:0000000000000001"] quorum
-        t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
         "#,
     );
@@ -125,10 +119,8 @@ fn bakery_takeover() {
         t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
-        t=62000ms A: read "job" all quorum
+        t=62000ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "ticket/b:1:0000000000000001" = "ticket=1 created_ms=2000" ttl=59s]
-        t=62000ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
@@ -167,13 +159,11 @@ fn bakery_lost_replies() {
         t=1012.033090ms B: delete "job"/"ticket/b:1:0000000000000001" quorum
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held or queued for by a:1:0000000000000001
-        t=2012.033090ms A: read "job" all quorum
-        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms]
-        t=2012.033090ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
+        t=2012.033090ms A: <- [store: cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=2020.732175ms A: <- written
+        t=2020.732175ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
+        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
         t=2020.732175ms A: => ok
         "#,
     );
@@ -281,10 +271,8 @@ fn prefix_uncontended() {
         t=0ms A: insert-if-absent "job"/"_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none serial/quorum
         t=0ms A: <- applied
         t=0ms A: => granted lease token=1 deadline=t=59399ms
-        t=1000ms A: read "job" prefix "_LOCK_" quorum
+        t=1000ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
         t=1000ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=59s]
-        t=1000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=1000ms A: <- written
         t=1000ms A: => ok
         "#,
     );
@@ -309,10 +297,8 @@ fn prefix_handoff() {
         t=1000ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
         t=1000ms B: <- written
         t=1000ms B: wait until t=1006.949149ms
-        t=1001ms A: read "job" prefix "_LOCK_" quorum
+        t=1001ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
         t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
-        t=1001ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=1001ms A: <- written
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
         t=1006.949149ms B: put "job"/"_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s quorum
@@ -322,10 +308,8 @@ fn prefix_handoff() {
         t=1006.949149ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=1006.949149ms B: <- applied
         t=1006.949149ms B: => granted lease token=2 deadline=t=60405.949149ms
-        t=1006.949149ms B: read "job" prefix "_LOCK_" quorum
+        t=1006.949149ms B: vacate "job"/"_LOCK_b:1:0000000000000001" reading prefix "_LOCK_" quorum
         t=1006.949149ms B: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s]
-        t=1006.949149ms B: batch "job" [delete "_LOCK_b:1:0000000000000001"] quorum
-        t=1006.949149ms B: <- written
         t=1006.949149ms B: => ok
         "#,
     );
@@ -350,10 +334,8 @@ fn prefix_takeover() {
         t=61000ms B: cas "job"/"_LOCK_" if "token=1 owner=a:1:0000000000000001" then "token=2 owner=b:1:0000000000000001" ttl=none serial/quorum
         t=61000ms B: <- applied
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
-        t=62000ms A: read "job" prefix "_LOCK_" quorum
+        t=62000ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000" ttl=59s]
-        t=62000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
@@ -384,13 +366,11 @@ fn prefix_lost_replies() {
         t=1012.033090ms B: delete "job"/"_LOCK_b:1:0000000000000001" quorum
         t=1012.033090ms B: <- written
         t=1012.033090ms B: => error busy: lock "job" is held by a:1:0000000000000001
-        t=2012.033090ms A: read "job" prefix "_LOCK_" quorum
-        t=2012.033090ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms]
-        t=2012.033090ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=2012.033090ms A: <- [store: written, reply lost] failed: timeout "reply lost"
+        t=2012.033090ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
+        t=2012.033090ms A: <- [store: cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=57994.916059ms], reply lost] failed: timeout "reply lost"
         t=2012.033090ms A: wait until t=2020.732175ms
-        t=2020.732175ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=2020.732175ms A: <- written
+        t=2020.732175ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
+        t=2020.732175ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
         t=2020.732175ms A: => ok
         "#,
     );
@@ -440,10 +420,8 @@ fn prefix_stale_column_taken_over() {
         t=61000ms B: delete "job"/"_LOCK_a:1:0000000000000001" at version 1 quorum
         t=61000ms B: <- written
         t=61000ms B: => granted lease token=2 deadline=t=120399ms
-        t=62000ms A: read "job" prefix "_LOCK_" quorum
+        t=62000ms A: vacate "job"/"_LOCK_a:1:0000000000000001" reading prefix "_LOCK_" quorum
         t=62000ms A: <- cells ["_LOCK_" = "token=2 owner=b:1:0000000000000001" ttl=none, "_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=120000 created_ms=2000" ttl=119s]
-        t=62000ms A: batch "job" [delete "_LOCK_a:1:0000000000000001"] quorum
-        t=62000ms A: <- written
         t=62000ms A: => error lost: lease on lock "job" (token 1) is lost: the lock was granted to b:1:0000000000000001 (token 2) since
         "#,
     );
@@ -518,10 +496,8 @@ fn bakery_waiter_refreshes_its_ticket() {
         t=647.671701ms B: read "job" all quorum
         t=647.671701ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=752.328299ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=846.828299ms]
         t=647.671701ms B: wait until t=743.572681ms
-        t=700ms A: read "job" all quorum
+        t=700ms A: vacate "job"/"ticket/a:1:0000000000000001" reading all quorum
         t=700ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "ticket/a:1:0000000000000001" = "ticket=1 created_ms=1000" ttl=700ms, "ticket/b:1:0000000000000001" = "ticket=2 created_ms=2000" ttl=794.500000ms]
-        t=700ms A: batch "job" [delete "ticket/a:1:0000000000000001"] quorum
-        t=700ms A: <- written
         t=700ms A: => ok
         t=700ms B: wait until t=743.572681ms
         t=743.572681ms B: read "job" all quorum

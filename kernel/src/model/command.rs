@@ -162,6 +162,21 @@ pub enum Command {
         /// Write consistency.
         consistency: Consistency,
     },
+    /// Remove the writer's own cell, as [`Command::Delete`] does (stamped), and answer with the
+    /// cells of the row that `read` selects as they were just before the removal
+    /// ([`Reply::Cells`]). A release: the holder learns in the same step whether its lease was
+    /// intact (its cell there, the counter where its grant left it). One statement where the
+    /// store can read and delete together (PostgreSQL); a read, then the delete, elsewhere.
+    Vacate {
+        /// The row.
+        row: String,
+        /// Our cell.
+        column: String,
+        /// What to read before removing it.
+        read: ColumnFilter,
+        /// Read and write consistency.
+        consistency: Consistency,
+    },
     /// Remove the version of a cell that a read returned: the cell is removed only if its stamp
     /// ([`Cell::stamp`]) is at most `stamp`, so a newer write by its owner survives (Cassandra:
     /// `DELETE … USING TIMESTAMP stamp`; SQL: `DELETE … WHERE stamp <= ?`). Used to remove
@@ -310,6 +325,7 @@ impl Command {
             Command::Read { row, .. }
             | Command::Put { row, .. }
             | Command::Delete { row, .. }
+            | Command::Vacate { row, .. }
             | Command::DeleteVersion { row, .. }
             | Command::InsertIfAbsent { row, .. }
             | Command::CompareAndSet { row, .. }
@@ -337,7 +353,10 @@ impl Command {
     pub fn stamped(&self) -> bool {
         matches!(
             self,
-            Command::Put { .. } | Command::Delete { .. } | Command::Batch { .. }
+            Command::Put { .. }
+                | Command::Delete { .. }
+                | Command::Vacate { .. }
+                | Command::Batch { .. }
         )
     }
 

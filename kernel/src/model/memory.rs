@@ -71,6 +71,13 @@ impl MemoryTable {
                 self.delete_up_to(row, column, stamp);
                 Reply::Written
             }
+            Command::Vacate {
+                row, column, read, ..
+            } => {
+                let before = self.read(row, read, now);
+                self.delete_up_to(row, column, stamp);
+                Reply::Cells(before)
+            }
             Command::DeleteVersion {
                 row,
                 column,

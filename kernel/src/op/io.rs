@@ -391,6 +391,7 @@ fn cell_of(command: &Command) -> String {
         Command::InsertIfAbsent { column, .. }
         | Command::CompareAndSet { column, .. }
         | Command::Put { column, .. }
+        | Command::Vacate { column, .. }
         | Command::Delete { column, .. } => column.clone(),
         _ => String::new(),
     }
@@ -421,6 +422,7 @@ pub(crate) fn describe(command: &Command) -> String {
         Command::Read { .. } => format!("read of row {row:?}"),
         Command::Put { column, .. } => format!("write of {row:?}/{column:?}"),
         Command::Delete { column, .. } => format!("delete of {row:?}/{column:?}"),
+        Command::Vacate { column, .. } => format!("release of {row:?}/{column:?}"),
         Command::DeleteVersion { column, stamp, .. } => {
             format!("delete of {row:?}/{column:?} at version {stamp}")
         }

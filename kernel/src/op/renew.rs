@@ -91,6 +91,11 @@ fn check_read(lease: &Lease) -> Command {
     }
 }
 
+/// The cells [`check_read`] reads.
+fn check_read_filter(lease: &Lease) -> crate::model::ColumnFilter {
+    Layout::of(&lease.opts).filter(false)
+}
+
 fn io_for(lease: &Lease) -> (Io, SplitMix64) {
     (
         Io::new(lease.opts.store_attempts, lease.opts.retry),
@@ -348,6 +353,9 @@ enum ReleasePhase {
     /// Unique insert: our record removed by compare-and-set while the counter is at our grant,
     /// in one step (the check and the removal together).
     Guarded,
+    /// Bakery and column prefix: our cell removed, and the row as it was just before read, in
+    /// one step.
+    Vacate,
     /// The delete (or compare-and-set, or batch); `Some` carries the error the check found,
     /// `None` that it found the lease intact (or, under a broken variant, that there was no check).
     Remove(Option<Error>),
@@ -445,29 +453,29 @@ impl Release {
         let phase = core::mem::replace(&mut self.phase, ReleasePhase::Done);
         self.result = Some(match (phase, reply) {
             (ReleasePhase::Check, Reply::Cells(cells)) => {
-                let mine = cells
-                    .iter()
-                    .any(|c| c.column == self.lease.column && c.value == self.lease.value);
-                let fence = Layout::of(&self.lease.opts).fence;
-                let moved = cells
-                    .iter()
-                    .find(|c| c.column == fence)
-                    .filter(|c| c.value != self.lease.fence_value)
-                    .map(|c| c.value.clone());
-                let found = match (mine, moved) {
-                    (_, Some(v)) => {
-                        Some(lost_to(&self.lease, &granted_since(&v), counter_owner(&v)))
-                    }
-                    (false, None) => Some(lost(
-                        &self.lease,
-                        "its lock cell was gone (expired or force-released)",
-                    )),
-                    (true, None) => None,
-                };
+                let found = self.verdict(&cells);
                 self.phase = ReleasePhase::Remove(found);
                 let command = self.remove_command();
                 self.io.send(command);
                 return;
+            }
+            (ReleasePhase::Vacate, Reply::Cells(cells)) => {
+                let mine = self.mine(&cells);
+                match self.verdict(&cells) {
+                    // Our cell was already gone with the counter at our grant, after a send of
+                    // this release that may have been applied: our own removal (or an expiry),
+                    // with no grant since.
+                    Some(_) if !mine && self.io.maybe_applied() && self.moved(&cells).is_none() => {
+                        if self.in_time() {
+                            Ok(())
+                        } else {
+                            Err(self.late())
+                        }
+                    }
+                    Some(e) => Err(e),
+                    None if self.in_time() => Ok(()),
+                    None => Err(self.late()),
+                }
             }
             (ReleasePhase::Guarded, Reply::Guarded { applied: true, .. }) if self.in_time() => {
                 Ok(())
@@ -561,6 +569,41 @@ impl Release {
         now.owner != crate::record::FORCED && now.token > ours.token && now.forced == ours.forced
     }
 
+    /// Whether `cells` hold our cell with our value.
+    fn mine(&self, cells: &[crate::model::Cell]) -> bool {
+        cells
+            .iter()
+            .any(|c| c.column == self.lease.column && c.value == self.lease.value)
+    }
+
+    /// The counter's value in `cells`, if another grant (or a forced release) moved it.
+    fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
+        let fence = Layout::of(&self.lease.opts).fence;
+        cells
+            .iter()
+            .find(|c| c.column == fence)
+            .filter(|c| c.value != self.lease.fence_value)
+            .map(|c| c.value.clone())
+    }
+
+    /// What a read of the row made after the release started says: `None` when the lease was
+    /// intact (our cell there, the counter as our grant left it), the loss otherwise.
+    fn verdict(&self, cells: &[crate::model::Cell]) -> Option<Error> {
+        match (self.mine(cells), self.moved(cells)) {
+            (_, Some(v)) => Some(lost_to(&self.lease, &granted_since(&v), counter_owner(&v))),
+            (false, None) => Some(lost(
+                &self.lease,
+                "its lock cell was gone (expired or force-released)",
+            )),
+            (true, None) => None,
+        }
+    }
+
+    /// Bakery and column prefix without a mutation: removal and check in one step.
+    fn vacates(&self) -> bool {
+        self.lease.opts.strategy != Strategy::UniqueInsert && self.mutation.is_empty()
+    }
+
     fn ok(&mut self) {
         self.result = Some(Ok(()));
     }
@@ -638,6 +681,14 @@ impl Operation for Release {
                         self.phase = ReleasePhase::Guarded;
                         let command = self.guarded_remove();
                         self.io.send(command);
+                    } else if self.checked() && self.vacates() {
+                        self.phase = ReleasePhase::Vacate;
+                        self.io.send(Command::Vacate {
+                            row: self.lease.row.clone(),
+                            column: self.lease.column.clone(),
+                            read: check_read_filter(&self.lease),
+                            consistency: self.lease.opts.consistency,
+                        });
                     } else if self.checked() {
                         self.phase = ReleasePhase::Check;
                         self.io.send(check_read(&self.lease));

@@ -100,11 +100,11 @@ pub fn put(c: &Command) -> bool {
     matches!(c, Command::Put { .. })
 }
 
-/// Plain deletes of one's own cell: an acquisition's `Delete`, and a release's batch of one
-/// delete (bakery, column prefix).
+/// Plain deletes of one's own cell: an acquisition's `Delete`, a release's `Vacate`, and a
+/// renewal's batch of one delete (bakery, column prefix).
 pub fn delete(c: &Command) -> bool {
     match c {
-        Command::Delete { .. } => true,
+        Command::Delete { .. } | Command::Vacate { .. } => true,
         Command::Batch { writes, .. } => {
             writes.len() == 1 && matches!(writes[0], baton_kernel::Write::Delete { .. })
         }

@@ -93,6 +93,22 @@ pub fn render_command(c: &Command) -> String {
             column,
             consistency,
         } => format!("delete {row:?}/{column:?} {}", cl(*consistency)),
+        Command::Vacate {
+            row,
+            column,
+            read,
+            consistency,
+        } => {
+            let read = match read {
+                ColumnFilter::All => "all".to_string(),
+                ColumnFilter::Prefix(p) => format!("prefix {p:?}"),
+                ColumnFilter::Exact(e) => format!("exact {e:?}"),
+            };
+            format!(
+                "vacate {row:?}/{column:?} reading {read} {}",
+                cl(*consistency)
+            )
+        }
         Command::DeleteVersion {
             row,
             column,

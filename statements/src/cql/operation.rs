@@ -177,6 +177,8 @@ pub struct Operation<'c> {
     started: bool,
     /// A scan's rows so far.
     scanned: Vec<(String, Vec<Cell>)>,
+    /// A release ([`Command::Vacate`]): the cells its read found, until its delete is done.
+    vacated: Option<Vec<Cell>>,
     /// The reply, until the host takes it.
     reply: Option<Reply>,
     /// The reply was taken.
@@ -195,7 +197,9 @@ impl<'c> Operation<'c> {
         stamp: impl FnOnce(u64) -> u64,
     ) -> Result<Operation<'c>, Failure> {
         let stamp = match command {
-            Command::Put { .. } | Command::Delete { .. } => cql_stamp(stamp(0)),
+            Command::Put { .. } | Command::Delete { .. } | Command::Vacate { .. } => {
+                cql_stamp(stamp(0))
+            }
             Command::Batch { after, .. } => cql_stamp(stamp(*after)),
             // A tombstone at the version's timestamp shadows that version and every older one
             // (a tie goes to the tombstone), never a newer write.
@@ -219,6 +223,7 @@ impl<'c> Operation<'c> {
             stamp,
             started: false,
             scanned: Vec::new(),
+            vacated: None,
             reply: None,
             finished: false,
         })
@@ -237,6 +242,18 @@ impl<'c> Operation<'c> {
         if core::mem::replace(&mut self.started, true) {
             return match self.command {
                 Command::Scan { .. } => Step::NextPage,
+                // A release's read is in: its delete next.
+                Command::Vacate {
+                    row,
+                    column,
+                    consistency,
+                    ..
+                } if self.vacated.is_some() => execute(
+                    Statement::Delete,
+                    vec![Value::BigInt(self.stamp), text(row), text(column)],
+                    self.levels.plain(*consistency),
+                    None,
+                ),
                 _ => Step::Reply(internal("stepped before its result was fed")),
             };
         }
@@ -253,6 +270,17 @@ impl<'c> Operation<'c> {
             Command::InsertIfAbsent { .. } | Command::CompareAndSet { .. } => {
                 conditional(&result).unwrap_or_else(Reply::Failed)
             }
+            // The read: keep its cells for the reply, and go on to the delete.
+            Command::Vacate { .. } if self.vacated.is_none() => {
+                match decode_cells(&result, false) {
+                    Ok(cells) => {
+                        self.vacated = Some(cells.into_iter().map(|(_, c)| c).collect());
+                        return;
+                    }
+                    Err(f) => Reply::Failed(f),
+                }
+            }
+            Command::Vacate { .. } => Reply::Cells(self.vacated.take().unwrap_or_default()),
             Command::Claim { .. } | Command::GuardedSet { .. } => {
                 guarded(&result, self.command).unwrap_or_else(Reply::Failed)
             }
@@ -296,11 +324,15 @@ impl<'c> Operation<'c> {
         let levels = self.levels;
         let stamp = Value::BigInt(self.stamp);
         match self.command {
-            Command::Read {
-                row,
-                filter,
-                consistency,
+            Command::Read { row, filter, .. }
+            | Command::Vacate {
+                row, read: filter, ..
             } => {
+                let consistency = match self.command {
+                    Command::Read { consistency, .. } => *consistency,
+                    Command::Vacate { consistency, .. } => ReadConsistency::Plain(*consistency),
+                    _ => ReadConsistency::Plain(Consistency::Quorum),
+                };
                 let (statement, values) = match filter {
                     ColumnFilter::All => (Statement::ReadAll, vec![text(row)]),
                     ColumnFilter::Exact(c) => (Statement::ReadExact, vec![text(row), text(c)]),
@@ -312,7 +344,7 @@ impl<'c> Operation<'c> {
                         None => (Statement::ReadFrom, vec![text(row), text(p)]),
                     },
                 };
-                execute(statement, values, levels.read(*consistency), None)
+                execute(statement, values, levels.read(consistency), None)
             }
             Command::Put {
                 row,

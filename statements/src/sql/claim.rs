@@ -39,6 +39,10 @@ pub(crate) struct Claims {
     pub delete_notify: String,
     pub guarded_delete_async: String,
     pub delete_notify_async: String,
+    pub vacate_all: String,
+    pub vacate_range: String,
+    pub vacate_all_async: String,
+    pub vacate_range_async: String,
     pub guarded_update: String,
     pub guarded_current: String,
     pub routines: Vec<String>,
@@ -125,6 +129,10 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
                 &format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"),
             ),
         ),
+        vacate_all: vacate(d, table, &t, "", false),
+        vacate_range: vacate(d, table, &t, " AND cell >= ? AND cell < ?", false),
+        vacate_all_async: vacate(d, table, &t, "", true),
+        vacate_range_async: vacate(d, table, &t, " AND cell >= ? AND cell < ?", true),
         guarded_update: format!(
             "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND {guard}",
             d.expiry()
@@ -239,4 +247,24 @@ fn unflushed(d: Dialect, released: String) -> String {
         ),
         Dialect::Sqlite | Dialect::MySql => released,
     }
+}
+
+/// PostgreSQL's release of a bakery or column-prefix cell in one statement: the row's live
+/// cells (those `range` selects) as they were at the statement's start, and the delete of our
+/// cell (which notifies the table's channel; with `unflushed`, commits without waiting for the
+/// disk). Parameters: `(row, [from, to,] row, cell, stamp)`. Other databases read, then delete
+/// (two statements; this text is not used for them).
+fn vacate(d: Dialect, table: &str, t: &str, range: &str, unflushed: bool) -> String {
+    let live = d.live();
+    let rem = d.remaining();
+    let sync = if unflushed {
+        ", set_config('synchronous_commit', 'off', true)"
+    } else {
+        ""
+    };
+    format!(
+        "WITH b AS (SELECT cell, value, {rem} AS remaining, stamp FROM {t} WHERE lock_name = ?{range} AND {live}), \
+d AS (DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ? RETURNING pg_notify('{table}', lock_name){sync}) \
+SELECT cell, value, remaining, stamp FROM b ORDER BY cell"
+    )
 }

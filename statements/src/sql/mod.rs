@@ -94,7 +94,7 @@ impl Dialect {
 
     /// Milliseconds until `expires_at`, rounded up (NULL when there is no TTL): a live cell never
     /// reports less time than it has.
-    fn remaining(self) -> String {
+    pub(crate) fn remaining(self) -> String {
         match self {
             Dialect::Sqlite => format!("(expires_at - {})", self.now()),
             Dialect::Postgres => format!(
@@ -238,6 +238,14 @@ pub enum Statement {
     GuardedDeleteAsync,
     /// [`Statements::delete_notify_async`].
     DeleteNotifyAsync,
+    /// [`Statements::vacate_all`].
+    VacateAll,
+    /// [`Statements::vacate_range`].
+    VacateRange,
+    /// [`Statements::vacate_all_async`].
+    VacateAllAsync,
+    /// [`Statements::vacate_range_async`].
+    VacateRangeAsync,
     /// [`Statements::guarded_current`].
     GuardedCurrent,
 }
@@ -310,6 +318,17 @@ pub struct Statements<S = String> {
     pub guarded_delete_async: S,
     /// [`Statements::delete_notify`] likewise.
     pub delete_notify_async: S,
+    /// PostgreSQL: a release of a bakery or column-prefix cell
+    /// ([`Command::Vacate`](baton_kernel::Command::Vacate)) in one statement: `(row, row, cell,
+    /// stamp)` → the row's live cells as `read_all` gives them, read before our cell is deleted.
+    /// (Other databases read, then delete.)
+    pub vacate_all: S,
+    /// The same for a column prefix: `(row, from, to, row, cell, stamp)`.
+    pub vacate_range: S,
+    /// [`Statements::vacate_all`] committing without waiting for the disk (own connection).
+    pub vacate_all_async: S,
+    /// [`Statements::vacate_range`] likewise.
+    pub vacate_range_async: S,
     /// A guarded change: `(new, ttl_ms, stamp, row, cell, expected, row, guard, guard_value)`,
     /// one row affected when applied.
     pub guarded_update: S,
@@ -454,6 +473,10 @@ impl Statements {
             delete_notify: d.finish(&claims.delete_notify),
             guarded_delete_async: d.finish(&claims.guarded_delete_async),
             delete_notify_async: d.finish(&claims.delete_notify_async),
+            vacate_all: d.finish(&claims.vacate_all),
+            vacate_range: d.finish(&claims.vacate_range),
+            vacate_all_async: d.finish(&claims.vacate_all_async),
+            vacate_range_async: d.finish(&claims.vacate_range_async),
             guarded_update: d.finish(&claims.guarded_update),
             guarded_current: d.finish(&claims.guarded_current),
             routines_ddl: claims.routines.join("\n\n"),
@@ -495,6 +518,10 @@ impl<S> Statements<S> {
             delete_notify: f(self.delete_notify),
             guarded_delete_async: f(self.guarded_delete_async),
             delete_notify_async: f(self.delete_notify_async),
+            vacate_all: f(self.vacate_all),
+            vacate_range: f(self.vacate_range),
+            vacate_all_async: f(self.vacate_all_async),
+            vacate_range_async: f(self.vacate_range_async),
             guarded_update: f(self.guarded_update),
             guarded_current: f(self.guarded_current),
             routines: self.routines.into_iter().map(&mut f).collect(),
@@ -533,6 +560,10 @@ impl<S> Statements<S> {
             Statement::DeleteNotify => &self.delete_notify,
             Statement::GuardedDeleteAsync => &self.guarded_delete_async,
             Statement::DeleteNotifyAsync => &self.delete_notify_async,
+            Statement::VacateAll => &self.vacate_all,
+            Statement::VacateRange => &self.vacate_range,
+            Statement::VacateAllAsync => &self.vacate_all_async,
+            Statement::VacateRangeAsync => &self.vacate_range_async,
             Statement::GuardedUpdate => &self.guarded_update,
             Statement::GuardedCurrent => &self.guarded_current,
         }

@@ -161,6 +161,12 @@ enum State {
     Guarded,
     /// The read after a guarded change that was not applied was sent.
     GuardedCurrent,
+    /// A release's one statement was sent (PostgreSQL).
+    VacateOne,
+    /// A release's read was sent (other databases); its delete comes next.
+    VacateRead,
+    /// A release's delete was sent, after its read found these cells.
+    VacateDelete(Vec<Cell>),
     /// A purge was sent.
     Purge,
     /// A scan is filling its page.
@@ -221,6 +227,7 @@ impl<'c> Operation<'c> {
             | Command::CompareAndSet { .. }
             | Command::Claim { .. }
             | Command::GuardedSet { .. }
+            | Command::Vacate { .. }
             | Command::Purge { .. }
             | Command::Scan { .. } => 0,
             other => {
@@ -288,6 +295,16 @@ impl<'c> Operation<'c> {
                 self.state = State::GuardedCurrent;
                 self.guarded_current()
             }
+            State::VacateDelete(_) => match self.command {
+                Command::Vacate { row, column, .. } => execute(
+                    Statement::Delete,
+                    vec![text(row), text(column), Param::Int(Some(self.stamp))],
+                ),
+                _ => {
+                    self.unexpected();
+                    self.step()
+                }
+            },
             State::Scan(_) => self.scan_step(),
             State::Finished => Step::Reply(Reply::Failed(Failure::Rejected(String::from(
                 "internal error: a SQL operation was stepped after its reply",
@@ -318,6 +335,13 @@ impl<'c> Operation<'c> {
             }
             // The transaction is in: the next step reads what it left.
             State::ClaimTx => {}
+            State::VacateDelete(_) => {
+                if let State::VacateDelete(cells) =
+                    core::mem::replace(&mut self.state, State::Finished)
+                {
+                    self.reply = Some(Reply::Cells(cells));
+                }
+            }
             State::Guarded if done.rows > 0 => {
                 if let Command::GuardedSet {
                     new, guard_value, ..
@@ -352,6 +376,12 @@ impl<'c> Operation<'c> {
             }
             State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
             State::ClaimOne => self.reply = Some(claimed(self.command, rows)),
+            State::VacateOne => {
+                self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect()))
+            }
+            State::VacateRead => {
+                self.state = State::VacateDelete(rows.into_iter().map(cell).collect());
+            }
             // A guarded delete: one row back when it removed our cell.
             State::Guarded => self.executed(Done {
                 rows: rows.len() as u64,
@@ -415,7 +445,7 @@ impl<'c> Operation<'c> {
     fn first(&mut self) -> Step<'c> {
         let stamp = Param::Int(Some(self.stamp));
         let (state, step) = match self.command {
-            Command::Read { row, filter, .. } => (State::Read, read(row, filter)),
+            Command::Read { row, filter, .. } => (State::Read, read_step(row, filter)),
             Command::Put {
                 row,
                 column,
@@ -471,6 +501,7 @@ impl<'c> Operation<'c> {
                 (State::Conditional, step)
             }
             Command::Claim { .. } => return self.claim(stamp),
+            Command::Vacate { .. } => return self.vacate(stamp),
             Command::GuardedSet { .. } => return self.guarded(stamp),
             Command::Batch { row, writes, .. } => {
                 // One stamp for every write, above the newest stamp the writer saw (`after`),
@@ -604,6 +635,40 @@ impl<'c> Operation<'c> {
                 ],
             ),
         ])
+    }
+
+    /// The first step of a release ([`Command::Vacate`]): one statement on PostgreSQL (for a
+    /// whole row or a prefix with an end), otherwise the read (its delete follows).
+    fn vacate(&mut self, stamp: Param<'c>) -> Step<'c> {
+        let Command::Vacate {
+            row, column, read, ..
+        } = self.command
+        else {
+            self.unexpected();
+            return self.step();
+        };
+        if self.dialect == Dialect::Postgres {
+            let one = match read {
+                ColumnFilter::All => Some((
+                    self.release(Statement::VacateAll, Statement::VacateAllAsync),
+                    vec![text(row)],
+                )),
+                ColumnFilter::Prefix(p) => prefix_end(p).map(|end| {
+                    (
+                        self.release(Statement::VacateRange, Statement::VacateRangeAsync),
+                        vec![text(row), text(p), Param::Text(Cow::Owned(end))],
+                    )
+                }),
+                ColumnFilter::Exact(_) => None,
+            };
+            if let Some((statement, mut params)) = one {
+                params.extend([text(row), text(column), stamp]);
+                self.state = State::VacateOne;
+                return fetch(statement, params, CELL);
+            }
+        }
+        self.state = State::VacateRead;
+        read_step(row, read)
     }
 
     /// SQLite: the read of what a claim's transaction left.
@@ -866,7 +931,7 @@ fn put<'c>(
 }
 
 /// The read of `filter`'s cells of `row`.
-fn read<'c>(row: &'c str, filter: &'c ColumnFilter) -> Step<'c> {
+fn read_step<'c>(row: &'c str, filter: &'c ColumnFilter) -> Step<'c> {
     match filter {
         ColumnFilter::All => fetch(Statement::ReadAll, vec![text(row)], CELL),
         ColumnFilter::Exact(c) => fetch(Statement::ReadExact, vec![text(row), text(c)], CELL),

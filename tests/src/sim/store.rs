@@ -527,6 +527,19 @@ impl SimStore for Replicated {
             Command::Delete { row, column, .. } => {
                 self.write(row, &[(column.clone(), None, None)], at, stamp, fate, rng)
             }
+            // Cassandra runs a release as a quorum read, then the delete: two requests, the
+            // delete's fate deciding what the client hears.
+            Command::Vacate {
+                row, column, read, ..
+            } => {
+                let (cells, done) = self.read(row, read, at, rng);
+                let (written, done) =
+                    self.write(row, &[(column.clone(), None, None)], done, stamp, fate, rng);
+                match written {
+                    Reply::Written => (cells, done),
+                    failed => (failed, done),
+                }
+            }
             Command::DeleteVersion {
                 row,
                 column,
