@@ -320,16 +320,20 @@ impl Operation for Renew {
 ///   shows a grant or a forced release since ours. The critical section may have overlapped
 ///   another holder's.
 ///
-/// Every strategy (2 round trips): read the lock's entries and its fencing counter (unique
-/// insert: at serial consistency), then remove our cell: unique insert by compare-and-set
-/// against our exact record; bakery and column prefix by a delete (or, with a mutation, the data
-/// writes and our delete in one batch: Astyanax's `releaseWithMutation`). The owner's cell is
-/// removed either way where it still exists, and no one else's ever is.
+/// One command for every strategy: unique insert removes our exact record by a compare-and-set
+/// that applies only while the fencing counter is still at our grant
+/// ([`Command::GuardedSet`]); bakery and column prefix delete our cell and read the row as the
+/// delete found it ([`Command::Vacate`]). With a mutation (column prefix), two: the read, then
+/// the data writes and our delete in one batch (Astyanax's `releaseWithMutation`). The owner's
+/// cell is removed either way where it still exists, and no one else's ever is.
 ///
-/// Why the read decides: every grant moves the counter before it is granted, and a forced release
-/// moves it before removing anything; the counter never takes an earlier value again. So a
-/// counter still at our grant's value, read after the release started, means no one else was
-/// granted while we believed. The removal's own answer cannot tell that: a late or duplicated
+/// Why the counter decides: every grant moves the counter before it is granted, and a forced
+/// release moves it before removing anything; the counter never takes an earlier value again.
+/// So a counter still at our grant's value, read (or checked) after the release started, means
+/// no one else was granted while we believed. A release whose send may have been applied (its
+/// reply lost) and that then finds our cell gone with the counter still at our grant (or moved
+/// by later grants with no forced release counted since) is `Ok` too: our cell went away by our
+/// own removal or by its expiry, both after the holder stopped acting. The removal's own answer cannot tell that: a late or duplicated
 /// copy of our own write (a unique insert included) may have put back a cell a forced release
 /// had removed. What happens after the read (our removal, a forced release racing it) comes after
 /// the holder stopped acting, and overlaps no one.

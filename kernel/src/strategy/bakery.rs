@@ -74,9 +74,11 @@
 //! its TTL loses its place and takes a new ticket.
 //!
 //! # Cost
-//! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 2 (read
-//! the row, so the release can say whether the lease was intact; delete our cell). Renew: 2
-//! (read the row, re-write our cell). FIFO-fair: tickets are served in order. Every poll of the
+//! Uncontended acquire: 5 round trips (entering, read, ticket, read, counter). Release: 1
+//! command ([`Command::Vacate`](crate::Command::Vacate): our cell deleted, and the row read as
+//! the delete found it, so the release can say whether the lease was intact): one round trip
+//! on PostgreSQL, two (a read, then the delete) on Cassandra and MariaDB. Renew: 2 (read the
+//! row, re-write our cell). FIFO-fair: tickets are served in order. Every poll of the
 //! queue counts as a try against `RetryPolicy::max_attempts`.
 
 use alloc::vec::Vec;

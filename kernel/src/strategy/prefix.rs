@@ -59,9 +59,10 @@
 //!
 //! # Cost
 //! Uncontended acquire: 3 round trips (write, read, counter), plus one delete per stale column
-//! found. Release: 2 (read the lock columns, so the release can say whether the lease was
-//! intact; delete ours, or the batch with the data). Renew: 2 (read the lock columns, re-write
-//! ours).
+//! found. Release: 1 command ([`Command::Vacate`](crate::Command::Vacate): ours deleted and
+//! the lock columns read as the delete found them, so the release can say whether the lease was
+//! intact; one round trip on PostgreSQL, two on Cassandra and MariaDB); with data to write, 2
+//! (the read, then the batch with the data). Renew: 2 (read the lock columns, re-write ours).
 
 use alloc::string::String;
 use alloc::vec::Vec;

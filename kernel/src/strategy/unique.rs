@@ -6,17 +6,24 @@
 //! fencing counter. Both are written only with conditional commands.
 //!
 //! # Algorithm
-//! - Acquire: insert-if-absent `lock` = our record, TTL = lease TTL. Applied: bump the fencing
-//!   counter, granted. Not applied: the reply names the holder; busy (try once) or back off and
-//!   retry. An expired record is invisible to the store's insert-if-absent, which replaces it in
-//!   the same atomic step (Cassandra: the TTL removed it; SQL: the insert takes over the row whose
-//!   `expires_at` has passed). The kernel never deletes another owner's record, expired or not.
+//! - Acquire: one *claim* ([`Command::Claim`](crate::Command::Claim)): insert-if-absent `lock`
+//!   = our record (TTL = lease TTL) and compare-and-set the counter from the value last seen (a
+//!   [`FenceHint`](crate::FenceHint), a failed claim's answer, or "no counter yet") to our token,
+//!   both or neither. Applied: granted. Not applied, the lock free: the counter had moved, so claim
+//!   again from the value the answer shows (once per attempt, at once). Not applied, the lock
+//!   held: busy (try once), or back off and retry. A store that inserts the record alone (the
+//!   claim allows it when the counter changed under it) is answered by moving the counter from
+//!   the value the claim found, as a separate counter update. An expired record is invisible to
+//!   the store's insert-if-absent, which replaces it in the same atomic step (Cassandra: the TTL
+//!   removed it; SQL: the insert takes over the row whose `expires_at` has passed). The kernel
+//!   never deletes another owner's record, expired or not.
 //! - Renew: compare-and-set `lock` from our record to our record, with a fresh TTL; then read the
 //!   row at serial consistency (our record there and the counter as our grant left it; otherwise
 //!   `Lost`).
-//! - Release: read the row at serial consistency (our record there and the counter as our grant
-//!   left it: `Ok`; otherwise `Lost`), then compare-and-set `lock` from our record to nothing.
-//!
+//! - Release: one guarded compare-and-set ([`Command::GuardedSet`](crate::Command::GuardedSet)):
+//!   `lock` from our record to nothing, only while the counter is still at our grant. Not
+//!   applied: `Lost` (the answer says why), and our record is removed alone if it is there.
+
 //! # Consistency needed
 //! Linearizable conditional commands on one cell: Cassandra lightweight transactions at
 //! SERIAL/LOCAL_SERIAL (commit at QUORUM), a unique key and single-statement upserts on SQL.
@@ -41,17 +48,23 @@
 //!   which the store cannot have applied earlier.
 //! - Renewal and release are compare-and-sets against that exact value, so a late one can only
 //!   touch our own record, and a late renewal cannot revive an expired lock.
-//! - Before taking a token without a current [`FenceHint`](crate::FenceHint), a grant reads the
-//!   row back at serial consistency: our record must still be the lock's (a forced release may
-//!   have removed it), and the counter it reads is then moved by compare-and-set; a counter moved
-//!   by another owner after that read aborts the attempt.
-//! - A late or duplicated copy of our own insert can put our record back after a forced release
-//!   removed it (and after another client held the lock), so a compare-and-set finding our
-//!   exact value does not prove the lock stayed ours. The counter does: every grant and every
-//!   forced release moves it before anyone else can act on the lock, and it never returns to an
-//!   earlier value. So a release reads it first, and says `Ok` only if it is still our grant's;
-//!   and a renewal reads it after its compare-and-set, so the broken holder learns of a forced
-//!   release at its next renewal in that case too.
+//! - A claim moves the counter from an exact expected value, in the same step as the insert:
+//!   a late or duplicated copy of a claim can apply only while the counter is still at that
+//!   value, that is, while no one has been granted (nor force-released) the lock since the claim
+//!   was built. So a late claim cannot put our record back after a forced release or another
+//!   grant (`late_delivery.rs`: `a_late_claim_cannot_heal_a_force_released_lease`). A claim that
+//!   timed out is settled by a serial read of the row: our record and our counter value there
+//!   mean it applied; the lock free with the counter still expected means it did not (sent
+//!   again); anything else is answered as a failed claim.
+//! - Where a store inserted the record without moving the counter (the claim's allowed partial
+//!   outcome; the simulator plays it as the weakest store, which inserts whatever the counter
+//!   holds), the counter is moved from the value the claim found, after our record was in place,
+//!   and a counter moved by another owner since aborts the attempt.
+//! - The counter, not our record, tells a release whether the lock stayed ours: every grant and
+//!   every forced release moves it before anyone else can act on the lock, and it never returns
+//!   to an earlier value. So a release removes our record only while the counter is at our
+//!   grant, in the same step, and says `Ok` only then; and a renewal reads it after its
+//!   compare-and-set, so a holder learns of a forced release at its next renewal.
 //!
 //! Timestamp discipline: none of its own (conditional commands are ordered by Paxos ballots on
 //! Cassandra, by row locks on SQL). Clock assumption: the holder's monotonic clock and the
@@ -61,10 +74,11 @@
 //! A crashed holder's record expires after the TTL; the next insert-if-absent takes over.
 //!
 //! # Cost
-//! Uncontended acquire: 2 round trips (insert + counter) when the counter's value is known from a
-//! [`FenceHint`](crate::FenceHint) (a locker keeps one per name); 3 without one (insert, serial
-//! read of the row, counter); 4 when the hint is stale. Release: 2 (serial read, compare-and-set).
-//! Renew: 2 (compare-and-set, serial read).
+//! Uncontended acquire: 1 round trip (the claim) when the counter is where the locker last saw
+//! it, or on a name never locked; 2 when another locker moved it since (the first claim shows
+//! its value). Release: 1 (the guarded compare-and-set). Renew: 2 (compare-and-set, serial
+//! read). On Cassandra each is one lightweight transaction (a conditional batch in the lock's
+//! partition for the claim and the release).
 
 use alloc::string::String;
 

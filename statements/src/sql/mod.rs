@@ -480,9 +480,10 @@ impl Statements {
             guarded_update: d.finish(&claims.guarded_update),
             guarded_current: d.finish(&claims.guarded_current),
             routines_ddl: claims.routines.join("\n\n"),
+            ddl: ddl_with_routines(&create_sql, &claims.routines),
             routines: claims.routines,
             columns: d.finish(&columns),
-            ddl: create_sql.join(";\n") + ";",
+
             create: create_sql.iter().map(|s| d.finish(s)).collect(),
             add_stamp_ddl: format!("{add_stamp};"),
             add_stamp: d.finish(&add_stamp),
@@ -585,6 +586,19 @@ fn stamp_definition(dialect: Dialect) -> &'static str {
         Dialect::Postgres => "stamp bigint NOT NULL DEFAULT 0",
         Dialect::MySql => "stamp BIGINT NOT NULL DEFAULT 0",
     }
+}
+
+/// The DDL an operator runs for a new table: the table, its index, and the routines its
+/// statements call (MariaDB's claim procedure, which a client runs with `DELIMITER` set, since its
+/// body holds semicolons).
+fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
+    let mut ddl = create.join(";\n") + ";";
+    for routine in routines {
+        ddl.push_str("\nDELIMITER $$\n");
+        ddl.push_str(routine);
+        ddl.push_str("$$\nDELIMITER ;");
+    }
+    ddl
 }
 
 /// `CREATE TABLE IF NOT EXISTS` and its index, for `dialect`.
