@@ -15,3 +15,4 @@
 pub mod conformance;
 pub mod multiproc;
 pub mod sim;
+pub mod wire;

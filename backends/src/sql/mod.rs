@@ -247,16 +247,12 @@ impl SqlStore {
                 let mut conn = self.acquire(p).await?;
                 schema::ensure(&mut *conn, st, create, table).await
             }
+            // On a connection the store then keeps for its statements: the check opens none of
+            // its own.
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(p) => {
-                let mut conn = self.acquire(p).await?;
-                schema::ensure(&mut *conn, st, create, table).await
-            }
+            SqlPool::Postgres(p) => self.ensure_detached(p, &inner.pg_conns).await,
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(p) => {
-                let mut conn = self.acquire(p).await?;
-                schema::ensure(&mut *conn, st, create, table).await
-            }
+            SqlPool::MySql(p) => self.ensure_detached(p, &inner.my_conns).await,
         }
     }
 
@@ -299,6 +295,29 @@ impl SqlStore {
                     .await
             }
         }
+    }
+
+    /// The schema check on one of the store's detached connections, kept if it succeeded.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    async fn ensure_detached<DB>(
+        &self,
+        pool: &sqlx::Pool<DB>,
+        conns: &Detached<DB::Connection>,
+    ) -> std::result::Result<(), Failure>
+    where
+        DB: sqlx::Database,
+        DB::Connection: conn::Sealed,
+    {
+        let inner = &self.inner;
+        let connect = async {
+            let conn = self.acquire(pool).await?;
+            Ok::<_, Failure>(conn.detach())
+        };
+        let mut conn = conns.checkout(connect).await?;
+        let (create, table) = (inner.options.create, &inner.options.table);
+        schema::ensure(&mut *conn, &inner.statements, create, table).await?;
+        conn.keep();
+        Ok(())
     }
 
     /// Runs `command` on one of the store's detached connections (no ping before or after),

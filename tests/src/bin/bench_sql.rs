@@ -31,11 +31,13 @@
 //! (default 8), `--stores sqlite,postgres,mysql`, `--strategies unique-insert,bakery,…`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use baton::{Command, LockerBuilder, Reply, RetryPolicy, Store, StoreFuture, Strategy, Write};
+use baton::{
+    Command, Locker, LockerBuilder, Reply, RetryPolicy, Store, StoreFuture, Strategy, Write,
+};
 use baton_tests::conformance::target::unique_table;
 use baton_tests::conformance::{drop_table, Backend};
 use tokio::sync::watch;
@@ -122,15 +124,25 @@ impl Replay {
         let mut out = Vec::new();
         let mut restored = std::collections::HashSet::new();
         for (command, _) in &self.template {
-            if let Command::CompareAndSet {
-                row,
-                column,
-                ttl: None,
-                serial,
-                consistency,
-                ..
-            } = command
-            {
+            let counter = match command {
+                Command::CompareAndSet {
+                    row,
+                    column,
+                    ttl: None,
+                    serial,
+                    consistency,
+                    ..
+                } => Some((row, column, serial, consistency)),
+                Command::Claim {
+                    row,
+                    counter,
+                    serial,
+                    consistency,
+                    ..
+                } => Some((row, counter, serial, consistency)),
+                _ => None,
+            };
+            if let Some((row, column, serial, consistency)) = counter {
                 let key = (row.clone(), column.clone());
                 if let (Some(now), Some(then)) = (self.last.get(&key), to.get(&key)) {
                     if now != then && restored.insert(key.clone()) {
@@ -175,9 +187,32 @@ impl Replay {
                     self.last.remove(&(row.clone(), column.clone()));
                 }
             },
-            Command::Delete { row, column, .. } => {
+            Command::Delete { row, column, .. } | Command::Vacate { row, column, .. } => {
                 self.last.remove(&(row.clone(), column.clone()));
             }
+            Command::Claim {
+                row,
+                column,
+                value,
+                counter,
+                counter_next,
+                ..
+            } => {
+                self.last
+                    .insert((row.clone(), column.clone()), value.clone());
+                self.last
+                    .insert((row.clone(), counter.clone()), counter_next.clone());
+            }
+            Command::GuardedSet {
+                row, column, new, ..
+            } => match new {
+                Some(v) => {
+                    self.last.insert((row.clone(), column.clone()), v.clone());
+                }
+                None => {
+                    self.last.remove(&(row.clone(), column.clone()));
+                }
+            },
             Command::Batch { row, writes, .. } => {
                 for w in writes {
                     match w {
@@ -250,6 +285,60 @@ impl Replay {
                     serial,
                     consistency,
                 },
+                Command::Claim {
+                    row,
+                    column,
+                    value,
+                    ttl,
+                    counter,
+                    counter_expected,
+                    counter_next,
+                    serial,
+                    consistency,
+                } => Command::Claim {
+                    value: fresh(&value),
+                    counter_expected: self
+                        .last
+                        .get(&(row.clone(), counter.clone()))
+                        .cloned()
+                        .or(counter_expected),
+                    counter_next: fresh(&counter_next),
+                    row,
+                    column,
+                    ttl,
+                    counter,
+                    serial,
+                    consistency,
+                },
+                Command::GuardedSet {
+                    row,
+                    column,
+                    expected,
+                    new,
+                    ttl,
+                    guard,
+                    guard_value,
+                    serial,
+                    consistency,
+                } => Command::GuardedSet {
+                    expected: self
+                        .last
+                        .get(&(row.clone(), column.clone()))
+                        .cloned()
+                        .unwrap_or(expected),
+                    guard_value: self
+                        .last
+                        .get(&(row.clone(), guard.clone()))
+                        .cloned()
+                        .unwrap_or(guard_value),
+                    new: new.as_deref().map(fresh),
+                    row,
+                    column,
+                    ttl,
+                    guard,
+                    serial,
+                    consistency,
+                },
                 Command::Batch {
                     row,
                     writes,
@@ -283,7 +372,8 @@ impl Replay {
 /// Whether `got` is the same kind of reply as `want` (and, for conditionals, equally applied).
 fn same_outcome(want: &Reply, got: &Reply) -> bool {
     match (want, got) {
-        (Reply::Conditional { applied: a, .. }, Reply::Conditional { applied: b, .. }) => a == b,
+        (Reply::Conditional { applied: a, .. }, Reply::Conditional { applied: b, .. })
+        | (Reply::Guarded { applied: a, .. }, Reply::Guarded { applied: b, .. }) => a == b,
         (Reply::Failed(_), _) | (_, Reply::Failed(_)) => false,
         (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
@@ -306,16 +396,27 @@ fn ms(d: Duration) -> String {
 struct Settings {
     iterations: u64,
     contended: Duration,
-    clients: usize,
+    clients: Vec<usize>,
+    waiters: Vec<usize>,
+    handoffs: usize,
     stores: Vec<String>,
     strategies: Vec<Strategy>,
+}
+
+fn counts(value: &str) -> Result<Vec<usize>, Error> {
+    Ok(value
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<usize>, _>>()?)
 }
 
 fn settings() -> Result<Settings, Error> {
     let mut s = Settings {
         iterations: 300,
         contended: Duration::from_secs(2),
-        clients: 8,
+        clients: vec![1, 8, 32],
+        waiters: vec![2, 8, 32],
+        handoffs: 200,
         stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
         strategies: vec![
             Strategy::UniqueInsert,
@@ -329,7 +430,9 @@ fn settings() -> Result<Settings, Error> {
         match flag.as_str() {
             "--iterations" => s.iterations = value.parse()?,
             "--contended-secs" => s.contended = Duration::from_secs_f64(value.parse()?),
-            "--clients" => s.clients = value.parse()?,
+            "--clients" => s.clients = counts(&value)?,
+            "--waiters" => s.waiters = counts(&value)?,
+            "--handoffs" => s.handoffs = value.parse()?,
             "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
             "--strategies" => {
                 s.strategies = value
@@ -371,10 +474,17 @@ fn with_table(base: &str, table: &str) -> String {
 struct Row {
     strategy: Strategy,
     round_trips: usize,
+    /// Data segments sent to the server per lock+release (`None`: SQLite, or no `ss`).
+    wire: Option<f64>,
     lock: (Duration, Duration),
     in_store: (Duration, Duration),
     floor: (Duration, Duration),
-    contended_per_sec: f64,
+    /// Two single-row `UPDATE` commits by a plain client, interleaved with the lock's iterations.
+    updates: Option<(Duration, Duration)>,
+    /// Acquisitions per second and Jain's fairness index, per client count.
+    throughput: Vec<(usize, f64, f64)>,
+    /// Hand-off p50 and p99, per number of waiters.
+    handoff: Vec<(usize, Duration, Duration)>,
 }
 
 async fn bench_strategy(
@@ -423,6 +533,8 @@ async fn bench_table(
     // state; after each replay the fencing counter is put back (untimed) to what the locker's
     // fence hint expects.
     let mut replay = Replay::new(captured);
+    let mut plain = PlainClient::connect(base).await?;
+    let mut update_samples = Vec::with_capacity(s.iterations as usize);
     let mut lock_samples = Vec::with_capacity(s.iterations as usize);
     let mut in_store = Vec::with_capacity(s.iterations as usize);
     let mut floor_samples = Vec::with_capacity(s.iterations as usize);
@@ -459,6 +571,9 @@ async fn bench_table(
             }
         }
         floor_samples.push(started.elapsed());
+        if let Some(took) = plain.two_updates().await? {
+            update_samples.push(took);
+        }
         for command in replay.restore(&locker_state) {
             let reply = recorder.inner.execute(command).await;
             if !matches!(reply, Reply::Conditional { applied: true, .. }) {
@@ -469,63 +584,243 @@ async fn bench_table(
     let lock = percentiles(lock_samples);
     let in_store = percentiles(in_store);
     let floor = percentiles(floor_samples);
+    let updates = (!update_samples.is_empty()).then(|| percentiles(update_samples));
+    plain.finish().await?;
+    let wire = wire_round_trips(&locker, base, s.iterations.min(200)).await?;
 
-    let contended_per_sec = contended(&url, strategy, s).await?;
+    let mut throughput = Vec::new();
+    for &clients in &s.clients {
+        let counts = contended(&url, strategy, clients, s.contended).await?;
+        let total: u64 = counts.iter().sum();
+        let fairness = baton_tests::wire::jain(&counts);
+        throughput.push((clients, total as f64 / s.contended.as_secs_f64(), fairness));
+    }
+    let mut handoff = Vec::new();
+    for &waiters in &s.waiters {
+        let (p50, p99) = handoffs(&url, strategy, waiters, s.handoffs).await?;
+        handoff.push((waiters, p50, p99));
+    }
     Ok(Row {
         strategy,
         round_trips,
+        wire,
         lock,
         in_store,
         floor,
-        contended_per_sec,
+        updates,
+        throughput,
+        handoff,
     })
 }
 
-/// Acquisitions per second with `s.clients` clients looping on one lock for `s.contended`.
-async fn contended(url: &str, strategy: Strategy, s: &Settings) -> Result<f64, Error> {
+/// Data segments the client sent to the server per uncontended lock+release, over `n` of them
+/// (see `baton_tests::wire`); `None` for SQLite (no wire) or without `ss`.
+async fn wire_round_trips(locker: &Locker, base: &str, n: u64) -> Result<Option<f64>, Error> {
+    let port = match base.split("://").next() {
+        Some("postgres" | "postgresql") => baton_tests::wire::port_of(base, 5432),
+        Some("mysql" | "mariadb") => baton_tests::wire::port_of(base, 3306),
+        _ => return Ok(None),
+    };
+    let Some(before) = baton_tests::wire::data_segments_to(port) else {
+        return Ok(None);
+    };
+    for _ in 0..n {
+        locker.lock("bench").await?.release().await?;
+    }
+    let after = baton_tests::wire::data_segments_to(port).unwrap_or(before);
+    Ok(Some(after.saturating_sub(before) as f64 / n.max(1) as f64))
+}
+
+/// A plain client on one connection of the same driver: two autocommitted single-row `UPDATE`s
+/// of a table of its own, the cost of two durable commits with nothing else around them.
+enum PlainClient {
+    None,
+    Postgres(sqlx::PgConnection, String),
+    MySql(sqlx::MySqlConnection, String),
+}
+
+impl PlainClient {
+    async fn connect(base: &str) -> Result<PlainClient, Error> {
+        use sqlx::Connection;
+        let table = format!("bench_plain_{}", std::process::id());
+        let create = format!("CREATE TABLE IF NOT EXISTS {table} (id int primary key, v bigint)");
+        let insert = format!("INSERT INTO {table} VALUES (1, 0)");
+        Ok(match base.split("://").next() {
+            Some("postgres" | "postgresql") => {
+                let mut c = sqlx::PgConnection::connect(base).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "{create}; {insert} ON CONFLICT DO NOTHING"
+                )))
+                .execute(&mut c)
+                .await?;
+                PlainClient::Postgres(c, table)
+            }
+            Some("mysql" | "mariadb") => {
+                let mut c = sqlx::MySqlConnection::connect(base).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "{create}; {insert} ON DUPLICATE KEY UPDATE v = v"
+                )))
+                .execute(&mut c)
+                .await?;
+                PlainClient::MySql(c, table)
+            }
+            _ => PlainClient::None,
+        })
+    }
+
+    /// How long two single-row `UPDATE` commits took, one after the other.
+    async fn two_updates(&mut self) -> Result<Option<Duration>, Error> {
+        let started = Instant::now();
+        match self {
+            PlainClient::None => return Ok(None),
+            PlainClient::Postgres(c, table) => {
+                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = $1");
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(1)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
+            PlainClient::MySql(c, table) => {
+                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = ?");
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(1)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
+        }
+        Ok(Some(started.elapsed()))
+    }
+
+    async fn finish(self) -> Result<(), Error> {
+        match self {
+            PlainClient::None => {}
+            PlainClient::Postgres(mut c, table) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+                    .execute(&mut c)
+                    .await?;
+            }
+            PlainClient::MySql(mut c, table) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+                    .execute(&mut c)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A locker as a separate process would have one: its own store and pool.
+fn contender(url: &str, strategy: Strategy) -> Result<Locker, Error> {
+    Ok(LockerBuilder::new(baton::open_store(url)?)
+        .strategy(strategy)
+        .keep_alive(false)
+        .ttl(Duration::from_secs(60))
+        .retry(RetryPolicy {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(20),
+            max_attempts: None,
+            ..RetryPolicy::default()
+        })
+        .wait_timeout(Duration::from_secs(60))
+        .build()?)
+}
+
+/// The time from a release returning to the next holder's `lock()` returning, `n` times, with
+/// `waiters + 1` clients looping lock, hold 1 ms, release on one name (so `waiters` wait while
+/// one holds): p50 and p99.
+async fn handoffs(
+    url: &str,
+    strategy: Strategy,
+    waiters: usize,
+    n: usize,
+) -> Result<(Duration, Duration), Error> {
     let mut lockers = Vec::new();
-    for _ in 0..s.clients {
-        let locker = LockerBuilder::new(baton::open_store(url)?)
-            .strategy(strategy)
-            .keep_alive(false)
-            .ttl(Duration::from_secs(60))
-            .retry(RetryPolicy {
-                initial: Duration::from_millis(1),
-                max: Duration::from_millis(20),
-                max_attempts: None,
-                ..RetryPolicy::default()
-            })
-            .wait_timeout(Duration::from_secs(60))
-            .build()?;
-        locker.inspect("contended").await?; // connect before the clock starts
+    for _ in 0..=waiters {
+        let locker = contender(url, strategy)?;
+        locker.inspect("handoff").await?; // connect before the clock starts
         lockers.push(locker);
     }
+    let released: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    let samples: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
     let tasks: Vec<_> = lockers
         .into_iter()
         .map(|locker| {
-            let stop = Arc::clone(&stop);
-            let count = Arc::clone(&count);
+            let (released, samples, stop) = (
+                Arc::clone(&released),
+                Arc::clone(&samples),
+                Arc::clone(&stop),
+            );
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    let mut guard = locker.lock("contended").await?;
-                    count.fetch_add(1, Ordering::Relaxed);
+                    let mut guard = locker.lock("handoff").await?;
+                    let granted = Instant::now();
+                    if let Some(at) = released
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take()
+                    {
+                        let mut samples = samples.lock().unwrap_or_else(PoisonError::into_inner);
+                        samples.push(granted.saturating_duration_since(at));
+                        if samples.len() >= n {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
                     guard.release().await?;
+                    *released.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
                 }
                 Ok::<(), baton::Error>(())
             })
         })
         .collect();
-    tokio::time::sleep(s.contended).await;
-    stop.store(true, Ordering::Relaxed);
-    let acquired = count.load(Ordering::Relaxed);
-    let elapsed = started.elapsed();
     for task in tasks {
         task.await??;
     }
-    Ok(acquired as f64 / elapsed.as_secs_f64())
+    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
+    Ok(percentiles(samples))
+}
+
+/// The acquisitions of each of `clients` clients looping lock + release on one lock for `for_`.
+async fn contended(
+    url: &str,
+    strategy: Strategy,
+    clients: usize,
+    for_: Duration,
+) -> Result<Vec<u64>, Error> {
+    let mut lockers = Vec::new();
+    for _ in 0..clients {
+        let locker = contender(url, strategy)?;
+        locker.inspect("contended").await?; // connect before the clock starts
+        lockers.push(locker);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = lockers
+        .into_iter()
+        .map(|locker| {
+            let stop = Arc::clone(&stop);
+            tokio::spawn(async move {
+                let mut count = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let mut guard = locker.lock("contended").await?;
+                    count += 1;
+                    guard.release().await?;
+                }
+                Ok::<u64, baton::Error>(count)
+            })
+        })
+        .collect();
+    tokio::time::sleep(for_).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut counts = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        counts.push(task.await??);
+    }
+    Ok(counts)
 }
 
 /// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
@@ -597,12 +892,15 @@ const ADVISORY_KEY: i64 = 0x0ba7_0b0b;
 async fn main() -> Result<(), Error> {
     let s = settings()?;
     println!(
-        "baton SQL benchmark: {} iterations per measurement, {} clients for {:?} contended (build: {})",
+        "baton SQL benchmark: {} iterations per measurement; throughput with {:?} clients for {:?}; hand-off with {:?} waiters, {} each (build: {})",
         s.iterations,
         s.clients,
         s.contended,
+        s.waiters,
+        s.handoffs,
         if cfg!(debug_assertions) { "debug — use --release for real numbers" } else { "release" }
     );
+    let mut tables = Vec::new();
     for store in &s.stores {
         let base = match base_url(store) {
             Ok(b) => b,
@@ -622,37 +920,13 @@ async fn main() -> Result<(), Error> {
             ms(db.0),
             ms(db.1)
         );
-        println!(
-            "{:<14} {:>3} | {:>10} {:>10} | {:>10} | {:>10} {:>10} | {:>6} | {:>10} {:>10} | {:>12}",
-            "strategy",
-            "rt",
-            "lock p50",
-            "lock p99",
-            "in store",
-            "floor p50",
-            "floor p99",
-            "ratio",
-            "db p50",
-            "db p99",
-            "contended/s"
-        );
+        let mut rows = Vec::new();
         for &strategy in &s.strategies {
             let row = bench_strategy(backend, &base, strategy, &s).await?;
-            println!(
-                "{:<14} {:>3} | {:>10} {:>10} | {:>10} | {:>10} {:>10} | {:>6.2} | {:>10} {:>10} | {:>12.0}",
-                row.strategy.as_str(),
-                row.round_trips,
-                ms(row.lock.0),
-                ms(row.lock.1),
-                ms(row.in_store.0),
-                ms(row.floor.0),
-                ms(row.floor.1),
-                row.lock.0.as_secs_f64() / row.floor.0.as_secs_f64().max(1e-12),
-                ms(db.0),
-                ms(db.1),
-                row.contended_per_sec
-            );
+            println!("{}", line(&row, db));
+            rows.push(row);
         }
+        tables.push(markdown(store, lock_name, db, &rows, &s));
         if store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err() {
             let path = base.trim_start_matches("sqlite://").to_owned();
             for suffix in ["", "-wal", "-shm"] {
@@ -660,8 +934,91 @@ async fn main() -> Result<(), Error> {
             }
         }
     }
-    println!(
-        "\ntimes in ms; rt = storage round trips of one lock+release; in store = p50 of the time the\nlocker's own commands spent in Store::execute; ratio = lock p50 / floor p50 (aim for\nunique-insert: at most 1.10); contended = 8 clients, separate pools, retry 1-20 ms"
-    );
+    println!("\n{}", tables.join("\n"));
+    println!("{LEGEND}");
     Ok(())
+}
+
+const LEGEND: &str =
+    "times in ms, p50/p99. wire rt: data segments the client sent to the server per \
+uncontended lock+release (statements, pings, anything: `ss` data_segs_out), next to cmds: the \
+kernel's storage commands. floor: the same commands issued straight to Store::execute; / floor and \
+/ db lock: lock+release p50 over the floor's and over the database's own lock (which writes \
+nothing durable). 2 UPDATEs: two single-row UPDATE commits by a plain sqlx connection, \
+interleaved with the lock's iterations. per s: acquisitions per second with 1, 8 and 32 clients \
+(each its own store and pool) looping lock+release on one name; Jain: Jain's fairness index of \
+their counts (1 = even). hand-off: from a release returning to the next holder's lock() \
+returning, with 2, 8 and 32 waiters (clients hold 1 ms). Retry policy of the contending clients: \
+1 ms doubling to 20 ms, with jitter.";
+
+/// One line of progress per strategy.
+fn line(r: &Row, db: (Duration, Duration)) -> String {
+    format!(
+        "{:<14} wire {:>4} cmds {} | lock {} / {} | in store {} | floor {} | 2 UPDATEs {} | db lock {} | {}",
+        r.strategy.as_str(),
+        r.wire.map_or("-".into(), |w| format!("{w:.1}")),
+        r.round_trips,
+        ms(r.lock.0),
+        ms(r.lock.1),
+        ms(r.in_store.0),
+        ms(r.floor.0),
+        r.updates.map_or("-".into(), |u| ms(u.0)),
+        ms(db.0),
+        r.throughput
+            .iter()
+            .map(|(c, per_s, jain)| format!("{c} clients {per_s:.0}/s J {jain:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The store's Markdown table, for the README.
+fn markdown(
+    store: &str,
+    lock_name: &str,
+    db: (Duration, Duration),
+    rows: &[Row],
+    s: &Settings,
+) -> String {
+    let clients: Vec<String> = s.clients.iter().map(usize::to_string).collect();
+    let waiters: Vec<String> = s.waiters.iter().map(usize::to_string).collect();
+    let mut out = format!(
+        "{store} (database lock: {lock_name}, p50 {} ms)\n\n| strategy | wire rt | cmds | lock+release p50 / p99 | floor p50 | / floor | / db lock | 2 UPDATEs p50 | per s, {} clients | Jain {} | hand-off p50 / p99, {} waiters |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        ms(db.0),
+        clients.join(" / "),
+        clients[1..].join(" / "),
+        waiters.join(" / "),
+    );
+    for r in rows {
+        let ratio = |d: Duration| r.lock.0.as_secs_f64() / d.as_secs_f64().max(1e-12);
+        out += &format!(
+            "| {} | {} | {} | {} / {} | {} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
+            r.strategy.as_str(),
+            r.wire.map_or("-".into(), |w| format!("{w:.1}")),
+            r.round_trips,
+            ms(r.lock.0),
+            ms(r.lock.1),
+            ms(r.floor.0),
+            ratio(r.floor.0),
+            ratio(db.0),
+            r.updates.map_or("-".into(), |u| ms(u.0)),
+            r.throughput
+                .iter()
+                .map(|(_, per_s, _)| format!("{per_s:.0}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            r.throughput
+                .iter()
+                .skip(1)
+                .map(|(_, _, jain)| format!("{jain:.2}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            r.handoff
+                .iter()
+                .map(|(_, p50, p99)| format!("{} / {}", ms(*p50), ms(*p99)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    out
 }
