@@ -158,13 +158,15 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
 /// A lock live at the statement's start is left alone without locking anything: a claim that
 /// finds the lock held writes nothing (no transaction id, no WAL, no commit to flush), so
 /// waiters woken together by a release cost the server a read each, not a flush each. (Then
-/// `f` is empty, `ok` fails unless no counter was expected, and the insert meets the live row
-/// and does nothing.)
+/// `held` is not empty, so neither `f` nor `ok` has a row, and nothing is inserted: every
+/// claim that writes took the counter row's lock first, and in that order only, so concurrent
+/// claims cannot deadlock.)
 fn postgres_claim(t: &str, live: &str) -> String {
     let now = Dialect::Postgres.now();
     format!(
-        "WITH f AS (SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $6::text AND NOT EXISTS (SELECT 1 FROM {t} WHERE lock_name = $1::text AND cell = $2::text AND {live}) FOR UPDATE), \
-ok AS (SELECT 1 AS one WHERE (SELECT value FROM f) IS NOT DISTINCT FROM NULLIF($7::text, '')), \
+        "WITH held AS (SELECT 1 AS one FROM {t} WHERE lock_name = $1::text AND cell = $2::text AND {live}), \
+f AS (SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $6::text AND NOT EXISTS (SELECT 1 FROM held) FOR UPDATE), \
+ok AS (SELECT 1 AS one WHERE NOT EXISTS (SELECT 1 FROM held) AND (SELECT value FROM f) IS NOT DISTINCT FROM NULLIF($7::text, '')), \
 l AS (INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) SELECT $1::text, $2::text, $3::text, {now} + $4::bigint * interval '1 millisecond', $5::bigint FROM ok \
 ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, stamp = excluded.stamp \
 WHERE {t}.expires_at IS NOT NULL AND {t}.expires_at <= {now} RETURNING 1 AS one), \

@@ -135,6 +135,10 @@ struct Result1 {
     p50: Duration,
     p99: Duration,
     round_trips: usize,
+    /// Lightweight transactions among them.
+    lwts: usize,
+    /// Requests sent to port 9042 per lock+release (`ss`), if measured.
+    wire: Option<f64>,
     floor_p50: Duration,
     floor_p99: Duration,
     throughput: f64,
@@ -149,11 +153,13 @@ impl Result1 {
     /// The Markdown row of the main table.
     fn row(&self, label: &str) -> String {
         format!(
-            "| {label} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
             self.strategy,
             ms(self.p50),
             ms(self.p99),
+            self.wire.map_or("-".into(), |w| format!("{w:.1}")),
             self.round_trips,
+            self.lwts,
             ms(self.floor_p50),
             ms(self.floor_p99),
             self.p50.as_secs_f64() / self.floor_p50.as_secs_f64(),
@@ -197,6 +203,8 @@ fn rewrite(
     n: u64,
 ) -> Vec<Command> {
     let fence_col = fence_column(strategy);
+    // The lock value the floor's claim wrote, for its guarded release.
+    let claimed = &mut None::<String>;
     commands
         .iter()
         .map(|c| {
@@ -242,9 +250,40 @@ fn rewrite(
             }
             let mut c = c.clone();
             match &mut c {
+                // The claim and the guarded release chained like the counter updates above, so
+                // that each applies as in the real cycle.
+                Command::Claim {
+                    row: r,
+                    value,
+                    counter_expected,
+                    counter_next,
+                    ..
+                } => {
+                    *r = row.to_owned();
+                    *value = format!("owner=floor:1:0000000000000001 n={n}");
+                    let next = format!("token={n} owner=floor:1:0000000000000001");
+                    *counter_expected = fence.replace(next.clone());
+                    *counter_next = next;
+                    *claimed = Some(value.clone());
+                }
+                Command::GuardedSet {
+                    row: r,
+                    expected,
+                    guard_value,
+                    ..
+                } => {
+                    *r = row.to_owned();
+                    if let Some(v) = claimed.take() {
+                        *expected = v;
+                    }
+                    if let Some(f) = fence.clone() {
+                        *guard_value = f;
+                    }
+                }
                 Command::Read { row: r, .. }
                 | Command::Put { row: r, .. }
                 | Command::Delete { row: r, .. }
+                | Command::Vacate { row: r, .. }
                 | Command::Batch { row: r, .. }
                 | Command::InsertIfAbsent { row: r, .. }
                 | Command::CompareAndSet { row: r, .. } => *r = row.to_owned(),
@@ -315,6 +354,24 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
     }
     times.sort();
     floor.sort();
+
+    // Requests on the wire per cycle (every connection to the port counts: nothing else runs).
+    let port = baton_tests::wire::port_of(&args.url, 9042);
+    let wire = match baton_tests::wire::data_segments_to(port) {
+        Some(before) => {
+            let n = args.iterations.clamp(1, 200);
+            for _ in 0..n {
+                let mut guard = locker
+                    .lock_with("uncontended", LockRequest::new())
+                    .await
+                    .map_err(|e| format!("lock: {e}"))?;
+                guard.release().await.map_err(|e| format!("release: {e}"))?;
+            }
+            baton_tests::wire::data_segments_to(port)
+                .map(|after| after.saturating_sub(before) as f64 / n as f64)
+        }
+        None => None,
+    };
 
     // History: many cycles on one name; does the last window run as fast as the first?
     let history = if args.history == 0 {
@@ -396,6 +453,8 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         p50: percentile(&times, 0.5),
         p99: percentile(&times, 0.99),
         round_trips: cycle.len(),
+        lwts: cycle.iter().filter(|c| c.is_conditional()).count(),
+        wire,
         floor_p50: percentile(&floor, 0.5),
         floor_p99: percentile(&floor, 0.99),
         throughput: total as f64 / elapsed,
@@ -443,8 +502,10 @@ fn main() {
         }
     }
     println!();
-    println!("| cluster | strategy | p50 ms | p99 ms | round trips | floor p50 ms | floor p99 ms | p50 / floor | contended acq/s ({} clients) | fairness (Jain) | min–max per client |", args.clients);
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| cluster | strategy | p50 ms | p99 ms | wire rt | cmds | LWTs | floor p50 ms | floor p99 ms | p50 / floor | contended acq/s ({} clients) | fairness (Jain) | min–max per client |", args.clients);
+    println!(
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    );
     for r in &results {
         println!("{}", r.row(&args.label));
     }
