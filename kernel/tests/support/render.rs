@@ -57,6 +57,15 @@ fn serial(s: SerialConsistency) -> &'static str {
     }
 }
 
+/// A column filter as transcripts show it.
+fn filter_text(filter: &ColumnFilter) -> String {
+    match filter {
+        ColumnFilter::All => "all".to_string(),
+        ColumnFilter::Prefix(p) => format!("prefix {p:?}"),
+        ColumnFilter::Exact(e) => format!("exact {e:?}"),
+    }
+}
+
 /// One line per command, e.g.
 /// `insert-if-absent "job"/"lock" = "owner=a:1:0000000000000001 ..." ttl=60s serial/quorum`.
 pub fn render_command(c: &Command) -> String {
@@ -66,11 +75,7 @@ pub fn render_command(c: &Command) -> String {
             filter,
             consistency,
         } => {
-            let filter = match filter {
-                ColumnFilter::All => "all".to_string(),
-                ColumnFilter::Prefix(p) => format!("prefix {p:?}"),
-                ColumnFilter::Exact(e) => format!("exact {e:?}"),
-            };
+            let filter = filter_text(filter);
             let consistency = match consistency {
                 ReadConsistency::Plain(c) => cl(*c),
                 ReadConsistency::Serial(s) => serial(*s),
@@ -99,13 +104,9 @@ pub fn render_command(c: &Command) -> String {
             read,
             consistency,
         } => {
-            let read = match read {
-                ColumnFilter::All => "all".to_string(),
-                ColumnFilter::Prefix(p) => format!("prefix {p:?}"),
-                ColumnFilter::Exact(e) => format!("exact {e:?}"),
-            };
             format!(
-                "vacate {row:?}/{column:?} reading {read} {}",
+                "vacate {row:?}/{column:?} reading {} {}",
+                filter_text(read),
                 cl(*consistency)
             )
         }
