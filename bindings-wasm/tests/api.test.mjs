@@ -34,6 +34,8 @@ function isBaton(e, Class, name) {
 function delaying(adapter) {
   const method = adapter.kind === 'sql' ? 'query' : 'execute';
   const real = adapter[method];
+  // Unique insert's claim is a conditional batch on Cassandra: held back like a statement.
+  const realBatch = adapter.kind === 'cql' ? adapter.batch : undefined;
   /** @type {{ text: string, sent: number, answered?: number }[]} */
   const log = [];
   const t0 = performance.now();
@@ -48,7 +50,9 @@ function delaying(adapter) {
         const entry = { text: text.replace(/\s+/g, ' ').slice(0, 60), sent: Math.round(performance.now() - t0) };
         log.push(entry);
         const note = (/** @type {unknown} */ r) => { entry.answered = Math.round(performance.now() - t0); return r; };
-        if (!held && /^\s*(INSERT|UPDATE)\b/i.test(text)) {
+        // A write: an insert or update, or unique insert's claim (PostgreSQL: a WITH statement
+        // whose first step locks the counter).
+        if (!held && /^\s*(INSERT|UPDATE|WITH f AS|WITH held AS)\b/i.test(text)) {
           /** @type {() => void} */
           let release = () => {};
           const opened = new Promise((resolve) => { release = () => resolve(undefined); });
@@ -63,6 +67,27 @@ function delaying(adapter) {
         if (after) answered();
         return result;
       },
+      ...(realBatch && {
+        /** @param {{ query: string, params: unknown[] }[]} statements @param {object} options */
+        async batch(statements, options) {
+          const entry = { text: `BATCH ${statements[0]?.query.replace(/\s+/g, ' ').slice(0, 50)}`, sent: Math.round(performance.now() - t0) };
+          log.push(entry);
+          const note = (/** @type {unknown} */ r) => { entry.answered = Math.round(performance.now() - t0); return r; };
+          if (!held) {
+            /** @type {() => void} */
+            let release = () => {};
+            const opened = new Promise((resolve) => { release = () => resolve(undefined); });
+            const landed = opened.then(() => realBatch.call(adapter, statements, options)).then(note);
+            held = { release, landed };
+            gate.held = held;
+            return landed;
+          }
+          const result = await realBatch.call(adapter, statements, options);
+          note(result);
+          answered();
+          return result;
+        },
+      }),
     },
     /** @type {typeof held} */
     held: undefined,

@@ -54,8 +54,10 @@ for (const target of targetsClosedAfter().filter((t) => t.shared)) {
 
           // A waiting `baton run` gets it when JavaScript releases, with a larger token.
           const waiting = start(/** @type {string} */ (process.env.BATON_CLI), ['run', '--wait', '60s', '--lock', name, '--strategy', strategy, '--store', url, '--', 'sh', '-c', 'echo "token=$BATON_FENCING_TOKEN"']);
-          // Once it waits (bakery and column prefix: its entry is visible), release.
-          if (strategy !== 'unique-insert') {
+          // Once it waits (bakery: its ticket is visible), release. A unique-insert waiter leaves
+          // no entry, and a column-prefix waiter's column lives only for the few milliseconds of
+          // each attempt (it removes it before backing off, up to a second by default).
+          if (strategy === 'bakery') {
             await until('the command\'s entry appears', async () => (await entries(js, name)).length > 1, { limit: 20_000, every: 20 });
           }
           await lock.release();
