@@ -885,6 +885,34 @@ async fn db_lock(
     Ok((name, percentiles(samples.split_off(20))))
 }
 
+/// The same advisory lock + unlock from a raw blocking client, PostgreSQL's own `pgbench`
+/// (libpq, prepared statements, one connection) on the same server for two seconds: its mean
+/// latency, the floor a driver can reach. `None` when `pgbench` is not installed.
+fn pgbench_advisory(url: &str) -> Option<Duration> {
+    let script = std::env::temp_dir().join(format!("baton-bench-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        format!("SELECT pg_advisory_lock({ADVISORY_KEY});\nSELECT pg_advisory_unlock({ADVISORY_KEY});\n"),
+    )
+    .ok()?;
+    let out = std::process::Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-c", "1", "-T", "2", "-f"])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .ok();
+    let _ = std::fs::remove_file(&script);
+    let text = String::from_utf8_lossy(&out?.stdout).into_owned();
+    let ms: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("latency average = "))?
+        .trim_end_matches(" ms")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs_f64(ms / 1e3))
+}
+
 /// The PostgreSQL advisory lock key of the benchmark.
 const ADVISORY_KEY: i64 = 0x0ba7_0b0b;
 
@@ -920,13 +948,29 @@ async fn main() -> Result<(), Error> {
             ms(db.0),
             ms(db.1)
         );
+        let raw = if store == "postgres" { pgbench_advisory(&base) } else { None };
+        if let Some(raw) = raw {
+            println!(
+                "{store}: the same from a raw blocking client (pgbench, libpq): mean {} ms; baton's driver over it: {:.2}",
+                ms(raw),
+                db.0.as_secs_f64() / raw.as_secs_f64()
+            );
+        }
         let mut rows = Vec::new();
         for &strategy in &s.strategies {
             let row = bench_strategy(backend, &base, strategy, &s).await?;
             println!("{}", line(&row, db));
             rows.push(row);
         }
-        tables.push(markdown(store, lock_name, db, &rows, &s));
+        let mut table = markdown(store, lock_name, db, &rows, &s);
+        if let Some(raw) = raw {
+            table = table.replacen(
+                ")\n",
+                &format!("; from a raw blocking client, pgbench over libpq: mean {} ms)\n", ms(raw)),
+                1,
+            );
+        }
+        tables.push(table);
         if store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err() {
             let path = base.trim_start_matches("sqlite://").to_owned();
             for suffix in ["", "-wal", "-shm"] {
