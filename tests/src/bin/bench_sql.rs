@@ -948,7 +948,11 @@ async fn main() -> Result<(), Error> {
             ms(db.0),
             ms(db.1)
         );
-        let raw = if store == "postgres" { pgbench_advisory(&base) } else { None };
+        let raw = if store == "postgres" {
+            pgbench_advisory(&base)
+        } else {
+            None
+        };
         if let Some(raw) = raw {
             println!(
                 "{store}: the same from a raw blocking client (pgbench, libpq): mean {} ms; baton's driver over it: {:.2}",
@@ -966,7 +970,10 @@ async fn main() -> Result<(), Error> {
         if let Some(raw) = raw {
             table = table.replacen(
                 ")\n",
-                &format!("; from a raw blocking client, pgbench over libpq: mean {} ms)\n", ms(raw)),
+                &format!(
+                    "; from a raw blocking client, pgbench over libpq: mean {} ms)\n",
+                    ms(raw)
+                ),
                 1,
             );
         }
