@@ -11,24 +11,35 @@
 //! `BATON_POSTGRES_URL`, MariaDB with `BATON_MYSQL_URL`; each strategy in a fresh table. Per store
 //! and strategy it prints:
 //!
+//! - **wire rt**: data segments the client sent to the server per uncontended lock+release,
+//!   counted on the socket (`baton_tests::wire`, from `ss`): every statement, ping or other
+//!   request; **cmds**: the kernel's storage commands of one lock+release.
 //! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
-//!   (keep-alive off, so no background task), through the kernel and the driver.
+//!   (keep-alive off), through the kernel and the tokio host (a multi-thread runtime with 2
+//!   workers).
 //! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`.
 //! - **floor**: the same storage commands issued straight to the same store with
-//!   `Store::execute` (same pool, same statements), without the kernel or the driver. The
+//!   `Store::execute` (same statements, same connections), without the kernel or the host. The
 //!   commands are those a recording wrapper captured from one steady-state lock+release; each
 //!   iteration replays them with fresh values, chained so every conditional applies as it did.
 //!   Locker and floor iterations alternate, so both meet the same database conditions.
-//! - **ratio**: lock+release p50 over floor p50 (the aim for unique insert: at most 1.1).
-//! - **db lock**: the database's own lock on one connection: `pg_advisory_lock` +
-//!   `pg_advisory_unlock` on PostgreSQL, `GET_LOCK` + `RELEASE_LOCK` on MariaDB, and
-//!   `BEGIN IMMEDIATE` + `COMMIT` (the database write lock) on SQLite.
-//! - **contended**: acquisitions per second with 8 clients (each its own store and pool, as
-//!   separate processes would have) looping lock + release on one lock, retrying every 1 to
-//!   20 ms.
+//! - **/ floor**, **/ db lock**: lock+release p50 over the floor's, and over the database's own
+//!   lock on one connection: `pg_advisory_lock` + `pg_advisory_unlock` on PostgreSQL,
+//!   `GET_LOCK` + `RELEASE_LOCK` on MariaDB, `BEGIN IMMEDIATE` + `COMMIT` on SQLite. On
+//!   PostgreSQL, the same advisory lock from a raw blocking client (`pgbench`, libpq) when it is
+//!   installed, next to sqlx's.
+//! - **2 UPDATEs**: two single-row `UPDATE` commits by a plain sqlx connection, interleaved with
+//!   the lock's iterations.
+//! - **per s** and **Jain**: acquisitions per second with each of `--clients` clients (each its
+//!   own store and pool, as separate processes would have) looping lock + release on one lock,
+//!   retrying 1 ms doubling to 20 ms, and Jain's fairness index of their counts.
+//! - **hand-off**: p50 and p99 of the time from a release returning to the next holder's
+//!   `lock()` returning, with each of `--waiters` waiters (clients hold the lock 1 ms).
 //!
-//! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients N`
-//! (default 8), `--stores sqlite,postgres,mysql`, `--strategies unique-insert,bakery,…`.
+//! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
+//! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
+//! `--strategies unique-insert,bakery,…`. At the end it prints one Markdown table per store, as
+//! in the README's "Performance".
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
