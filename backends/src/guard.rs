@@ -2,7 +2,9 @@
 //!
 //! A guard is a handle on the lock's [`LockLife`](baton_kernel::LockLife) machine, which a task
 //! on the runtime that acquired the lock drives (the `life_host` module): renewals, loss,
-//! release. The guard's methods are requests to that machine and waits for their outcomes.
+//! release. The guard's methods are requests to that machine and waits for their outcomes;
+//! [`Guard::release`] also sends the release's command itself when nothing else is on its way,
+//! so that its reply does not cross threads twice.
 
 use std::fmt;
 use std::sync::Arc;
@@ -192,7 +194,7 @@ impl Guard {
         if let Some(e) = self.forked() {
             return Err(e);
         }
-        life_host::release(&self.life, Vec::new()).await
+        life_host::release(&self.life, &*self.store, Vec::new()).await
     }
 
     /// Releases the lock and, in the same batch, applies `writes` to data columns of the lock's
@@ -203,7 +205,7 @@ impl Guard {
         if let Some(e) = self.forked() {
             return Err(e);
         }
-        life_host::release(&self.life, writes).await
+        life_host::release(&self.life, &*self.store, writes).await
     }
 
     /// Whether the life is over or its release already asked for (nothing left for a drop).

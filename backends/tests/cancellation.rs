@@ -194,3 +194,64 @@ async fn a_timeout_around_lock_leaves_nothing_behind() {
     wait_for_entries(&holder, "timeout", Strategy::Bakery, 1).await;
     held.release().await.expect("release");
 }
+
+/// A `release()` future dropped while its command is on its way (the release is sent from the
+/// caller's task): the guard's task settles whether the command took effect and finishes the
+/// release, whether the store had applied it or not; the name is free at once, not after the
+/// hour-long TTL, and the guard counts as released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_release_is_finished_by_the_guards_task() {
+    for strategy in [
+        Strategy::UniqueInsert,
+        Strategy::Bakery,
+        Strategy::ColumnPrefix,
+    ] {
+        for apply in [false, true] {
+            let table = MemoryStore::new();
+            let other = locker_on(table.clone(), strategy);
+            // Count the acquisition's commands on a plain locker first: the release is next.
+            let probe = StallStore::new(table.clone(), u64::MAX);
+            let executed = Arc::clone(&probe.executed);
+            let mut warm = locker_on(probe, strategy).lock("warm").await.expect("lock");
+            let release_at = executed.load(Ordering::SeqCst);
+            warm.release().await.expect("release");
+
+            let stalling = if apply {
+                StallStore::applying(table.clone(), release_at)
+            } else {
+                StallStore::new(table.clone(), release_at)
+            };
+            let stalled = Arc::clone(&stalling.stalled);
+            let mut guard = locker_on(stalling, strategy)
+                .lock("released")
+                .await
+                .expect("lock");
+            assert!(
+                !stalled.load(Ordering::SeqCst),
+                "{strategy}: not stalled yet"
+            );
+            let task = tokio::spawn(async move {
+                let outcome = guard.release().await;
+                (guard, outcome)
+            });
+            within(PATIENCE, "the release to stall", async {
+                while !stalled.load(Ordering::SeqCst) {
+                    tokio::task::yield_now().await;
+                }
+            })
+            .await;
+            task.abort();
+            assert!(
+                task.await.expect_err("aborted").is_cancelled(),
+                "{strategy}: the release was cancelled"
+            );
+
+            wait_for_entries(&other, "released", strategy, 0).await;
+            let mut next = other
+                .try_lock("released")
+                .await
+                .unwrap_or_else(|e| panic!("{strategy}, applied {apply}: the name is free: {e}"));
+            next.release().await.expect("release");
+        }
+    }
+}

@@ -32,7 +32,8 @@
 //!   the lock's iterations.
 //! - **per s** and **Jain**: acquisitions per second with each of `--clients` clients (each its
 //!   own store and pool, as separate processes would have) looping lock + release on one lock,
-//!   retrying 1 ms doubling to 20 ms, and Jain's fairness index of their counts.
+//!   retrying 1 ms doubling to 20 ms, Jain's fairness index of their counts, and the storage
+//!   commands all clients sent per acquisition (what waiting costs the store).
 //! - **hand-off**: p50 and p99 of the time from a release returning to the next holder's
 //!   `lock()` returning, with each of `--waiters` waiters (clients hold the lock 1 ms).
 //!
@@ -42,7 +43,7 @@
 //! in the README's "Performance".
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -94,6 +95,27 @@ impl Store for Recorder {
             }
             reply
         })
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// A store that forwards to another and counts the commands it was given.
+struct Counted {
+    inner: Arc<dyn Store>,
+    commands: Arc<AtomicU64>,
+}
+
+impl Store for Counted {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        self.inner.execute(command)
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
@@ -492,8 +514,9 @@ struct Row {
     floor: (Duration, Duration),
     /// Two single-row `UPDATE` commits by a plain client, interleaved with the lock's iterations.
     updates: Option<(Duration, Duration)>,
-    /// Acquisitions per second and Jain's fairness index, per client count.
-    throughput: Vec<(usize, f64, f64)>,
+    /// Acquisitions per second, Jain's fairness index and storage commands per acquisition,
+    /// per client count.
+    throughput: Vec<(usize, f64, f64, f64)>,
     /// Hand-off p50 and p99, per number of waiters.
     handoff: Vec<(usize, Duration, Duration)>,
 }
@@ -601,10 +624,15 @@ async fn bench_table(
 
     let mut throughput = Vec::new();
     for &clients in &s.clients {
-        let counts = contended(&url, strategy, clients, s.contended).await?;
+        let (counts, commands) = contended(&url, strategy, clients, s.contended).await?;
         let total: u64 = counts.iter().sum();
         let fairness = baton_tests::wire::jain(&counts);
-        throughput.push((clients, total as f64 / s.contended.as_secs_f64(), fairness));
+        throughput.push((
+            clients,
+            total as f64 / s.contended.as_secs_f64(),
+            fairness,
+            commands as f64 / total.max(1) as f64,
+        ));
     }
     let mut handoff = Vec::new();
     for &waiters in &s.waiters {
@@ -726,7 +754,20 @@ impl PlainClient {
 
 /// A locker as a separate process would have one: its own store and pool.
 fn contender(url: &str, strategy: Strategy) -> Result<Locker, Error> {
-    Ok(LockerBuilder::new(baton::open_store(url)?)
+    counted_contender(url, strategy, &Arc::new(AtomicU64::new(0)))
+}
+
+/// A [`contender`] whose storage commands are added to `commands`.
+fn counted_contender(
+    url: &str,
+    strategy: Strategy,
+    commands: &Arc<AtomicU64>,
+) -> Result<Locker, Error> {
+    let store = Counted {
+        inner: baton::open_store(url)?,
+        commands: Arc::clone(commands),
+    };
+    Ok(LockerBuilder::new(Arc::new(store))
         .strategy(strategy)
         .keep_alive(false)
         .ttl(Duration::from_secs(60))
@@ -802,13 +843,15 @@ async fn contended(
     strategy: Strategy,
     clients: usize,
     for_: Duration,
-) -> Result<Vec<u64>, Error> {
+) -> Result<(Vec<u64>, u64), Error> {
+    let commands = Arc::new(AtomicU64::new(0));
     let mut lockers = Vec::new();
     for _ in 0..clients {
-        let locker = contender(url, strategy)?;
+        let locker = counted_contender(url, strategy, &commands)?;
         locker.inspect("contended").await?; // connect before the clock starts
         lockers.push(locker);
     }
+    commands.store(0, Ordering::Relaxed);
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = lockers
         .into_iter()
@@ -831,7 +874,7 @@ async fn contended(
     for task in tasks {
         counts.push(task.await??);
     }
-    Ok(counts)
+    Ok((counts, commands.load(Ordering::Relaxed)))
 }
 
 /// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
@@ -1028,7 +1071,9 @@ fn line(r: &Row, db: (Duration, Duration)) -> String {
         ms(db.0),
         r.throughput
             .iter()
-            .map(|(c, per_s, jain)| format!("{c} clients {per_s:.0}/s J {jain:.2}"))
+            .map(|(c, per_s, jain, cmds)| {
+                format!("{c} clients {per_s:.0}/s J {jain:.2} ({cmds:.1} cmds each)")
+            })
             .collect::<Vec<_>>()
             .join(", ")
     )
@@ -1066,13 +1111,13 @@ fn markdown(
             r.updates.map_or("-".into(), |u| ms(u.0)),
             r.throughput
                 .iter()
-                .map(|(_, per_s, _)| format!("{per_s:.0}"))
+                .map(|(_, per_s, _, _)| format!("{per_s:.0}"))
                 .collect::<Vec<_>>()
                 .join(" / "),
             r.throughput
                 .iter()
                 .skip(1)
-                .map(|(_, _, jain)| format!("{jain:.2}"))
+                .map(|(_, _, jain, _)| format!("{jain:.2}"))
                 .collect::<Vec<_>>()
                 .join(" / "),
             r.handoff
