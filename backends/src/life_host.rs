@@ -191,9 +191,9 @@ impl Life {
     ///
     /// At most one command is outstanding. While one is, the loop still wakes at the machine's
     /// timers (a deadline passing while a renewal hangs is a loss now) and at the holder's
-    /// requests. While none is, an acquisition also wakes on the store's change notifications, which tell a
-    /// waiting acquisition to retry at once; the machine's own deletes are absorbed so that a
-    /// waiter does not wake itself (see [`crate::driver::drive`]).
+    /// requests. While none is, an acquisition also wakes on the store's change notifications,
+    /// which tell it to retry at once; the machine's own deletes are absorbed so that a waiter
+    /// does not wake itself (see [`crate::driver::drive`]).
     pub(crate) async fn drive(
         &self,
         store: &dyn Store,
@@ -259,10 +259,10 @@ impl Life {
     ///
     /// Two drivers of one machine are safe because the machine hands out each command and each
     /// event once, under its mutex: whichever driver polls first sends or publishes it (and
-    /// publishes it before the other can poll, see [`Life::next`]). A
-    /// command sent from here whose future is dropped before its reply (the caller's release
-    /// was cancelled) is answered with a timeout, which the machine settles as any other
-    /// command that may or may not have been applied; the guard's task carries on from there.
+    /// publishes it before the other can poll, see [`Life::next`]). A command sent from here
+    /// whose future is dropped before its reply (the caller's release was cancelled) is
+    /// answered with a timeout, which the machine settles as any other command that may or may
+    /// not have been applied; the guard's task carries on from there.
     pub(crate) async fn drive_here(&self, store: &dyn Store) {
         loop {
             match self.next(store) {

@@ -90,6 +90,16 @@ fn bakery_pair() -> (Locker, Locker) {
     )
 }
 
+/// Waits until a [`StallStore`] has stalled `what`'s command.
+async fn until_stalled(stalled: &AtomicBool, what: &str) {
+    within(PATIENCE, &format!("{what} to stall"), async {
+        while !stalled.load(Ordering::SeqCst) {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
 /// Waits until `name` has exactly `entries` live entries, as `observer` reads them.
 async fn wait_for_entries(observer: &Locker, name: &str, strategy: Strategy, entries: usize) {
     within(
@@ -132,12 +142,7 @@ async fn an_abandoned_acquisition_removes_its_cell() {
         let other = locker_on(table, strategy);
 
         let task = tokio::spawn(async move { abandoning.lock("cancelled").await });
-        within(PATIENCE, "the acquisition to stall", async {
-            while !stalled.load(Ordering::SeqCst) {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await;
+        until_stalled(&stalled, "the acquisition").await;
         wait_for_entries(&other, "cancelled", strategy, 1).await;
         task.abort();
         assert!(
@@ -198,7 +203,7 @@ async fn a_timeout_around_lock_leaves_nothing_behind() {
 /// A `release()` future dropped while its command is on its way (the release is sent from the
 /// caller's task): the guard's task settles whether the command took effect and finishes the
 /// release, whether the store had applied it or not; the name is free at once, not after the
-/// hour-long TTL, and the guard counts as released.
+/// hour-long TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_release_is_finished_by_the_guards_task() {
     for strategy in [
@@ -234,12 +239,7 @@ async fn a_cancelled_release_is_finished_by_the_guards_task() {
                 let outcome = guard.release().await;
                 (guard, outcome)
             });
-            within(PATIENCE, "the release to stall", async {
-                while !stalled.load(Ordering::SeqCst) {
-                    tokio::task::yield_now().await;
-                }
-            })
-            .await;
+            until_stalled(&stalled, "the release").await;
             task.abort();
             assert!(
                 task.await.expect_err("aborted").is_cancelled(),

@@ -43,7 +43,7 @@
 //! in the README's "Performance".
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,7 @@ use baton::{
     Command, Locker, LockerBuilder, Reply, RetryPolicy, Store, StoreFuture, Strategy, Write,
 };
 use baton_tests::conformance::target::unique_table;
+use baton_tests::conformance::util::CountingStore;
 use baton_tests::conformance::{drop_table, Backend};
 use tokio::sync::watch;
 
@@ -95,27 +96,6 @@ impl Store for Recorder {
             }
             reply
         })
-    }
-
-    fn changes(&self) -> Option<watch::Receiver<u64>> {
-        self.inner.changes()
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-}
-
-/// A store that forwards to another and counts the commands it was given.
-struct Counted {
-    inner: Arc<dyn Store>,
-    commands: Arc<AtomicU64>,
-}
-
-impl Store for Counted {
-    fn execute(&self, command: Command) -> StoreFuture<'_> {
-        self.commands.fetch_add(1, Ordering::Relaxed);
-        self.inner.execute(command)
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
@@ -754,20 +734,13 @@ impl PlainClient {
 
 /// A locker as a separate process would have one: its own store and pool.
 fn contender(url: &str, strategy: Strategy) -> Result<Locker, Error> {
-    counted_contender(url, strategy, &Arc::new(AtomicU64::new(0)))
+    counted_contender(url, strategy).map(|(locker, _)| locker)
 }
 
-/// A [`contender`] whose storage commands are added to `commands`.
-fn counted_contender(
-    url: &str,
-    strategy: Strategy,
-    commands: &Arc<AtomicU64>,
-) -> Result<Locker, Error> {
-    let store = Counted {
-        inner: baton::open_store(url)?,
-        commands: Arc::clone(commands),
-    };
-    Ok(LockerBuilder::new(Arc::new(store))
+/// A [`contender`], and its store, which counts the commands the locker sends.
+fn counted_contender(url: &str, strategy: Strategy) -> Result<(Locker, CountingStore), Error> {
+    let store = CountingStore::new(baton::open_store(url)?);
+    let locker = LockerBuilder::new(Arc::new(store.clone()))
         .strategy(strategy)
         .keep_alive(false)
         .ttl(Duration::from_secs(60))
@@ -778,7 +751,8 @@ fn counted_contender(
             ..RetryPolicy::default()
         })
         .wait_timeout(Duration::from_secs(60))
-        .build()?)
+        .build()?;
+    Ok((locker, store))
 }
 
 /// The time from a release returning to the next holder's `lock()` returning, `n` times, with
@@ -844,14 +818,16 @@ async fn contended(
     clients: usize,
     for_: Duration,
 ) -> Result<(Vec<u64>, u64), Error> {
-    let commands = Arc::new(AtomicU64::new(0));
     let mut lockers = Vec::new();
+    let mut stores = Vec::new();
     for _ in 0..clients {
-        let locker = counted_contender(url, strategy, &commands)?;
+        let (locker, store) = counted_contender(url, strategy)?;
         locker.inspect("contended").await?; // connect before the clock starts
         lockers.push(locker);
+        stores.push(store);
     }
-    commands.store(0, Ordering::Relaxed);
+    let sent = |stores: &[CountingStore]| stores.iter().map(CountingStore::executed).sum::<u64>();
+    let before = sent(&stores);
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = lockers
         .into_iter()
@@ -874,7 +850,7 @@ async fn contended(
     for task in tasks {
         counts.push(task.await??);
     }
-    Ok((counts, commands.load(Ordering::Relaxed)))
+    Ok((counts, sent(&stores) - before))
 }
 
 /// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
