@@ -6,12 +6,15 @@
 //!   blocking call releases the GIL and looks for signals every 50 ms, so Ctrl-C interrupts it
 //!   with `KeyboardInterrupt` (dropping the wait, which removes its cell);
 //! - an asyncio call gets a callback that settles its future (no thread per waiting task), and a
-//!   handle whose `cancel()` drops the wait;
+//!   handle whose `cancel()` drops the wait; baton's threads call back through [`callback`],
+//!   which the interpreter's exit closes (see there);
 //! - errors become the exception classes the Python half registers, by the kernel's codes.
 
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+mod callback;
 
 use baton::{Error, ErrorKind, LockRequest, LockerSpec};
 use pyo3::exceptions::PyRuntimeError;
@@ -173,17 +176,13 @@ impl Locker {
         let locker = self.inner.clone();
         let task = runtime()?.spawn(async move {
             let outcome = locker.lock_with(&name, request).await;
-            Python::with_gil(|py| {
-                let result: PyObject = match outcome {
-                    Ok(guard) => match Py::new(py, Guard::new(guard)) {
-                        Ok(g) => g.into_any(),
-                        Err(e) => e.into_value(py).into_any(),
-                    },
-                    Err(e) => to_py(&e).into_value(py).into_any(),
-                };
-                if let Err(e) = done.call1(py, (result,)) {
-                    e.write_unraisable(py, None);
-                }
+            // After the interpreter's exit began, the guard is dropped here, which releases it.
+            callback::call(done, |py| match outcome {
+                Ok(guard) => match Py::new(py, Guard::new(guard)) {
+                    Ok(g) => g.into_any(),
+                    Err(e) => e.into_value(py).into_any(),
+                },
+                Err(e) => to_py(&e).into_value(py).into_any(),
             });
         });
         Ok(Pending {
@@ -334,14 +333,9 @@ impl Guard {
         let guard = Arc::clone(&self.guard);
         drop(runtime()?.spawn(async move {
             let outcome = guard.lock().await.release().await;
-            Python::with_gil(|py| {
-                let result: PyObject = match outcome {
-                    Ok(()) => py.None(),
-                    Err(e) => to_py(&e).into_value(py).into_any(),
-                };
-                if let Err(e) = done.call1(py, (result,)) {
-                    e.write_unraisable(py, None);
-                }
+            callback::call(done, |py| match outcome {
+                Ok(()) => py.None(),
+                Err(e) => to_py(&e).into_value(py).into_any(),
             });
         }));
         Ok(())
@@ -361,5 +355,6 @@ fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<LockEntry>()?;
     m.add_function(wrap_pyfunction!(_register_errors, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(callback::_at_exit, m)?)?;
     Ok(())
 }

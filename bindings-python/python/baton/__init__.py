@@ -14,6 +14,7 @@ package adapts its types, errors and waiting to Python: ``with`` and ``async wit
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime
 import functools
 import inspect
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 _baton._register_errors(error_classes())
+# Before the interpreter finalizes, baton's threads stop calling back into Python.
+atexit.register(_baton._at_exit)
 
 Seconds = Union[float, int, datetime.timedelta]
 """A duration: seconds as a number, or a ``datetime.timedelta``."""
