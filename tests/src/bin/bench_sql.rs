@@ -16,7 +16,7 @@
 //!   request; **cmds**: the kernel's storage commands of one lock+release.
 //! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
 //!   (keep-alive off), through the kernel and the tokio host (a multi-thread runtime with 2
-//!   workers).
+//!   workers, unless `--workers` says otherwise).
 //! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`.
 //! - **floor**: the same storage commands issued straight to the same store with
 //!   `Store::execute` (same statements, same connections), without the kernel or the host. The
@@ -39,7 +39,8 @@
 //!
 //! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
 //! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
-//! `--strategies unique-insert,bakery,…`. At the end it prints one Markdown table per store, as
+//! `--strategies unique-insert,bakery,…`, `--workers N` (the runtime's worker threads, default
+//! 2; 0 runs everything on one current-thread runtime). At the end it prints one Markdown table per store, as
 //! in the README's "Performance".
 
 use std::collections::HashMap;
@@ -414,6 +415,8 @@ struct Settings {
     handoffs: usize,
     stores: Vec<String>,
     strategies: Vec<Strategy>,
+    /// Worker threads of the runtime everything runs on (0: a current-thread runtime).
+    workers: usize,
 }
 
 fn counts(value: &str) -> Result<Vec<usize>, Error> {
@@ -430,6 +433,7 @@ fn settings() -> Result<Settings, Error> {
         clients: vec![1, 8, 32],
         waiters: vec![2, 8, 32],
         handoffs: 200,
+        workers: 2,
         stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
         strategies: vec![
             Strategy::UniqueInsert,
@@ -446,6 +450,7 @@ fn settings() -> Result<Settings, Error> {
             "--clients" => s.clients = counts(&value)?,
             "--waiters" => s.waiters = counts(&value)?,
             "--handoffs" => s.handoffs = value.parse()?,
+            "--workers" => s.workers = value.parse()?,
             "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
             "--strategies" => {
                 s.strategies = value
@@ -946,16 +951,32 @@ fn pgbench_advisory(url: &str) -> Option<Duration> {
 /// The PostgreSQL advisory lock key of the benchmark.
 const ADVISORY_KEY: i64 = 0x0ba7_0b0b;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), Error> {
+fn main() -> Result<(), Error> {
     let s = settings()?;
+    let runtime = match s.workers {
+        0 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
+    };
+    runtime.block_on(run(s))
+}
+
+async fn run(s: Settings) -> Result<(), Error> {
     println!(
-        "baton SQL benchmark: {} iterations per measurement; throughput with {:?} clients for {:?}; hand-off with {:?} waiters, {} each (build: {})",
+        "baton SQL benchmark: {} iterations per measurement; throughput with {:?} clients for {:?}; hand-off with {:?} waiters, {} each; {} (build: {})",
         s.iterations,
         s.clients,
         s.contended,
         s.waiters,
         s.handoffs,
+        match s.workers {
+            0 => String::from("a current-thread runtime"),
+            n => format!("a multi-thread runtime with {n} workers"),
+        },
         if cfg!(debug_assertions) { "debug — use --release for real numbers" } else { "release" }
     );
     let mut tables = Vec::new();
