@@ -100,6 +100,25 @@ async fn until_stalled(stalled: &AtomicBool, what: &str) {
     .await;
 }
 
+/// Aborts `task` (stalled in `what`) and checks that it ended cancelled.
+async fn cancel<T>(task: tokio::task::JoinHandle<T>, what: &str) {
+    task.abort();
+    assert!(
+        task.await.err().is_some_and(|e| e.is_cancelled()),
+        "{what} was cancelled"
+    );
+}
+
+/// Waits until `name` has no live entries, then takes and releases it: the name is free again.
+async fn free_again(other: &Locker, name: &str, strategy: Strategy, context: &str) {
+    wait_for_entries(other, name, strategy, 0).await;
+    let mut guard = other
+        .try_lock(name)
+        .await
+        .unwrap_or_else(|e| panic!("{context}: the name is free again: {e}"));
+    guard.release().await.expect("release");
+}
+
 /// Waits until `name` has exactly `entries` live entries, as `observer` reads them.
 async fn wait_for_entries(observer: &Locker, name: &str, strategy: Strategy, entries: usize) {
     within(
@@ -144,18 +163,8 @@ async fn an_abandoned_acquisition_removes_its_cell() {
         let task = tokio::spawn(async move { abandoning.lock("cancelled").await });
         until_stalled(&stalled, "the acquisition").await;
         wait_for_entries(&other, "cancelled", strategy, 1).await;
-        task.abort();
-        assert!(
-            task.await.expect_err("aborted").is_cancelled(),
-            "{strategy}: the task was cancelled"
-        );
-
-        wait_for_entries(&other, "cancelled", strategy, 0).await;
-        let mut guard = other
-            .try_lock("cancelled")
-            .await
-            .unwrap_or_else(|e| panic!("{strategy}: the name is free again: {e}"));
-        guard.release().await.expect("release");
+        cancel(task, &format!("{strategy}: the acquisition")).await;
+        free_again(&other, "cancelled", strategy, &strategy.to_string()).await;
     }
 }
 
@@ -240,18 +249,9 @@ async fn a_cancelled_release_is_finished_by_the_guards_task() {
                 (guard, outcome)
             });
             until_stalled(&stalled, "the release").await;
-            task.abort();
-            assert!(
-                task.await.expect_err("aborted").is_cancelled(),
-                "{strategy}: the release was cancelled"
-            );
-
-            wait_for_entries(&other, "released", strategy, 0).await;
-            let mut next = other
-                .try_lock("released")
-                .await
-                .unwrap_or_else(|e| panic!("{strategy}, applied {apply}: the name is free: {e}"));
-            next.release().await.expect("release");
+            cancel(task, &format!("{strategy}: the release")).await;
+            let context = format!("{strategy}, applied {apply}");
+            free_again(&other, "released", strategy, &context).await;
         }
     }
 }

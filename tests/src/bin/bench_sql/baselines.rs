@@ -1,0 +1,181 @@
+//! What a lock is measured against: two `UPDATE` commits by a plain client ([`PlainClient`]),
+//! the database's own lock through sqlx ([`db_lock`]) and from `pgbench` ([`pgbench_advisory`]).
+
+use std::time::{Duration, Instant};
+
+use crate::{percentiles, Error};
+
+/// A plain client on one connection of the same driver: two autocommitted single-row `UPDATE`s
+/// of a table of its own, the cost of two durable commits with nothing else around them.
+pub(crate) enum PlainClient {
+    None,
+    Postgres(sqlx::PgConnection, String),
+    MySql(sqlx::MySqlConnection, String),
+}
+
+impl PlainClient {
+    pub(crate) async fn connect(base: &str) -> Result<PlainClient, Error> {
+        use sqlx::Connection;
+        let table = format!("bench_plain_{}", std::process::id());
+        let create = format!("CREATE TABLE IF NOT EXISTS {table} (id int primary key, v bigint)");
+        let insert = format!("INSERT INTO {table} VALUES (1, 0)");
+        Ok(match base.split("://").next() {
+            Some("postgres" | "postgresql") => {
+                let mut c = sqlx::PgConnection::connect(base).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "{create}; {insert} ON CONFLICT DO NOTHING"
+                )))
+                .execute(&mut c)
+                .await?;
+                PlainClient::Postgres(c, table)
+            }
+            Some("mysql" | "mariadb") => {
+                let mut c = sqlx::MySqlConnection::connect(base).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "{create}; {insert} ON DUPLICATE KEY UPDATE v = v"
+                )))
+                .execute(&mut c)
+                .await?;
+                PlainClient::MySql(c, table)
+            }
+            _ => PlainClient::None,
+        })
+    }
+
+    /// How long two single-row `UPDATE` commits took, one after the other.
+    pub(crate) async fn two_updates(&mut self) -> Result<Option<Duration>, Error> {
+        let started = Instant::now();
+        match self {
+            PlainClient::None => return Ok(None),
+            PlainClient::Postgres(c, table) => {
+                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = $1");
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(1)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
+            PlainClient::MySql(c, table) => {
+                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = ?");
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(1)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
+        }
+        Ok(Some(started.elapsed()))
+    }
+
+    pub(crate) async fn finish(self) -> Result<(), Error> {
+        match self {
+            PlainClient::None => {}
+            PlainClient::Postgres(mut c, table) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+                    .execute(&mut c)
+                    .await?;
+            }
+            PlainClient::MySql(mut c, table) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+                    .execute(&mut c)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
+pub(crate) async fn db_lock(
+    store: &str,
+    base: &str,
+    iterations: u64,
+) -> Result<(&'static str, (Duration, Duration)), Error> {
+    use sqlx::Connection;
+    let mut samples = Vec::with_capacity(iterations as usize);
+    let name = match store {
+        "postgres" => {
+            let mut conn = sqlx::PgConnection::connect(base).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("SELECT pg_advisory_lock($1)")
+                    .bind(ADVISORY_KEY)
+                    .execute(&mut conn)
+                    .await?;
+                sqlx::query("SELECT pg_advisory_unlock($1)")
+                    .bind(ADVISORY_KEY)
+                    .execute(&mut conn)
+                    .await?;
+                samples.push(started.elapsed());
+            }
+            "pg_advisory_lock+unlock"
+        }
+        "mysql" => {
+            let mut conn = sqlx::MySqlConnection::connect(base).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("SELECT GET_LOCK(?, 10)")
+                    .bind("baton-bench")
+                    .execute(&mut conn)
+                    .await?;
+                sqlx::query("SELECT RELEASE_LOCK(?)")
+                    .bind("baton-bench")
+                    .execute(&mut conn)
+                    .await?;
+                samples.push(started.elapsed());
+            }
+            "GET_LOCK+RELEASE_LOCK"
+        }
+        _ => {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+            use std::str::FromStr as _;
+            let options = SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+            for _ in 0..iterations + 20 {
+                let started = Instant::now();
+                sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
+                sqlx::query("COMMIT").execute(&mut conn).await?;
+                samples.push(started.elapsed());
+            }
+            "BEGIN IMMEDIATE+COMMIT"
+        }
+    };
+    // The first 20 were warm-up.
+    Ok((name, percentiles(samples.split_off(20))))
+}
+
+/// The same advisory lock + unlock from a raw blocking client, PostgreSQL's own `pgbench`
+/// (libpq, prepared statements, one connection) on the same server for two seconds: its mean
+/// latency, the floor a driver can reach. `None` when `pgbench` is not installed.
+pub(crate) fn pgbench_advisory(url: &str) -> Option<Duration> {
+    let script = std::env::temp_dir().join(format!("baton-bench-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        format!("SELECT pg_advisory_lock({ADVISORY_KEY});\nSELECT pg_advisory_unlock({ADVISORY_KEY});\n"),
+    )
+    .ok()?;
+    let out = std::process::Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-c", "1", "-T", "2", "-f"])
+        .arg(&script)
+        .arg(url)
+        .output()
+        .ok();
+    let _ = std::fs::remove_file(&script);
+    let text = String::from_utf8_lossy(&out?.stdout).into_owned();
+    let ms: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("latency average = "))?
+        .trim_end_matches(" ms")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs_f64(ms / 1e3))
+}
+
+/// The PostgreSQL advisory lock key of the benchmark.
+pub(crate) const ADVISORY_KEY: i64 = 0x0ba7_0b0b;

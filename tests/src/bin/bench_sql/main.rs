@@ -1,0 +1,499 @@
+//! Benchmark of the SQL stores: what a lock costs next to the statements it is made of, next to
+//! the database's own lock, and under contention.
+//!
+//! ```text
+//! scripts/postgres start; scripts/mariadb start
+//! BATON_POSTGRES_URL=$(scripts/postgres url) BATON_MYSQL_URL=$(scripts/mariadb url) \
+//!   cargo run --release -p baton-tests --bin bench_sql [-- --iterations 300 --contended-secs 2]
+//! ```
+//!
+//! Stores: SQLite always (`BATON_SQLITE_URL`, or a temporary file), PostgreSQL with
+//! `BATON_POSTGRES_URL`, MariaDB with `BATON_MYSQL_URL`; each strategy in a fresh table. Per store
+//! and strategy it prints:
+//!
+//! - **wire rt**: data segments the client sent to the server per uncontended lock+release,
+//!   counted on the socket (`baton_tests::wire`, from `ss`): every statement, ping or other
+//!   request; **cmds**: the kernel's storage commands of one lock+release.
+//! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
+//!   (keep-alive off), through the kernel and the tokio host (a multi-thread runtime with 2
+//!   workers, unless `--workers` says otherwise).
+//! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`.
+//! - **floor**: the same storage commands issued straight to the same store with
+//!   `Store::execute` (same statements, same connections), without the kernel or the host. The
+//!   commands are those a recording wrapper captured from one steady-state lock+release; each
+//!   iteration replays them with fresh values, chained so every conditional applies as it did.
+//!   Locker and floor iterations alternate, so both meet the same database conditions.
+//! - **/ floor**, **/ db lock**: lock+release p50 over the floor's, and over the database's own
+//!   lock on one connection: `pg_advisory_lock` + `pg_advisory_unlock` on PostgreSQL,
+//!   `GET_LOCK` + `RELEASE_LOCK` on MariaDB, `BEGIN IMMEDIATE` + `COMMIT` on SQLite. On
+//!   PostgreSQL, the same advisory lock from a raw blocking client (`pgbench`, libpq) when it is
+//!   installed, next to sqlx's.
+//! - **2 UPDATEs**: two single-row `UPDATE` commits by a plain sqlx connection, interleaved with
+//!   the lock's iterations.
+//! - **per s** and **Jain**: acquisitions per second with each of `--clients` clients (each its
+//!   own store and pool, as separate processes would have) looping lock + release on one lock,
+//!   retrying 1 ms doubling to 20 ms, Jain's fairness index of their counts, and the storage
+//!   commands all clients sent per acquisition (what waiting costs the store).
+//! - **hand-off**: p50 and p99 of the time from a release returning to the next holder's
+//!   `lock()` returning, with each of `--waiters` waiters (clients hold the lock 1 ms).
+//!
+//! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
+//! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
+//! `--strategies unique-insert,bakery,…`, `--workers N` (the runtime's worker threads, default
+//! 2; 0 runs everything on one current-thread runtime). At the end it prints one Markdown table
+//! per store, as in the README's "Performance".
+//!
+//! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
+//! client's UPDATEs and the database's own lock), `contention` (throughput, fairness, hand-off).
+
+mod baselines;
+mod contention;
+mod floor;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::{Command, Locker, LockerBuilder, Reply, Strategy};
+
+use baton_tests::conformance::target::unique_table;
+use baton_tests::conformance::{drop_table, Backend};
+
+use baselines::{db_lock, pgbench_advisory, PlainClient};
+use contention::{contended, handoffs};
+use floor::{same_outcome, Recorder, Replay};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// p50 and p99 of `samples`.
+pub(crate) fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    if samples.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+struct Settings {
+    iterations: u64,
+    contended: Duration,
+    clients: Vec<usize>,
+    waiters: Vec<usize>,
+    handoffs: usize,
+    stores: Vec<String>,
+    strategies: Vec<Strategy>,
+    /// Worker threads of the runtime everything runs on (0: a current-thread runtime).
+    workers: usize,
+}
+
+fn counts(value: &str) -> Result<Vec<usize>, Error> {
+    Ok(value
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<Vec<usize>, _>>()?)
+}
+
+fn settings() -> Result<Settings, Error> {
+    let mut s = Settings {
+        iterations: 300,
+        contended: Duration::from_secs(2),
+        clients: vec![1, 8, 32],
+        waiters: vec![2, 8, 32],
+        handoffs: 200,
+        workers: 2,
+        stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
+        strategies: vec![
+            Strategy::UniqueInsert,
+            Strategy::Bakery,
+            Strategy::ColumnPrefix,
+        ],
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--iterations" => s.iterations = value.parse()?,
+            "--contended-secs" => s.contended = Duration::from_secs_f64(value.parse()?),
+            "--clients" => s.clients = counts(&value)?,
+            "--waiters" => s.waiters = counts(&value)?,
+            "--handoffs" => s.handoffs = value.parse()?,
+            "--workers" => s.workers = value.parse()?,
+            "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
+            "--strategies" => {
+                s.strategies = value
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, baton::Error>>()?;
+            }
+            _ => return Err(format!("unknown option {flag}").into()),
+        }
+    }
+    Ok(s)
+}
+
+/// The base URL of `store` (without `table=`), or `None` with the reason it is skipped.
+fn base_url(store: &str) -> Result<String, String> {
+    let var = match store {
+        "sqlite" => "BATON_SQLITE_URL",
+        "postgres" => "BATON_POSTGRES_URL",
+        "mysql" => "BATON_MYSQL_URL",
+        other => return Err(format!("unknown store {other}")),
+    };
+    match std::env::var(var) {
+        Ok(url) if !url.trim().is_empty() => Ok(url.trim().to_owned()),
+        _ if store == "sqlite" => Ok(format!(
+            "sqlite://{}",
+            std::env::temp_dir()
+                .join(format!("baton-bench-{}.db", std::process::id()))
+                .display()
+        )),
+        _ => Err(format!("{var} is not set")),
+    }
+}
+
+fn with_table(base: &str, table: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}table={table}")
+}
+
+struct Row {
+    strategy: Strategy,
+    round_trips: usize,
+    /// Data segments sent to the server per lock+release (`None`: SQLite, or no `ss`).
+    wire: Option<f64>,
+    lock: (Duration, Duration),
+    in_store: (Duration, Duration),
+    floor: (Duration, Duration),
+    /// Two single-row `UPDATE` commits by a plain client, interleaved with the lock's iterations.
+    updates: Option<(Duration, Duration)>,
+    /// Acquisitions per second, Jain's fairness index and storage commands per acquisition,
+    /// per client count.
+    throughput: Vec<(usize, f64, f64, f64)>,
+    /// Hand-off p50 and p99, per number of waiters.
+    handoff: Vec<(usize, Duration, Duration)>,
+}
+
+async fn bench_strategy(
+    backend: Backend,
+    base: &str,
+    strategy: Strategy,
+    s: &Settings,
+) -> Result<Row, Error> {
+    let table = unique_table();
+    let result = bench_table(base, &table, strategy, s).await;
+    drop_table(backend, base, &table);
+    result
+}
+
+async fn bench_table(
+    base: &str,
+    table: &str,
+    strategy: Strategy,
+    s: &Settings,
+) -> Result<Row, Error> {
+    let url = with_table(base, table);
+    let recorder = Recorder::new(baton::open_store(&url)?);
+    let locker = LockerBuilder::new(Arc::new(recorder.clone()))
+        .strategy(strategy)
+        .keep_alive(false)
+        .ttl(Duration::from_secs(60))
+        .build()?;
+    // Warm up: connect, create the table, learn the fence hint (as a long-lived locker would).
+    for _ in 0..20 {
+        locker.lock("bench").await?.release().await?;
+    }
+    recorder.start();
+    locker.lock("bench").await?.release().await?;
+    let captured: Vec<(Command, Reply)> = recorder
+        .stop()
+        .into_iter()
+        .map(|(c, r, _)| (c, r))
+        .collect();
+    let round_trips = captured.len();
+
+    // Locker and floor iterations alternate, so both see the same database conditions (fsync
+    // latency drifts). The locker's commands are recorded so the replay knows the table's
+    // state; after each replay the fencing counter is put back (untimed) to what the locker's
+    // fence hint expects.
+    let mut replay = Replay::new(captured);
+    let mut plain = PlainClient::connect(base).await?;
+    let mut update_samples = Vec::with_capacity(s.iterations as usize);
+    let mut lock_samples = Vec::with_capacity(s.iterations as usize);
+    let mut in_store = Vec::with_capacity(s.iterations as usize);
+    let mut floor_samples = Vec::with_capacity(s.iterations as usize);
+    for i in 0..s.iterations {
+        recorder.start();
+        let started = Instant::now();
+        let mut guard = locker.lock("bench").await?;
+        guard.release().await?;
+        lock_samples.push(started.elapsed());
+        let log = recorder.stop();
+        if log.len() != round_trips {
+            return Err(format!(
+                "iteration {i} took {} round trips, the captured one {round_trips}",
+                log.len()
+            )
+            .into());
+        }
+        in_store.push(log.iter().map(|(_, _, took)| *took).sum());
+        for (command, _, _) in &log {
+            replay.note(command);
+        }
+        let locker_state = replay.known();
+
+        let commands = replay.iteration(i);
+        let started = Instant::now();
+        for (command, want) in commands {
+            let shown = format!("{command:?}");
+            let got = recorder.store().execute(command).await;
+            if !same_outcome(&want, &got) {
+                return Err(format!(
+                    "the floor replay diverged: {shown} gave {got:?}, captured {want:?}"
+                )
+                .into());
+            }
+        }
+        floor_samples.push(started.elapsed());
+        if let Some(took) = plain.two_updates().await? {
+            update_samples.push(took);
+        }
+        for command in replay.restore(&locker_state) {
+            let reply = recorder.store().execute(command).await;
+            if !matches!(reply, Reply::Conditional { applied: true, .. }) {
+                return Err(format!("restoring the fencing counter failed: {reply:?}").into());
+            }
+        }
+    }
+    let lock = percentiles(lock_samples);
+    let in_store = percentiles(in_store);
+    let floor = percentiles(floor_samples);
+    let updates = (!update_samples.is_empty()).then(|| percentiles(update_samples));
+    plain.finish().await?;
+    let wire = wire_round_trips(&locker, base, s.iterations.min(200)).await?;
+
+    let mut throughput = Vec::new();
+    for &clients in &s.clients {
+        let (counts, commands) = contended(&url, strategy, clients, s.contended).await?;
+        let total: u64 = counts.iter().sum();
+        let fairness = baton_tests::wire::jain(&counts);
+        throughput.push((
+            clients,
+            total as f64 / s.contended.as_secs_f64(),
+            fairness,
+            commands as f64 / total.max(1) as f64,
+        ));
+    }
+    let mut handoff = Vec::new();
+    for &waiters in &s.waiters {
+        let (p50, p99) = handoffs(&url, strategy, waiters, s.handoffs).await?;
+        handoff.push((waiters, p50, p99));
+    }
+    Ok(Row {
+        strategy,
+        round_trips,
+        wire,
+        lock,
+        in_store,
+        floor,
+        updates,
+        throughput,
+        handoff,
+    })
+}
+
+/// Data segments the client sent to the server per uncontended lock+release, over `n` of them
+/// (see `baton_tests::wire`); `None` for SQLite (no wire) or without `ss`.
+async fn wire_round_trips(locker: &Locker, base: &str, n: u64) -> Result<Option<f64>, Error> {
+    let port = match base.split("://").next() {
+        Some("postgres" | "postgresql") => baton_tests::wire::port_of(base, 5432),
+        Some("mysql" | "mariadb") => baton_tests::wire::port_of(base, 3306),
+        _ => return Ok(None),
+    };
+    let Some(before) = baton_tests::wire::data_segments_to(port) else {
+        return Ok(None);
+    };
+    for _ in 0..n {
+        locker.lock("bench").await?.release().await?;
+    }
+    let after = baton_tests::wire::data_segments_to(port).unwrap_or(before);
+    Ok(Some(after.saturating_sub(before) as f64 / n.max(1) as f64))
+}
+
+fn main() -> Result<(), Error> {
+    let s = settings()?;
+    let runtime = match s.workers {
+        0 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
+    };
+    runtime.block_on(run(s))
+}
+
+async fn run(s: Settings) -> Result<(), Error> {
+    println!(
+        "baton SQL benchmark: {} iterations per measurement; throughput with {:?} clients for {:?}; hand-off with {:?} waiters, {} each; {} (build: {})",
+        s.iterations,
+        s.clients,
+        s.contended,
+        s.waiters,
+        s.handoffs,
+        match s.workers {
+            0 => String::from("a current-thread runtime"),
+            n => format!("a multi-thread runtime with {n} workers"),
+        },
+        if cfg!(debug_assertions) { "debug — use --release for real numbers" } else { "release" }
+    );
+    let mut tables = Vec::new();
+    for store in &s.stores {
+        let base = match base_url(store) {
+            Ok(b) => b,
+            Err(why) => {
+                println!("\n{store}: skipped ({why})");
+                continue;
+            }
+        };
+        let backend = match store.as_str() {
+            "postgres" => Backend::Postgres,
+            "mysql" => Backend::Mysql,
+            _ => Backend::Sqlite,
+        };
+        let (lock_name, db) = db_lock(store, &base, s.iterations).await?;
+        println!(
+            "\n{store}: database lock ({lock_name}) p50 {} ms, p99 {} ms",
+            ms(db.0),
+            ms(db.1)
+        );
+        let raw = if store == "postgres" {
+            pgbench_advisory(&base)
+        } else {
+            None
+        };
+        if let Some(raw) = raw {
+            println!(
+                "{store}: the same from a raw blocking client (pgbench, libpq): mean {} ms; baton's driver over it: {:.2}",
+                ms(raw),
+                db.0.as_secs_f64() / raw.as_secs_f64()
+            );
+        }
+        let mut rows = Vec::new();
+        for &strategy in &s.strategies {
+            let row = bench_strategy(backend, &base, strategy, &s).await?;
+            println!("{}", line(&row, db));
+            rows.push(row);
+        }
+        let mut table = markdown(store, lock_name, db, &rows, &s);
+        if let Some(raw) = raw {
+            table = table.replacen(
+                ")\n",
+                &format!(
+                    "; from a raw blocking client, pgbench over libpq: mean {} ms)\n",
+                    ms(raw)
+                ),
+                1,
+            );
+        }
+        tables.push(table);
+        if store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err() {
+            let path = base.trim_start_matches("sqlite://").to_owned();
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{path}{suffix}"));
+            }
+        }
+    }
+    println!("\n{}", tables.join("\n"));
+    println!("{LEGEND}");
+    Ok(())
+}
+
+const LEGEND: &str =
+    "times in ms, p50/p99. wire rt: data segments the client sent to the server per \
+uncontended lock+release (statements, pings, anything: `ss` data_segs_out), next to cmds: the \
+kernel's storage commands. floor: the same commands issued straight to Store::execute; / floor and \
+/ db lock: lock+release p50 over the floor's and over the database's own lock (which writes \
+nothing durable). 2 UPDATEs: two single-row UPDATE commits by a plain sqlx connection, \
+interleaved with the lock's iterations. per s: acquisitions per second with 1, 8 and 32 clients \
+(each its own store and pool) looping lock+release on one name; Jain: Jain's fairness index of \
+their counts (1 = even). hand-off: from a release returning to the next holder's lock() \
+returning, with 2, 8 and 32 waiters (clients hold 1 ms). Retry policy of the contending clients: \
+1 ms doubling to 20 ms, with jitter.";
+
+/// One line of progress per strategy.
+fn line(r: &Row, db: (Duration, Duration)) -> String {
+    format!(
+        "{:<14} wire {:>4} cmds {} | lock {} / {} | in store {} | floor {} | 2 UPDATEs {} | db lock {} | {}",
+        r.strategy.as_str(),
+        r.wire.map_or("-".into(), |w| format!("{w:.1}")),
+        r.round_trips,
+        ms(r.lock.0),
+        ms(r.lock.1),
+        ms(r.in_store.0),
+        ms(r.floor.0),
+        r.updates.map_or("-".into(), |u| ms(u.0)),
+        ms(db.0),
+        r.throughput
+            .iter()
+            .map(|(c, per_s, jain, cmds)| {
+                format!("{c} clients {per_s:.0}/s J {jain:.2} ({cmds:.1} cmds each)")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// The store's Markdown table, for the README.
+fn markdown(
+    store: &str,
+    lock_name: &str,
+    db: (Duration, Duration),
+    rows: &[Row],
+    s: &Settings,
+) -> String {
+    let clients: Vec<String> = s.clients.iter().map(usize::to_string).collect();
+    let waiters: Vec<String> = s.waiters.iter().map(usize::to_string).collect();
+    let mut out = format!(
+        "{store} (database lock: {lock_name}, p50 {} ms)\n\n| strategy | wire rt | cmds | lock+release p50 / p99 | floor p50 | / floor | / db lock | 2 UPDATEs p50 | per s, {} clients | Jain {} | hand-off p50 / p99, {} waiters |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        ms(db.0),
+        clients.join(" / "),
+        clients[1..].join(" / "),
+        waiters.join(" / "),
+    );
+    for r in rows {
+        let ratio = |d: Duration| r.lock.0.as_secs_f64() / d.as_secs_f64().max(1e-12);
+        out += &format!(
+            "| {} | {} | {} | {} / {} | {} | {:.2} | {:.1} | {} | {} | {} | {} |\n",
+            r.strategy.as_str(),
+            r.wire.map_or("-".into(), |w| format!("{w:.1}")),
+            r.round_trips,
+            ms(r.lock.0),
+            ms(r.lock.1),
+            ms(r.floor.0),
+            ratio(r.floor.0),
+            ratio(db.0),
+            r.updates.map_or("-".into(), |u| ms(u.0)),
+            r.throughput
+                .iter()
+                .map(|(_, per_s, _, _)| format!("{per_s:.0}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            r.throughput
+                .iter()
+                .skip(1)
+                .map(|(_, _, jain, _)| format!("{jain:.2}"))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            r.handoff
+                .iter()
+                .map(|(_, p50, p99)| format!("{} / {}", ms(*p50), ms(*p99)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    out
+}
