@@ -190,7 +190,14 @@ def test_loss_is_raised_when_leaving_the_block() -> None:
 
 @pytest.mark.parametrize(
     "name,error",
-    [("", baton.InvalidName), ("a\0b", baton.InvalidName), ("x" * (1 << 20), baton.InvalidName), (42, baton.InvalidName)],
+    [
+        ("", baton.InvalidName),
+        ("a\0b", baton.InvalidName),
+        ("x" * (1 << 20), baton.InvalidName),
+        ("bad-\udcff", baton.InvalidName),  # not UTF-8: os.fsdecode's lone surrogate
+        (b"bytes", baton.InvalidName),
+        (42, baton.InvalidName),
+    ],
 )
 def test_bad_names(name: object, error: type) -> None:
     locker = baton.Locker(url())

@@ -85,8 +85,14 @@ def _seconds(what: str, value: Optional[Seconds]) -> Optional[float]:
 
 
 def _name(name: object) -> str:
+    """``name`` as the native module takes it: a str that is valid UTF-8 (a str holding a lone
+    surrogate, as ``os.fsdecode`` makes of undecodable bytes, is not)."""
     if not isinstance(name, str):
         raise InvalidName(f"a lock name must be a str, not {type(name).__name__}")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidName(f"lock name is not valid UTF-8: {e.reason} at index {e.start}") from None
     return name
 
 
