@@ -36,6 +36,10 @@ impl Store for CountingStore {
         self.inner.changes()
     }
 
+    fn waiting(&self) {
+        self.inner.waiting()
+    }
+
     fn describe(&self) -> String {
         String::from("counting memory store")
     }

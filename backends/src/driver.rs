@@ -51,6 +51,9 @@ pub async fn drive<O: Operation>(
                 ));
             }
             Poll::WaitUntil(until) => {
+                if changes.is_some() {
+                    store.waiting();
+                }
                 if wait(clock.to_tokio(until), &mut changes).await {
                     op.wake();
                 }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use baton_kernel::{Cell, Error, ErrorKind, Grant, Lease, LifeStatus, LockLife, Result, Write};
 use tokio::runtime::Handle;
-use tokio::task::JoinHandle;
 
 use crate::life_host::{self, Life};
 use crate::store::Store;
@@ -36,7 +35,6 @@ pub struct Guard {
     row: Vec<Cell>,
     pub(crate) life: Arc<Life>,
     pub(crate) store: Arc<dyn Store>,
-    task: Option<JoinHandle<()>>,
     pub(crate) runtime: Handle,
     pub(crate) pid: u32,
 }
@@ -53,19 +51,19 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
-    /// The guard of a granted lock: starts the task that drives the rest of its life on `store`.
+    /// The guard of a granted lock: the rest of its life is driven on `store`, by a task on
+    /// `runtime` started now with `keep_alive`, or when first needed without (see
+    /// [`Life::hand_over`]).
     pub(crate) fn start(
         life: Arc<Life>,
         grant: Grant,
         store: Arc<dyn Store>,
         runtime: Handle,
         pid: u32,
+        keep_alive: bool,
     ) -> Guard {
         let Grant { lease, row } = grant;
-        let task = {
-            let (life, store) = (Arc::clone(&life), Arc::clone(&store));
-            runtime.spawn(async move { life.drive_to_end(&*store).await })
-        };
+        life.hand_over(Arc::clone(&store), runtime.clone(), keep_alive);
         Guard {
             name: lease.name().as_str().to_owned(),
             token: lease.token(),
@@ -73,7 +71,6 @@ impl Guard {
             row,
             life,
             store,
-            task: Some(task),
             runtime,
             pid,
         }
@@ -221,17 +218,15 @@ impl Drop for Guard {
             // A forked child: the lock is the parent's, and the parent's runtime (its threads,
             // its timers) does not exist here. Touch nothing: leak our references so no
             // destructor wakes a task or takes a lock another thread held at fork time.
-            if let Some(task) = self.task.take() {
-                std::mem::forget(task);
-            }
             std::mem::forget(Arc::clone(&self.life));
             std::mem::forget(Arc::clone(&self.store));
             std::mem::forget(self.runtime.clone());
             return;
         }
-        // The task releases the lock (a held one; a lost one is cleaned up) and ends.
+        // The task (started now if the life had none and is not over) releases the lock (a
+        // held one; a lost one is cleaned up) and ends.
         self.life.request(LockLife::cancel);
-        if self.task.as_ref().is_some_and(JoinHandle::is_finished) && !self.released() {
+        if self.life.driver_is_gone() && !self.released() {
             tracing::warn!(
                 lock = %self.name,
                 token = self.token,

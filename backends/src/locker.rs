@@ -193,6 +193,7 @@ impl Locker {
             Arc::clone(&self.inner.store),
             runtime,
             pid,
+            keep_alive,
         ))
     }
 

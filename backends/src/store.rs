@@ -55,6 +55,14 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// A waiter holding a receiver of [`Store::changes`] is about to wait on it. A store that
+    /// learns of other processes' frees only while it listens for them (PostgreSQL's `LISTEN`)
+    /// starts listening here, and may stop some time after the last call; a store that does not
+    /// need it ignores it (the default). Called before every wait, never for an acquisition that
+    /// succeeds at once: it must be cheap, and listening costs nothing until someone waits.
+    /// A wrapper store forwards it along with `changes`.
+    fn waiting(&self) {}
+
     /// A short description for messages, such as `memory store` or `postgres at db1:5432`
     /// (never with a password).
     fn describe(&self) -> String;

@@ -145,6 +145,39 @@ async fn a_release_wakes_a_waiter_long_before_its_backoff_ends() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn only_an_acquisition_that_waits_tells_the_store() {
+    // `Store::waiting` is what starts PostgreSQL's LISTEN session, which costs the server a
+    // wake-up per release of the table: uncontended locks and try_lock must not call it.
+    for strategy in Strategy::ALL {
+        let store = FlakyStore::new();
+        let locker = baton::Locker::builder(store.clone())
+            .strategy(strategy)
+            .build()
+            .expect("valid");
+        for _ in 0..3 {
+            locker
+                .lock("job")
+                .await
+                .expect("lock")
+                .release()
+                .await
+                .expect("release");
+        }
+        let held = locker.lock("job").await.expect("lock");
+        let busy = locker.try_lock("job").await.expect_err("held");
+        assert_eq!(busy.kind(), ErrorKind::Busy, "{strategy}: {busy}");
+        assert_eq!(store.waits(), 0, "{strategy}: no acquisition waited yet");
+        let e = locker
+            .lock_with("job", LockRequest::new().wait_timeout(200 * MS))
+            .await
+            .expect_err("held");
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{strategy}: {e}");
+        assert!(store.waits() >= 1, "{strategy}: the waiter waited");
+        drop(held);
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_waiter_is_not_woken_by_its_own_deletes() {
     // Column prefix deletes its own cell after each lost attempt, which bumps the store's change
     // counter; a waiter that woke itself that way would retry in a tight loop.
@@ -197,6 +230,61 @@ async fn dropping_a_guard_releases_it() {
                 }
             }
         })
+        .await;
+        assert!(next.token() > token, "{strategy}");
+    }
+}
+
+/// Tasks alive on the current runtime.
+fn tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+#[tokio::test]
+async fn without_keep_alive_a_lock_released_by_its_caller_costs_no_task() {
+    for strategy in Strategy::ALL {
+        let locker = builder(strategy).keep_alive(false).build().expect("valid");
+        let before = tasks();
+        for _ in 0..3 {
+            let mut guard = locker.lock("job").await.expect("lock");
+            assert_eq!(tasks(), before, "{strategy}: a task while held");
+            guard.release().await.expect("release");
+            drop(guard);
+            assert_eq!(tasks(), before, "{strategy}: a task after the release");
+        }
+        // With keep-alive, renewals run on a task from the grant.
+        let kept = builder(strategy).build().expect("valid");
+        let mut guard = kept.lock("job").await.expect("lock");
+        assert_eq!(tasks(), before + 1, "{strategy}: the keep-alive task");
+        guard.release().await.expect("release");
+    }
+}
+
+#[tokio::test]
+async fn without_keep_alive_a_drop_or_a_renewal_starts_the_guard_task_when_needed() {
+    for strategy in Strategy::ALL {
+        let locker = builder(strategy).keep_alive(false).build().expect("valid");
+        let guard = locker.lock("job").await.expect("lock");
+        let deadline = guard.lease().deadline();
+        guard.renew().await.expect("a renewal by hand");
+        assert!(guard.lease().deadline() > deadline, "{strategy}: renewed");
+        let token = guard.token();
+        drop(guard);
+        let next = within(
+            Duration::from_secs(10),
+            "the dropped lock to be free",
+            async {
+                loop {
+                    match locker.try_lock("job").await {
+                        Ok(guard) => break guard,
+                        Err(e) if e.kind() == ErrorKind::Busy => tokio::task::yield_now().await,
+                        Err(e) => panic!("{strategy}: {e}"),
+                    }
+                }
+            },
+        )
         .await;
         assert!(next.token() > token, "{strategy}");
     }

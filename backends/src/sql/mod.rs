@@ -428,17 +428,22 @@ impl Store for SqlStore {
         })
     }
 
-    /// Wakes waiters in this process when one of its own operations frees a lock. On
-    /// PostgreSQL also when another process frees one (the first call starts listening on the
-    /// table's channel); elsewhere other processes' releases are seen at the next poll.
+    /// Wakes waiters in this process when one of its own operations frees a lock; on
+    /// PostgreSQL also, while they wait, when another process frees one (see
+    /// [`Store::waiting`]). Elsewhere other processes' releases are seen at the next poll.
     fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.changes.subscribe())
+    }
+
+    /// On PostgreSQL, listens on the table's channel from now until no waiter has waited for
+    /// 30 s (see the `listen` module); nothing elsewhere.
+    fn waiting(&self) {
         #[cfg(feature = "postgres")]
         if let SqlPool::Postgres(pool) = &self.inner.pool {
             let channel = &self.inner.options.table;
             let changes = Arc::downgrade(&self.inner.changes);
-            self.inner.listening.start(pool, channel, changes);
+            self.inner.listening.waiting(pool, channel, changes);
         }
-        Some(self.inner.changes.subscribe())
     }
 
     fn describe(&self) -> String {

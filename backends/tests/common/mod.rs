@@ -32,6 +32,7 @@ pub struct FlakyStore {
     dead: Arc<AtomicBool>,
     executed: Arc<AtomicU64>,
     budget: Arc<AtomicU64>,
+    waits: Arc<AtomicU64>,
 }
 
 impl FlakyStore {
@@ -62,6 +63,11 @@ impl FlakyStore {
     pub fn executed(&self) -> u64 {
         self.executed.load(Ordering::SeqCst)
     }
+
+    /// How many times a waiter said it is about to wait ([`Store::waiting`]).
+    pub fn waits(&self) -> u64 {
+        self.waits.load(Ordering::SeqCst)
+    }
 }
 
 impl Store for FlakyStore {
@@ -82,6 +88,10 @@ impl Store for FlakyStore {
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         self.inner.changes()
+    }
+
+    fn waiting(&self) {
+        self.waits.fetch_add(1, Ordering::SeqCst);
     }
 
     fn describe(&self) -> String {

@@ -1,6 +1,6 @@
 //! PostgreSQL's wake-ups across processes: a release by one store wakes a waiter of another
-//! (as another process would be) through the table's trigger and `LISTEN`, long before the
-//! waiter's back-off ends.
+//! (as another process would be) through the release's `pg_notify` and the waiter's `LISTEN`,
+//! long before the waiter's back-off ends.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +27,10 @@ impl Store for Counting {
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         self.inner.changes()
+    }
+
+    fn waiting(&self) {
+        self.inner.waiting()
     }
 
     fn describe(&self) -> String {

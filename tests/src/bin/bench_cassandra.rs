@@ -106,6 +106,10 @@ impl Store for Recorder {
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.inner.changes()
     }
+
+    fn waiting(&self) {
+        self.inner.waiting()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -101,6 +101,10 @@ impl Store for CountingStore {
         self.inner.changes()
     }
 
+    fn waiting(&self) {
+        self.inner.waiting()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -67,6 +67,10 @@ impl Store for Recorder {
         self.inner.changes()
     }
 
+    fn waiting(&self) {
+        self.inner.waiting()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -95,14 +99,14 @@ impl Replay {
         replay
     }
 
-    /// Compare-and-sets that put every cell the template compare-and-sets without a TTL (the
-    /// fencing counter) back to its value in `to`, where the replay changed it; noted as
-    /// applied.
     /// What the replay knows each `(row, column)` holds now.
     pub(crate) fn known(&self) -> HashMap<(String, String), String> {
         self.last.clone()
     }
 
+    /// Compare-and-sets that put every cell the template compare-and-sets without a TTL (the
+    /// fencing counter) back to its value in `to`, where the replay changed it; noted as
+    /// applied.
     pub(crate) fn restore(&mut self, to: &HashMap<(String, String), String>) -> Vec<Command> {
         let mut out = Vec::new();
         let mut restored = std::collections::HashSet::new();

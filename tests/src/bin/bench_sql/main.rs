@@ -36,18 +36,24 @@
 //!   commands all clients sent per acquisition (what waiting costs the store).
 //! - **hand-off**: p50 and p99 of the time from a release returning to the next holder's
 //!   `lock()` returning, with each of `--waiters` waiters (clients hold the lock 1 ms).
+//! - **CPU per operation** (PostgreSQL and MariaDB, Linux): over `--cpu N` back-to-back
+//!   lock+releases and as many pairs of the plain client's `UPDATE`s, the wall time, this
+//!   process's CPU time and context switches, and the database server's CPU time, each per
+//!   operation (module `cpu`).
 //!
 //! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
 //! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
 //! `--strategies unique-insert,bakery,…`, `--workers N` (the runtime's worker threads, default
-//! 2; 0 runs everything on one current-thread runtime). At the end it prints one Markdown table
+//! 2; 0 runs everything on one current-thread runtime), `--cpu N` (default 1000; 0 skips it). At the end it prints one Markdown table
 //! per store, as in the README's "Performance".
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
-//! client's UPDATEs and the database's own lock), `contention` (throughput, fairness, hand-off).
+//! client's UPDATEs and the database's own lock), `contention` (throughput, fairness, hand-off),
+//! `cpu` (CPU time and context switches per operation).
 
 mod baselines;
 mod contention;
+mod cpu;
 mod floor;
 
 use std::sync::Arc;
@@ -87,6 +93,8 @@ struct Settings {
     strategies: Vec<Strategy>,
     /// Worker threads of the runtime everything runs on (0: a current-thread runtime).
     workers: usize,
+    /// Back-to-back operations of the CPU measurement (0: none).
+    cpu: u64,
 }
 
 fn counts(value: &str) -> Result<Vec<usize>, Error> {
@@ -104,6 +112,7 @@ fn settings() -> Result<Settings, Error> {
         waiters: vec![2, 8, 32],
         handoffs: 200,
         workers: 2,
+        cpu: 1000,
         stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
         strategies: vec![
             Strategy::UniqueInsert,
@@ -121,6 +130,7 @@ fn settings() -> Result<Settings, Error> {
             "--waiters" => s.waiters = counts(&value)?,
             "--handoffs" => s.handoffs = value.parse()?,
             "--workers" => s.workers = value.parse()?,
+            "--cpu" => s.cpu = value.parse()?,
             "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
             "--strategies" => {
                 s.strategies = value
@@ -174,6 +184,8 @@ struct Row {
     throughput: Vec<(usize, f64, f64, f64)>,
     /// Hand-off p50 and p99, per number of waiters.
     handoff: Vec<(usize, Duration, Duration)>,
+    /// CPU per operation: the lock+release's and the plain client's two `UPDATE`s'.
+    cpu: Option<(cpu::Costs, cpu::Costs)>,
 }
 
 async fn bench_strategy(
@@ -271,6 +283,26 @@ async fn bench_table(
     let in_store = percentiles(in_store);
     let floor = percentiles(floor_samples);
     let updates = (!update_samples.is_empty()).then(|| percentiles(update_samples));
+    let server = match base.split("://").next() {
+        Some("postgres" | "postgresql") => Some("postgres"),
+        Some("mysql" | "mariadb") => Some("mariadbd"),
+        _ => None,
+    };
+    let cpu = match server {
+        Some(server) if s.cpu > 0 => {
+            let meter = cpu::Meter::start(server);
+            for _ in 0..s.cpu {
+                locker.lock("bench").await?.release().await?;
+            }
+            let baton = meter.per_op(s.cpu);
+            let meter = cpu::Meter::start(server);
+            for _ in 0..s.cpu {
+                plain.two_updates().await?;
+            }
+            Some((baton, meter.per_op(s.cpu)))
+        }
+        _ => None,
+    };
     plain.finish().await?;
     let wire = wire_round_trips(&locker, base, s.iterations.min(200)).await?;
 
@@ -301,6 +333,7 @@ async fn bench_table(
         updates,
         throughput,
         handoff,
+        cpu,
     })
 }
 
@@ -494,6 +527,33 @@ fn markdown(
                 .collect::<Vec<_>>()
                 .join(", "),
         );
+    }
+    let cpu: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.cpu.map(|c| (r.strategy, c)))
+        .collect();
+    if !cpu.is_empty() {
+        out += &format!(
+            "\n{store}, CPU per operation ({} back-to-back; µs, context switches of the client process)\n\n| strategy | lock+release: wall / client CPU / switches / server CPU | 2 UPDATEs: wall / client CPU / switches / server CPU |\n| --- | ---: | ---: |\n",
+            s.cpu
+        );
+        let costs = |c: &cpu::Costs| {
+            format!(
+                "{:.0} / {:.0} / {:.1} / {}",
+                c.wall_us,
+                c.client_us,
+                c.switches,
+                c.server_us.map_or("-".into(), |u| format!("{u:.0}"))
+            )
+        };
+        for (strategy, (baton, plain)) in cpu {
+            out += &format!(
+                "| {} | {} | {} |\n",
+                strategy.as_str(),
+                costs(&baton),
+                costs(&plain)
+            );
+        }
     }
     out
 }
