@@ -214,6 +214,20 @@ async fn a_waiter_is_not_woken_by_its_own_deletes() {
     }
 }
 
+/// Takes "job" with `try_lock` as soon as it is free (within 10 s).
+async fn take_once_free(locker: &baton::Locker, strategy: Strategy) -> baton::Guard {
+    within(Duration::from_secs(10), "the lock to be free", async {
+        loop {
+            match locker.try_lock("job").await {
+                Ok(guard) => break guard,
+                Err(e) if e.kind() == ErrorKind::Busy => tokio::task::yield_now().await,
+                Err(e) => panic!("{strategy}: {e}"),
+            }
+        }
+    })
+    .await
+}
+
 #[tokio::test]
 async fn dropping_a_guard_releases_it() {
     for strategy in Strategy::ALL {
@@ -221,16 +235,7 @@ async fn dropping_a_guard_releases_it() {
         let guard = locker.lock("job").await.expect("lock");
         let token = guard.token();
         drop(guard);
-        let next = within(Duration::from_secs(10), "the lock to be free", async {
-            loop {
-                match locker.try_lock("job").await {
-                    Ok(guard) => break guard,
-                    Err(e) if e.kind() == ErrorKind::Busy => tokio::task::yield_now().await,
-                    Err(e) => panic!("{strategy}: {e}"),
-                }
-            }
-        })
-        .await;
+        let next = take_once_free(&locker, strategy).await;
         assert!(next.token() > token, "{strategy}");
     }
 }
@@ -272,20 +277,7 @@ async fn without_keep_alive_a_drop_or_a_renewal_starts_the_guard_task_when_neede
         assert!(guard.lease().deadline() > deadline, "{strategy}: renewed");
         let token = guard.token();
         drop(guard);
-        let next = within(
-            Duration::from_secs(10),
-            "the dropped lock to be free",
-            async {
-                loop {
-                    match locker.try_lock("job").await {
-                        Ok(guard) => break guard,
-                        Err(e) if e.kind() == ErrorKind::Busy => tokio::task::yield_now().await,
-                        Err(e) => panic!("{strategy}: {e}"),
-                    }
-                }
-            },
-        )
-        .await;
+        let next = take_once_free(&locker, strategy).await;
         assert!(next.token() > token, "{strategy}");
     }
 }
