@@ -166,6 +166,9 @@ impl Replay {
             }
             Command::CompareAndSet {
                 row, column, new, ..
+            }
+            | Command::GuardedSet {
+                row, column, new, ..
             } => match new {
                 Some(v) => {
                     self.last.insert((row.clone(), column.clone()), v.clone());
@@ -190,16 +193,6 @@ impl Replay {
                 self.last
                     .insert((row.clone(), counter.clone()), counter_next.clone());
             }
-            Command::GuardedSet {
-                row, column, new, ..
-            } => match new {
-                Some(v) => {
-                    self.last.insert((row.clone(), column.clone()), v.clone());
-                }
-                None => {
-                    self.last.remove(&(row.clone(), column.clone()));
-                }
-            },
             Command::Batch { row, writes, .. } => {
                 for w in writes {
                     match w {
