@@ -245,7 +245,8 @@ impl LockLife {
     }
 
     /// Tells a waiting acquisition that the lock may have changed (the store saw a release), so
-    /// it tries again now. Harmless at any time.
+    /// it tries again now, unless it keeps losing the races it is woken for while wake-ups come
+    /// fast (see [`Operation::wake`]). Harmless at any time.
     pub fn wake(&mut self) {
         if let Phase::Acquiring(op) = &mut self.phase {
             op.wake();

@@ -4,6 +4,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::herd::Herd;
 use super::io::{Io, IoPoll};
 use super::{CommandId, Operation, Poll};
 use crate::error::{unexpected, Error, ErrorKind, Result};
@@ -124,6 +125,10 @@ pub struct Acquire {
     forced_seen: u64,
     data: Vec<Cell>,
     woken: bool,
+    /// Which wake-ups this acquisition answers at once (see the `herd` module).
+    herd: Herd,
+    /// Whether the current attempt was started by a wake-up (not by the end of a back-off).
+    woke_attempt: bool,
     /// Whether this acquisition waited for someone else (slept after finding the lock taken).
     waited: bool,
     /// How long the last reply took.
@@ -193,6 +198,8 @@ impl Acquire {
             forced_seen: 0,
             data: Vec::new(),
             woken: false,
+            herd: Herd::default(),
+            woke_attempt: false,
             waited: false,
             round_trip: core::time::Duration::ZERO,
             courtesy: None,
@@ -414,6 +421,9 @@ impl Acquire {
             };
             return self.finish(Err(e));
         }
+        if core::mem::take(&mut self.woke_attempt) {
+            self.herd.lost();
+        }
         let delay = self
             .opts
             .retry
@@ -424,6 +434,16 @@ impl Acquire {
             until,
             then: Next::Start,
         };
+    }
+
+    /// Whether a wake-up during a sleep before `then` starts it at once. A new attempt is
+    /// subject to the herd rule (see the `herd` module); a bakery waiter always looks at the
+    /// queue again, since only the waiter whose turn it is goes on.
+    fn answers_wake(&mut self, then: &Next, now: Instant) -> bool {
+        match then {
+            Next::Start => self.herd.answer(now, self.round_trip, &mut self.rng),
+            Next::BakeryCheck(_) => true,
+        }
     }
 
     /// The command that deletes our own cell.
@@ -898,12 +918,15 @@ impl Operation for Acquire {
                         }
                         _ => self.start_attempt(now),
                     },
-                    Phase::Sleep { until, then } if now < until && !self.woken => {
+                    Phase::Sleep { until, then }
+                        if now < until && (!self.woken || !self.answers_wake(&then, now)) =>
+                    {
+                        self.woken = false;
                         self.phase = Phase::Sleep { until, then };
                         return Poll::WaitUntil(until);
                     }
                     Phase::Sleep { then, .. } => {
-                        self.woken = false;
+                        self.woke_attempt = core::mem::take(&mut self.woken);
                         self.courteous = false;
                         match then {
                             Next::Start => self.start_attempt(now),

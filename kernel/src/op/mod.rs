@@ -2,6 +2,7 @@
 
 mod acquire;
 mod admin;
+mod herd;
 mod io;
 mod renew;
 
@@ -67,6 +68,8 @@ pub trait Operation {
     fn handle(&mut self, id: CommandId, reply: Reply);
 
     /// Tells a waiting operation that the lock may have changed (a release was seen), so it
-    /// should try again now rather than at the end of its backoff. Harmless at any time.
+    /// may try again now rather than at the end of its backoff: a waiter that keeps losing the
+    /// races it is woken for answers only some wake-ups while they come fast (the `herd`
+    /// module). Harmless at any time: it decides when to look, never what is granted.
     fn wake(&mut self);
 }

@@ -132,6 +132,11 @@ pub struct Config {
     pub reuse_owner: bool,
     /// The cap on a waiter's backoff (20 ms or 200 ms: short caps poll a freed lock closely).
     pub retry_max: Duration,
+    /// Whether the store sends change notices (PostgreSQL's `NOTIFY`; in-process wake-ups).
+    /// On in every generated run; off replays a run as the simulator had it before notices
+    /// were modelled (a store that only answers, as MariaDB, SQLite and Cassandra do to
+    /// other processes).
+    pub notices: bool,
 }
 
 /// The fault profiles, in the order seeds cycle through them.
@@ -260,6 +265,7 @@ impl Config {
             } else {
                 200
             }),
+            notices: true,
         }
     }
 }
@@ -297,11 +303,15 @@ pub struct FaultCounts {
     pub forced: u64,
     /// Acquisitions cancelled midway.
     pub cancelled: u64,
+    /// Change notices (`NOTIFY`) lost on their way to a waiter.
+    pub lost_notices: u64,
+    /// Change notices delivered twice.
+    pub duplicated_notices: u64,
 }
 
 impl FaultCounts {
     /// The counts with their names, for tables.
-    pub fn named(&self) -> [(&'static str, u64); 15] {
+    pub fn named(&self) -> [(&'static str, u64); 17] {
         [
             ("lost reply", self.lost_reply),
             ("dropped", self.dropped),
@@ -318,6 +328,8 @@ impl FaultCounts {
             ("purge", self.purges),
             ("forced", self.forced),
             ("cancelled", self.cancelled),
+            ("lost notice", self.lost_notices),
+            ("double notice", self.duplicated_notices),
         ]
     }
 
@@ -337,6 +349,8 @@ impl FaultCounts {
         self.purges += o.purges;
         self.forced += o.forced;
         self.cancelled += o.cancelled;
+        self.lost_notices += o.lost_notices;
+        self.duplicated_notices += o.duplicated_notices;
     }
 }
 

@@ -58,6 +58,10 @@ enum Event {
     Crash {
         client: usize,
     },
+    /// A change notice from the store (PostgreSQL's `NOTIFY`) reaches a client.
+    Notice {
+        client: usize,
+    },
 }
 
 enum State {
@@ -329,6 +333,21 @@ impl Sim {
                 self.step(client);
             }
             Event::Cancel { client, op } => self.cancel(client, op),
+            Event::Notice { client } => {
+                let c = &self.clients[client];
+                if c.crashed || !matches!(c.state, State::Acquiring(_)) {
+                    return;
+                }
+                if let Some(p) = self.pause(client) {
+                    self.schedule(self.now + p, Event::Notice { client });
+                    return;
+                }
+                self.log(client, || "NOTICE".into());
+                if let State::Acquiring(o) = &mut self.clients[client].state {
+                    o.wake();
+                }
+                self.step(client);
+            }
             Event::Arrive {
                 client,
                 op,
@@ -346,6 +365,7 @@ impl Sim {
                 self.log(client, || {
                     format!("store {fate:?} stamp {stamp}: {command:?} -> {reply:?}")
                 });
+                self.notify(Some(client), &command);
                 let ttl = self.ttl();
                 match fate {
                     Fate::Late => {
@@ -384,6 +404,7 @@ impl Sim {
                 self.log(usize::MAX, || {
                     format!("store LATE stamp {stamp}: {command:?} -> {reply:?}")
                 });
+                self.notify(None, &command);
             }
             Event::Deliver {
                 client,
