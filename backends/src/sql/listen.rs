@@ -176,7 +176,13 @@ async fn turns(
                 Err(e) => return Ended::Failed(e),
             }
         }
-        // Our turn: listen until a notification. `try_recv` is cancel-safe.
+        // Our turn. A release may have come while the gate passed, or while a process whose
+        // waiters wait for another name (or hold a later bakery ticket) held it: look once.
+        match changes.upgrade() {
+            Some(changes) => changes.send_modify(|n| *n = n.wrapping_add(1)),
+            None => return Ended::Stop,
+        }
+        // Listen until a notification. `try_recv` is cancel-safe.
         let received = loop {
             tokio::select! {
                 _ = &mut *stop => return Ended::Stop,
