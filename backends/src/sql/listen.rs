@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgListener;
 use sqlx::AssertSqlSafe;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{oneshot, watch, Notify};
 
 /// How long a listener outlives the last wait of its store's waiters.
 pub(crate) const IDLE: Duration = Duration::from_secs(30);
@@ -35,6 +35,8 @@ pub(crate) const IDLE: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub(crate) struct Listening {
     state: Arc<Mutex<State>>,
+    /// Told at every wait: a listener with no waiter in progress queues for the gate again.
+    wanted: Arc<Notify>,
 }
 
 #[derive(Default)]
@@ -53,6 +55,7 @@ impl Listening {
     pub fn waiting(&self, pool: &sqlx::PgPool, channel: &str, changes: Weak<watch::Sender<u64>>) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.last_wait = Some(Instant::now());
+        self.wanted.notify_one();
         if state.stop.as_ref().is_some_and(|s| !s.is_closed()) {
             return;
         }
@@ -62,7 +65,15 @@ impl Listening {
         let (tx, rx) = oneshot::channel();
         state.stop = Some(tx);
         let idle = Idle(Arc::downgrade(&self.state));
-        runtime.spawn(listen(pool.clone(), channel.to_owned(), changes, idle, rx));
+        let wanted = Arc::clone(&self.wanted);
+        runtime.spawn(listen(
+            pool.clone(),
+            channel.to_owned(),
+            changes,
+            wanted,
+            idle,
+            rx,
+        ));
     }
 
     /// Whether a listener runs (for tests).
@@ -100,6 +111,7 @@ async fn listen(
     pool: sqlx::PgPool,
     channel: String,
     changes: Weak<watch::Sender<u64>>,
+    wanted: Arc<Notify>,
     idle: Idle,
     mut stop: oneshot::Receiver<()>,
 ) {
@@ -115,7 +127,12 @@ async fn listen(
         let failed = match connected {
             Ok(mut listener) => {
                 pause = Duration::from_millis(100);
-                match turns(&mut listener, &gate, &changes, &idle, &mut check, &mut stop).await {
+                let ours = Ours {
+                    changes: &changes,
+                    wanted: &wanted,
+                    idle: &idle,
+                };
+                match turns(&mut listener, &gate, &ours, &mut check, &mut stop).await {
                     Ended::Stop => return,
                     Ended::Failed(e) => e,
                 }
@@ -147,17 +164,42 @@ enum Ended {
     Failed(sqlx::Error),
 }
 
-/// Turns at the gate on one connection: queue, listen until a notification, pass the gate on,
-/// queue again.
+/// What a listener knows of its store's waiters.
+struct Ours<'a> {
+    /// The change counter its waiters watch: each acquisition in progress holds a receiver.
+    changes: &'a Weak<watch::Sender<u64>>,
+    /// Told at every wait.
+    wanted: &'a Notify,
+    idle: &'a Idle,
+}
+
+/// Turns at the gate on one connection: while an acquisition of the store is in progress,
+/// queue, listen until a notification, pass the gate on, queue again. A store with none in
+/// progress (its locks held, or none wanted) stays out of the queue, and passes the gate on if
+/// it holds it, so that it does not take turns meant for processes that wait.
 async fn turns(
     listener: &mut PgListener,
     gate: &Gate,
-    changes: &Weak<watch::Sender<u64>>,
-    idle: &Idle,
+    ours: &Ours<'_>,
     check: &mut tokio::time::Interval,
     stop: &mut oneshot::Receiver<()>,
 ) -> Ended {
     loop {
+        // Out of the queue until an acquisition is in progress.
+        loop {
+            let Some(changes) = ours.changes.upgrade() else {
+                return Ended::Stop;
+            };
+            if changes.receiver_count() > 0 {
+                break;
+            }
+            drop(changes);
+            tokio::select! {
+                _ = &mut *stop => return Ended::Stop,
+                _ = check.tick() => if ours.idle.stop_now() { return Ended::Stop },
+                () = ours.wanted.notified() => {}
+            }
+        }
         // Queue. Not cancel-safe: stopping here drops the connection, whose session (and place
         // in the queue) ends when it closes. After `lock_timeout`, queue again.
         loop {
@@ -166,7 +208,7 @@ async fn turns(
             let entered = loop {
                 tokio::select! {
                     _ = &mut *stop => return Ended::Stop,
-                    _ = check.tick() => if idle.stop_now() { return Ended::Stop },
+                    _ = check.tick() => if ours.idle.stop_now() { return Ended::Stop },
                     r = &mut queued => break r,
                 }
             };
@@ -176,35 +218,40 @@ async fn turns(
                 Err(e) => return Ended::Failed(e),
             }
         }
-        // Our turn. A release may have come while the gate passed, or while a process whose
-        // waiters wait for another name (or hold a later bakery ticket) held it: look once.
-        match changes.upgrade() {
-            Some(changes) => changes.send_modify(|n| *n = n.wrapping_add(1)),
-            None => return Ended::Stop,
-        }
-        // Listen until a notification. `try_recv` is cancel-safe.
+        let Some(changes) = ours.changes.upgrade() else {
+            return Ended::Stop;
+        };
+        // Our turn. No look at once: the waiters answer every wake-up only while they have not
+        // lost races they were woken for (the herd rule), so a look that finds the lock held
+        // would make them likely to let the next release, which only we hear, pass.
+        // Listen until a notification, or until no acquisition of ours is in progress.
+        // `try_recv` and `closed` are cancel-safe.
         let received = loop {
             tokio::select! {
                 _ = &mut *stop => return Ended::Stop,
-                _ = check.tick() => if idle.stop_now() {
+                _ = check.tick() => if ours.idle.stop_now() {
                     // Pass the gate on before going; closing the connection would too.
                     let _ = sqlx::raw_sql(AssertSqlSafe(gate.leave.clone())).execute(&mut *listener).await;
                     return Ended::Stop;
                 },
-                r = listener.try_recv() => break r,
+                () = changes.closed() => break None,
+                r = listener.try_recv() => break Some(r),
             }
         };
-        let Some(changes) = changes.upgrade() else {
-            return Ended::Stop;
-        };
-        // A lock was freed; or the connection was lost (`Ok(None)`, reconnected by sqlx in a new
-        // session, which holds no gate), and a notification with it perhaps: look again.
-        changes.send_modify(|n| *n = n.wrapping_add(1));
         match received {
-            Ok(Some(_)) => {}
-            Ok(None) => continue,
-            Err(e) => return Ended::Failed(e),
+            // No one of ours waits: pass the gate on.
+            None => {}
+            // A lock was freed: wake our waiters, and pass the gate on.
+            Some(Ok(Some(_))) => changes.send_modify(|n| *n = n.wrapping_add(1)),
+            // The connection was lost (and reconnected by sqlx, in a new session, which holds
+            // no gate), and a notification with it perhaps: look again, and queue again.
+            Some(Ok(None)) => {
+                changes.send_modify(|n| *n = n.wrapping_add(1));
+                continue;
+            }
+            Some(Err(e)) => return Ended::Failed(e),
         }
+        drop(changes);
         if let Err(e) = sqlx::raw_sql(AssertSqlSafe(gate.leave.clone()))
             .execute(&mut *listener)
             .await
