@@ -1,4 +1,12 @@
 //! Acquisition: one state machine running whichever strategy the options name.
+//!
+//! This module holds the machine and what the strategies share (starting attempts, backing off,
+//! the fencing counter, abandoning an attempt); each strategy's own steps are in its module:
+//! [`unique_insert`], [`bakery_queue`], [`column_prefix`].
+
+mod bakery_queue;
+mod column_prefix;
+mod unique_insert;
 
 use alloc::format;
 use alloc::string::String;
@@ -16,7 +24,7 @@ use crate::owner::OwnerId;
 use crate::record::{encode_bakery, BakeryState, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::{Bumped, FenceBump};
-use crate::strategy::{bakery, prefix, unique, Layout};
+use crate::strategy::Layout;
 use crate::time::Instant;
 
 /// What to do after deleting our own cell.
@@ -349,46 +357,6 @@ impl Acquire {
         }
     }
 
-    /// Unique insert: a value of its own for every send of a lock record (`att=N`): an insert
-    /// the store applies late must not pass for a later one (its TTL started earlier).
-    fn new_record_value(&mut self) {
-        self.sends = self.sends.saturating_add(1);
-        if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
-            self.record.att = self.sends;
-            self.value = self.record.encode();
-        }
-    }
-
-    /// Unique insert: sends a claim (the lock cell and the counter in one step) from the
-    /// counter value last seen.
-    fn claim(&mut self) {
-        self.new_record_value();
-        let bump = FenceBump::new(
-            self.name.as_str(),
-            &self.layout.fence,
-            self.owner.key(),
-            self.opts.acquisition,
-            self.counter_seen.as_deref(),
-            false,
-            self.opts.consistency,
-            self.opts.serial,
-        );
-        match bump {
-            Ok(bump) => {
-                self.io
-                    .send(bump.claim(&self.column, self.value.clone(), self.opts.ttl));
-                self.phase = Phase::UniqueClaim(bump);
-            }
-            // An unreadable counter value: let the store's own value replace it.
-            Err(_) if self.counter_seen.is_some() => {
-                self.counter_seen = None;
-                self.sends = self.sends.saturating_sub(1);
-                self.claim();
-            }
-            Err(e) => self.finish(Err(e)),
-        }
-    }
-
     /// Attempts plus bakery queue polls: both count against `RetryPolicy::max_attempts`
     /// (ScaleOut's "retry count").
     fn out_of_attempts(&self) -> bool {
@@ -559,258 +527,29 @@ impl Acquire {
         self.finish(Ok(Grant { lease, row }));
     }
 
-    /// Unique insert: reads the row back (serial) for the counter and our record.
-    fn read_fence(&mut self) {
-        self.phase = Phase::FenceRead;
-        self.io.send(Command::Read {
-            row: self.row(),
-            filter: crate::model::ColumnFilter::All,
-            consistency: ReadConsistency::Serial(self.opts.serial),
-        });
-    }
-
-    /// How many forced releases the counter in `cells` has seen (remembered in `forced_known`).
-    fn forced_in(&mut self, cells: &[Cell]) -> u64 {
-        let fence = cells
-            .iter()
-            .find(|c| c.column == self.layout.fence)
-            .map(|c| c.value.as_str());
-        let forced = crate::record::forced_count(fence);
-        self.forced_known = forced;
-        forced
-    }
-
-    fn bakery_check(&mut self, ticket: u64, now: Instant) {
-        let validity = self.opts.lease_validity();
-        let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
-        if now >= refresh_at {
-            self.phase = Phase::BakeryRefresh(ticket);
-            self.io.send(self.put(self.value.clone(), self.opts.ttl));
-        } else {
-            self.phase = Phase::BakeryCheck(ticket);
-            self.io.send(self.read_row(false));
-        }
-    }
-
-    /// Unique insert: the lock holds `current`, not our record.
-    fn unique_taken(&mut self, current: String, now: Instant) {
-        let ours = LockRecord::decode(&current)
-            .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
-        if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
-            // An earlier attempt's insert, applied late: nobody believes in it. Remove
-            // exactly that record, then try again at once.
-            self.phase = Phase::UniqueClearOwn;
-            self.io.send(Command::CompareAndSet {
-                row: self.row(),
-                column: self.column.clone(),
-                expected: current,
-                new: None,
-                ttl: None,
-                serial: self.opts.serial,
-                consistency: self.opts.consistency,
-            });
-            return;
-        }
-        if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
-            let wall = self.opts.created_unix_ms
-                + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
-            if unique::looks_expired(&current, wall) {
-                self.phase = Phase::UniqueBlindDelete;
-                let row = self.row();
-                self.io.send(Command::Delete {
-                    row,
-                    column: self.column.clone(),
-                    consistency: self.opts.consistency,
-                });
-                return;
-            }
-        }
-        self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
-    }
-
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
-        let validity = self.opts.lease_validity();
         self.round_trip = now.saturating_duration_since(sent);
-        match (core::mem::replace(&mut self.phase, Phase::Done), reply) {
-            // Unique insert.
-            (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
-                if current.as_deref() == Some(self.value.as_str()) {
-                    // Our record is the lock's: inserted by this claim (or by an earlier send of
-                    // it, settled by a serial read).
-                    self.wrote = true;
-                    self.cell_deadline = sent.saturating_add(validity);
-                    if guard.as_deref() == Some(bump.next_value().as_str()) {
-                        self.fence_value = bump.next_value();
-                        return self.won(bump.token(), now);
-                    }
-                    // The record went in without the counter (a store that found the counter
-                    // changed under it): move the counter from the value the step found, after
-                    // our record was in place, as a separate insert would.
-                    return self.start_fence(guard, true);
-                }
-                self.wrote = false;
-                self.counter_seen = guard;
-                match current {
-                    // Free, but the counter was not at the value we guessed: claim again from
-                    // the value found, once per attempt.
-                    None if self.reclaims == 0 => {
-                        self.reclaims += 1;
-                        self.claim();
-                    }
-                    None => self.contended(now, unique::busy(self.name.as_str(), None)),
-                    Some(current) => self.unique_taken(current, now),
-                }
+        match core::mem::replace(&mut self.phase, Phase::Done) {
+            phase @ (Phase::UniqueClaim(_)
+            | Phase::UniqueInsert
+            | Phase::UniqueClearOwn
+            | Phase::UniqueBlindDelete) => self.on_unique_reply(phase, reply, sent, now),
+            phase @ (Phase::BakeryEnter
+            | Phase::BakeryReadMax
+            | Phase::BakeryTicket(_)
+            | Phase::BakeryCheck(_)
+            | Phase::BakeryRefresh(_)) => self.on_bakery_reply(phase, reply, sent, now),
+            phase @ (Phase::PrefixWrite | Phase::PrefixRead) => {
+                self.on_prefix_reply(phase, reply, sent, now)
             }
-            (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
-                if applied || current.as_deref() == Some(self.value.as_str()) {
-                    self.wrote = true;
-                    self.cell_deadline = sent.saturating_add(validity);
-                    return match self.fence_hint.take() {
-                        Some(hint) => self.start_fence(Some(hint.value), false),
-                        None => self.read_fence(),
-                    };
-                }
-                self.wrote = false;
-                self.unique_taken(current.unwrap_or_default(), now);
-            }
-            (Phase::UniqueClearOwn, Reply::Conditional { .. }) => self.start_attempt(now),
-            (Phase::UniqueBlindDelete, Reply::Written) => {
-                self.attempts = self.attempts.saturating_sub(1);
-                self.start_attempt(now);
-            }
+            phase => self.on_shared_reply(phase, reply, sent, now),
+        }
+    }
 
-            // Bakery.
-            (Phase::BakeryEnter, Reply::Written) => {
-                self.wrote = true;
-                self.cell_deadline = sent.saturating_add(validity);
-                self.phase = Phase::BakeryReadMax;
-                self.io.send(self.read_row(false));
-            }
-            (Phase::BakeryReadMax, Reply::Cells(cells)) => {
-                let forced = self.forced_in(&cells);
-                if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
-                    self.forced_seen = forced;
-                } else if forced != self.forced_seen {
-                    // A forced release we cannot place before our `entering` write (or a reset
-                    // counter, or a hint from another one): it may delete that version of our cell. Write `entering` again (a newer version,
-                    // which only a forced release counted after this read can delete), then
-                    // read the queue again. We hold no ticket yet, so nothing else is lost.
-                    self.forced_seen = forced;
-                    self.phase = Phase::BakeryEnter;
-                    self.io.send(self.put(self.value.clone(), self.opts.ttl));
-                    return;
-                }
-                let ticket = bakery::max_ticket(&cells).saturating_add(1);
-                self.value = encode_bakery(
-                    BakeryState::Ticket(ticket),
-                    self.opts.created_unix_ms,
-                    self.opts.acquisition,
-                );
-                self.phase = Phase::BakeryTicket(ticket);
-                self.io.send(self.put(self.value.clone(), self.opts.ttl));
-            }
-            (Phase::BakeryTicket(ticket) | Phase::BakeryRefresh(ticket), Reply::Written) => {
-                // The write must have landed while the previous state of our cell was live.
-                if self.lapsed(now) {
-                    return self.abandon(Then::Restart);
-                }
-                self.cell_deadline = sent.saturating_add(validity);
-                self.phase = Phase::BakeryCheck(ticket);
-                self.io.send(self.read_row(false));
-            }
-            (Phase::BakeryCheck(ticket), Reply::Cells(cells)) => {
-                let mine = cells
-                    .iter()
-                    .find(|c| c.column == self.column)
-                    .map(|c| c.value.as_str());
-                if mine != Some(self.value.as_str())
-                    || self.lapsed(now)
-                    || self.forced_in(&cells) != self.forced_seen
-                {
-                    return self.abandon(Then::Restart);
-                }
-                let ignore_entering = self.opts.sabotage() == Sabotage::BakeryIgnoresEntering;
-                let blockers =
-                    bakery::blockers(&cells, &self.column, &self.owner, ticket, ignore_entering);
-                let Some(first) = blockers.first() else {
-                    let fence = cells
-                        .into_iter()
-                        .find(|c| c.column == self.layout.fence)
-                        .map(|c| c.value);
-                    return self.start_fence(fence, true);
-                };
-                let busy = Error::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "lock {:?} is held or queued for by {}",
-                        self.name.as_str(),
-                        self.layout.owner_part(first)
-                    ),
-                )
-                .with_holder(self.layout.owner_part(first));
-                if self.opts.wait == Wait::TryOnce
-                    || now >= self.wait_deadline
-                    || self.out_of_attempts()
-                {
-                    return self.abandon(Then::Contended(busy));
-                }
-                let delay = self.opts.retry.queue_delay(self.polls, &mut self.rng);
-                self.polls = self.polls.saturating_add(1);
-                self.tries_in_queue = self.tries_in_queue.saturating_add(1);
-                let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
-                let until = now
-                    .saturating_add(delay)
-                    .min(refresh_at)
-                    .min(self.wait_deadline);
-                self.phase = Phase::Sleep {
-                    until,
-                    then: Next::BakeryCheck(ticket),
-                };
-            }
-
-            // Column prefix.
-            (Phase::PrefixWrite, Reply::Written) => {
-                self.wrote = true;
-                self.cell_deadline = sent.saturating_add(validity);
-                self.phase = Phase::PrefixRead;
-                self.io.send(self.read_row(self.opts.prefix.read_row));
-            }
-            (Phase::PrefixRead, Reply::Cells(cells)) => {
-                self.newest_stamp = cells.iter().map(|c| c.stamp).max().unwrap_or(0);
-                let found = prefix::classify(&self.layout, cells, &self.column);
-                if !found.ours || self.lapsed(now) {
-                    return self.abandon(Then::Restart);
-                }
-                if let Some(other) = found.others.first() {
-                    let busy = Error::new(
-                        ErrorKind::Busy,
-                        format!(
-                            "lock {:?} is held by {}",
-                            self.name.as_str(),
-                            self.layout.owner_part(other)
-                        ),
-                    )
-                    .with_holder(self.layout.owner_part(other));
-                    return self.abandon(Then::Contended(busy));
-                }
-                if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {
-                    let e = Error::new(
-                        ErrorKind::StaleLock,
-                        format!(
-                            "lock {:?} has stale lock column(s) {:?}; purge them or acquire without fail_on_stale_lock",
-                            self.name.as_str(),
-                            found.stale
-                        ),
-                    );
-                    return self.abandon(Then::Fail(e));
-                }
-                self.stale = found.stale;
-                self.data = found.data;
-                self.start_fence(found.fence, true);
-            }
+    /// A reply in a phase every strategy shares (the counter, stale cells, abandoning).
+    fn on_shared_reply(&mut self, phase: Phase, reply: Reply, _sent: Instant, now: Instant) {
+        match (phase, reply) {
             (Phase::DeleteStale(token), Reply::Written) => self.won(token, now),
-
-            // Shared.
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
                 Ok(Bumped::Token(token)) => {
                     self.fence_value = bump.next_value();
@@ -850,11 +589,16 @@ impl Acquire {
                     Then::Fail(e) => self.finish(Err(e)),
                 }
             }
-            (phase, reply) => self.finish(Err(unexpected(
-                &format!("command of acquire phase {phase:?}"),
-                &reply,
-            ))),
+            (phase, reply) => self.unexpected_reply(&phase, &reply),
         }
+    }
+
+    /// A reply that does not fit the phase: an internal error.
+    fn unexpected_reply(&mut self, phase: &Phase, reply: &Reply) {
+        self.finish(Err(unexpected(
+            &format!("command of acquire phase {phase:?}"),
+            reply,
+        )));
     }
 }
 

@@ -1,0 +1,138 @@
+//! The bakery's steps of an acquisition: entering, choosing a ticket, and reading the queue
+//! until our turn.
+
+use alloc::format;
+
+use super::{Acquire, Next, Phase, Then};
+use crate::error::{Error, ErrorKind};
+use crate::model::{Cell, Reply};
+use crate::options::{Sabotage, Wait};
+use crate::record::{encode_bakery, BakeryState};
+use crate::strategy::bakery;
+use crate::time::Instant;
+
+impl Acquire {
+    /// How many forced releases the counter in `cells` has seen (remembered in `forced_known`).
+    fn forced_in(&mut self, cells: &[Cell]) -> u64 {
+        let fence = cells
+            .iter()
+            .find(|c| c.column == self.layout.fence)
+            .map(|c| c.value.as_str());
+        let forced = crate::record::forced_count(fence);
+        self.forced_known = forced;
+        forced
+    }
+
+    pub(super) fn bakery_check(&mut self, ticket: u64, now: Instant) {
+        let validity = self.opts.lease_validity();
+        let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
+        if now >= refresh_at {
+            self.phase = Phase::BakeryRefresh(ticket);
+            self.io.send(self.put(self.value.clone(), self.opts.ttl));
+        } else {
+            self.phase = Phase::BakeryCheck(ticket);
+            self.io.send(self.read_row(false));
+        }
+    }
+
+    /// A reply to one of the bakery's commands.
+    pub(super) fn on_bakery_reply(
+        &mut self,
+        phase: Phase,
+        reply: Reply,
+        sent: Instant,
+        now: Instant,
+    ) {
+        let validity = self.opts.lease_validity();
+        match (phase, reply) {
+            (Phase::BakeryEnter, Reply::Written) => {
+                self.wrote = true;
+                self.cell_deadline = sent.saturating_add(validity);
+                self.phase = Phase::BakeryReadMax;
+                self.io.send(self.read_row(false));
+            }
+            (Phase::BakeryReadMax, Reply::Cells(cells)) => {
+                let forced = self.forced_in(&cells);
+                if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
+                    self.forced_seen = forced;
+                } else if forced != self.forced_seen {
+                    // A forced release we cannot place before our `entering` write (or a reset
+                    // counter, or a hint from another one): it may delete that version of our cell. Write `entering` again (a newer version,
+                    // which only a forced release counted after this read can delete), then
+                    // read the queue again. We hold no ticket yet, so nothing else is lost.
+                    self.forced_seen = forced;
+                    self.phase = Phase::BakeryEnter;
+                    self.io.send(self.put(self.value.clone(), self.opts.ttl));
+                    return;
+                }
+                let ticket = bakery::max_ticket(&cells).saturating_add(1);
+                self.value = encode_bakery(
+                    BakeryState::Ticket(ticket),
+                    self.opts.created_unix_ms,
+                    self.opts.acquisition,
+                );
+                self.phase = Phase::BakeryTicket(ticket);
+                self.io.send(self.put(self.value.clone(), self.opts.ttl));
+            }
+            (Phase::BakeryTicket(ticket) | Phase::BakeryRefresh(ticket), Reply::Written) => {
+                // The write must have landed while the previous state of our cell was live.
+                if self.lapsed(now) {
+                    return self.abandon(Then::Restart);
+                }
+                self.cell_deadline = sent.saturating_add(validity);
+                self.phase = Phase::BakeryCheck(ticket);
+                self.io.send(self.read_row(false));
+            }
+            (Phase::BakeryCheck(ticket), Reply::Cells(cells)) => {
+                let mine = cells
+                    .iter()
+                    .find(|c| c.column == self.column)
+                    .map(|c| c.value.as_str());
+                if mine != Some(self.value.as_str())
+                    || self.lapsed(now)
+                    || self.forced_in(&cells) != self.forced_seen
+                {
+                    return self.abandon(Then::Restart);
+                }
+                let ignore_entering = self.opts.sabotage() == Sabotage::BakeryIgnoresEntering;
+                let blockers =
+                    bakery::blockers(&cells, &self.column, &self.owner, ticket, ignore_entering);
+                let Some(first) = blockers.first() else {
+                    let fence = cells
+                        .into_iter()
+                        .find(|c| c.column == self.layout.fence)
+                        .map(|c| c.value);
+                    return self.start_fence(fence, true);
+                };
+                let busy = Error::new(
+                    ErrorKind::Busy,
+                    format!(
+                        "lock {:?} is held or queued for by {}",
+                        self.name.as_str(),
+                        self.layout.owner_part(first)
+                    ),
+                )
+                .with_holder(self.layout.owner_part(first));
+                if self.opts.wait == Wait::TryOnce
+                    || now >= self.wait_deadline
+                    || self.out_of_attempts()
+                {
+                    return self.abandon(Then::Contended(busy));
+                }
+                let delay = self.opts.retry.queue_delay(self.polls, &mut self.rng);
+                self.polls = self.polls.saturating_add(1);
+                self.tries_in_queue = self.tries_in_queue.saturating_add(1);
+                let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
+                let until = now
+                    .saturating_add(delay)
+                    .min(refresh_at)
+                    .min(self.wait_deadline);
+                self.phase = Phase::Sleep {
+                    until,
+                    then: Next::BakeryCheck(ticket),
+                };
+            }
+            (phase, reply) => self.unexpected_reply(&phase, &reply),
+        }
+    }
+}

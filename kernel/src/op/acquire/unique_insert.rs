@@ -1,0 +1,159 @@
+//! Unique insert's steps of an acquisition: the claim (the lock cell and the counter in one
+//! step), a late insert of our own, and the serial read when the counter is unknown.
+
+use alloc::string::String;
+
+use super::{millis, Acquire, Phase};
+use crate::model::{Command, ReadConsistency, Reply};
+use crate::options::Sabotage;
+use crate::record::LockRecord;
+use crate::strategy::fence::FenceBump;
+use crate::strategy::unique;
+use crate::time::Instant;
+
+impl Acquire {
+    /// Unique insert: a value of its own for every send of a lock record (`att=N`): an insert
+    /// the store applies late must not pass for a later one (its TTL started earlier).
+    pub(super) fn new_record_value(&mut self) {
+        self.sends = self.sends.saturating_add(1);
+        if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
+            self.record.att = self.sends;
+            self.value = self.record.encode();
+        }
+    }
+
+    /// Unique insert: sends a claim (the lock cell and the counter in one step) from the
+    /// counter value last seen.
+    pub(super) fn claim(&mut self) {
+        self.new_record_value();
+        let bump = FenceBump::new(
+            self.name.as_str(),
+            &self.layout.fence,
+            self.owner.key(),
+            self.opts.acquisition,
+            self.counter_seen.as_deref(),
+            false,
+            self.opts.consistency,
+            self.opts.serial,
+        );
+        match bump {
+            Ok(bump) => {
+                self.io
+                    .send(bump.claim(&self.column, self.value.clone(), self.opts.ttl));
+                self.phase = Phase::UniqueClaim(bump);
+            }
+            // An unreadable counter value: let the store's own value replace it.
+            Err(_) if self.counter_seen.is_some() => {
+                self.counter_seen = None;
+                self.sends = self.sends.saturating_sub(1);
+                self.claim();
+            }
+            Err(e) => self.finish(Err(e)),
+        }
+    }
+
+    /// Unique insert: reads the row back (serial) for the counter and our record.
+    pub(super) fn read_fence(&mut self) {
+        self.phase = Phase::FenceRead;
+        self.io.send(Command::Read {
+            row: self.row(),
+            filter: crate::model::ColumnFilter::All,
+            consistency: ReadConsistency::Serial(self.opts.serial),
+        });
+    }
+
+    /// Unique insert: the lock holds `current`, not our record.
+    fn unique_taken(&mut self, current: String, now: Instant) {
+        let ours = LockRecord::decode(&current)
+            .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
+        if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
+            // An earlier attempt's insert, applied late: nobody believes in it. Remove
+            // exactly that record, then try again at once.
+            self.phase = Phase::UniqueClearOwn;
+            self.io.send(Command::CompareAndSet {
+                row: self.row(),
+                column: self.column.clone(),
+                expected: current,
+                new: None,
+                ttl: None,
+                serial: self.opts.serial,
+                consistency: self.opts.consistency,
+            });
+            return;
+        }
+        if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
+            let wall = self.opts.created_unix_ms
+                + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
+            if unique::looks_expired(&current, wall) {
+                self.phase = Phase::UniqueBlindDelete;
+                let row = self.row();
+                self.io.send(Command::Delete {
+                    row,
+                    column: self.column.clone(),
+                    consistency: self.opts.consistency,
+                });
+                return;
+            }
+        }
+        self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
+    }
+
+    /// A reply to one of unique insert's commands.
+    pub(super) fn on_unique_reply(
+        &mut self,
+        phase: Phase,
+        reply: Reply,
+        sent: Instant,
+        now: Instant,
+    ) {
+        let validity = self.opts.lease_validity();
+        match (phase, reply) {
+            (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
+                if current.as_deref() == Some(self.value.as_str()) {
+                    // Our record is the lock's: inserted by this claim (or by an earlier send of
+                    // it, settled by a serial read).
+                    self.wrote = true;
+                    self.cell_deadline = sent.saturating_add(validity);
+                    if guard.as_deref() == Some(bump.next_value().as_str()) {
+                        self.fence_value = bump.next_value();
+                        return self.won(bump.token(), now);
+                    }
+                    // The record went in without the counter (a store that found the counter
+                    // changed under it): move the counter from the value the step found, after
+                    // our record was in place, as a separate insert would.
+                    return self.start_fence(guard, true);
+                }
+                self.wrote = false;
+                self.counter_seen = guard;
+                match current {
+                    // Free, but the counter was not at the value we guessed: claim again from
+                    // the value found, once per attempt.
+                    None if self.reclaims == 0 => {
+                        self.reclaims += 1;
+                        self.claim();
+                    }
+                    None => self.contended(now, unique::busy(self.name.as_str(), None)),
+                    Some(current) => self.unique_taken(current, now),
+                }
+            }
+            (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
+                if applied || current.as_deref() == Some(self.value.as_str()) {
+                    self.wrote = true;
+                    self.cell_deadline = sent.saturating_add(validity);
+                    return match self.fence_hint.take() {
+                        Some(hint) => self.start_fence(Some(hint.value), false),
+                        None => self.read_fence(),
+                    };
+                }
+                self.wrote = false;
+                self.unique_taken(current.unwrap_or_default(), now);
+            }
+            (Phase::UniqueClearOwn, Reply::Conditional { .. }) => self.start_attempt(now),
+            (Phase::UniqueBlindDelete, Reply::Written) => {
+                self.attempts = self.attempts.saturating_sub(1);
+                self.start_attempt(now);
+            }
+            (phase, reply) => self.unexpected_reply(&phase, &reply),
+        }
+    }
+}
