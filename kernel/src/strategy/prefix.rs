@@ -18,11 +18,7 @@
 //!    column is deleted *by version* ([`Command::DeleteVersion`](crate::Command::DeleteVersion)
 //!    with the stamp the read returned): if its owner wrote it again since (a new acquisition
 //!    reusing the owner id, with `cell_ttl > ttl`), the newer version survives.
-//!    Any other non-stale column: delete ours, then busy or back off and retry. A retry reads
-//!    the prefix first, and writes its column only if no other live, non-stale column is there:
-//!    waiters then write nothing while the lock is held, so they do not make one another, or the
-//!    next holder, back off. The look only chooses between backing off and going on to step 1;
-//!    what is granted is decided as above.
+//!    Any other non-stale column: delete ours, then busy or back off and retry.
 //! 3. Release: delete our column (or, with a mutation, write the data columns and delete ours in
 //!    one batch: Astyanax's `releaseWithMutation`).
 //!
@@ -63,7 +59,7 @@
 //!
 //! # Cost
 //! Uncontended acquire: 3 round trips (write, read, counter), plus one delete per stale column
-//! found; a retry, one more (the look), and only that one while the lock is held. Release: 1 command ([`Command::Vacate`](crate::Command::Vacate): ours deleted and
+//! found. Release: 1 command ([`Command::Vacate`](crate::Command::Vacate): ours deleted and
 //! the lock columns read as the delete found them, so the release can say whether the lease was
 //! intact; one round trip on PostgreSQL, two on Cassandra and MariaDB); with data to write, 2
 //! (the read, then the batch with the data). Renew: 2 (read the lock columns, re-write ours).

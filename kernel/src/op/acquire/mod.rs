@@ -65,9 +65,6 @@ enum Phase {
     BakeryTicket(u64),
     BakeryCheck(u64),
     BakeryRefresh(u64),
-    /// Column prefix, a retry: the prefix read before our column is written (see
-    /// `column_prefix`).
-    PrefixLook,
     PrefixWrite,
     PrefixRead,
     Fence(FenceBump),
@@ -348,7 +345,15 @@ impl Acquire {
                 self.phase = Phase::BakeryEnter;
                 self.io.send(self.put(self.value.clone(), self.opts.ttl));
             }
-            Strategy::ColumnPrefix => self.start_prefix_attempt(),
+            Strategy::ColumnPrefix => {
+                // A value of its own for every attempt too: a forced release or a stale delete
+                // aimed at an earlier attempt's column never matches this one's.
+                self.record.att = self.attempts;
+                self.value = self.record.encode();
+                self.phase = Phase::PrefixWrite;
+                self.io
+                    .send(self.put(self.value.clone(), self.opts.cell_ttl()));
+            }
         }
     }
 
@@ -534,7 +539,7 @@ impl Acquire {
             | Phase::BakeryTicket(_)
             | Phase::BakeryCheck(_)
             | Phase::BakeryRefresh(_)) => self.on_bakery_reply(phase, reply, sent, now),
-            phase @ (Phase::PrefixLook | Phase::PrefixWrite | Phase::PrefixRead) => {
+            phase @ (Phase::PrefixWrite | Phase::PrefixRead) => {
                 self.on_prefix_reply(phase, reply, sent, now)
             }
             phase => self.on_shared_reply(phase, reply, sent, now),
