@@ -1,10 +1,7 @@
 //! The bakery's steps of an acquisition: entering, choosing a ticket, and reading the queue
 //! until our turn.
 
-use alloc::format;
-
 use super::{Acquire, Next, Phase, Then};
-use crate::error::{Error, ErrorKind};
 use crate::model::{Cell, Reply};
 use crate::options::{Sabotage, Wait};
 use crate::record::{encode_bakery, BakeryState};
@@ -46,8 +43,7 @@ impl Acquire {
         let validity = self.opts.lease_validity();
         match (phase, reply) {
             (Phase::BakeryEnter, Reply::Written) => {
-                self.wrote = true;
-                self.cell_deadline = sent.saturating_add(validity);
+                self.cell_written(sent);
                 self.phase = Phase::BakeryReadMax;
                 self.io.send(self.read_row(false));
             }
@@ -104,15 +100,7 @@ impl Acquire {
                         .map(|c| c.value);
                     return self.start_fence(fence, true);
                 };
-                let busy = Error::new(
-                    ErrorKind::Busy,
-                    format!(
-                        "lock {:?} is held or queued for by {}",
-                        self.name.as_str(),
-                        self.layout.owner_part(first)
-                    ),
-                )
-                .with_holder(self.layout.owner_part(first));
+                let busy = self.busy_because_of("held or queued for by", first);
                 if self.opts.wait == Wait::TryOnce
                     || now >= self.wait_deadline
                     || self.out_of_attempts()

@@ -17,11 +17,9 @@ impl Acquire {
         sent: Instant,
         now: Instant,
     ) {
-        let validity = self.opts.lease_validity();
         match (phase, reply) {
             (Phase::PrefixWrite, Reply::Written) => {
-                self.wrote = true;
-                self.cell_deadline = sent.saturating_add(validity);
+                self.cell_written(sent);
                 self.phase = Phase::PrefixRead;
                 self.io.send(self.read_row(self.opts.prefix.read_row));
             }
@@ -32,15 +30,7 @@ impl Acquire {
                     return self.abandon(Then::Restart);
                 }
                 if let Some(other) = found.others.first() {
-                    let busy = Error::new(
-                        ErrorKind::Busy,
-                        format!(
-                            "lock {:?} is held by {}",
-                            self.name.as_str(),
-                            self.layout.owner_part(other)
-                        ),
-                    )
-                    .with_holder(self.layout.owner_part(other));
+                    let busy = self.busy_because_of("held by", other);
                     return self.abandon(Then::Contended(busy));
                 }
                 if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {

@@ -270,6 +270,24 @@ impl Acquire {
         self.opts.sabotage() != Sabotage::NoContinuity
     }
 
+    /// [`ErrorKind::Busy`]: the lock is `what` (for example "held by") the owner of `cell`,
+    /// another owner's lock cell, who is named as the holder.
+    fn busy_because_of(&self, what: &str, cell: &str) -> Error {
+        let owner = self.layout.owner_part(cell);
+        Error::new(
+            ErrorKind::Busy,
+            format!("lock {:?} is {what} {owner}", self.name.as_str()),
+        )
+        .with_holder(owner)
+    }
+
+    /// Our cell is in place, written by a command sent at `sent`: a failed attempt must remove
+    /// it, and it stays live until one lease validity after that send.
+    fn cell_written(&mut self, sent: Instant) {
+        self.wrote = true;
+        self.cell_deadline = sent.saturating_add(self.opts.lease_validity());
+    }
+
     fn lapsed(&self, now: Instant) -> bool {
         self.checks_continuity() && now >= self.cell_deadline
     }

@@ -106,14 +106,12 @@ impl Acquire {
         sent: Instant,
         now: Instant,
     ) {
-        let validity = self.opts.lease_validity();
         match (phase, reply) {
             (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
                 if current.as_deref() == Some(self.value.as_str()) {
                     // Our record is the lock's: inserted by this claim (or by an earlier send of
                     // it, settled by a serial read).
-                    self.wrote = true;
-                    self.cell_deadline = sent.saturating_add(validity);
+                    self.cell_written(sent);
                     if guard.as_deref() == Some(bump.next_value().as_str()) {
                         self.fence_value = bump.next_value();
                         return self.won(bump.token(), now);
@@ -138,8 +136,7 @@ impl Acquire {
             }
             (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
                 if applied || current.as_deref() == Some(self.value.as_str()) {
-                    self.wrote = true;
-                    self.cell_deadline = sent.saturating_add(validity);
+                    self.cell_written(sent);
                     return match self.fence_hint.take() {
                         Some(hint) => self.start_fence(Some(hint.value), false),
                         None => self.read_fence(),
