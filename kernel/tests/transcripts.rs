@@ -301,6 +301,8 @@ fn prefix_handoff() {
         t=1001ms A: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none, "_LOCK_a:1:0000000000000001" = "owner=a:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=1000" ttl=58999ms]
         t=1001ms A: => ok
         t=1001ms B: wait until t=1006.949149ms
+        t=1006.949149ms B: read "job" prefix "_LOCK_" quorum
+        t=1006.949149ms B: <- cells ["_LOCK_" = "token=1 owner=a:1:0000000000000001" ttl=none]
         t=1006.949149ms B: put "job"/"_LOCK_b:1:0000000000000001" = "owner=b:1:0000000000000001 ttl_ms=60000 cell_ttl_ms=60000 created_ms=2000 att=2" ttl=60s quorum
         t=1006.949149ms B: <- written
         t=1006.949149ms B: read "job" prefix "_LOCK_" quorum

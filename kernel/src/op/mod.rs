@@ -2,6 +2,7 @@
 
 mod acquire;
 mod admin;
+mod aging;
 mod herd;
 mod io;
 mod renew;

@@ -79,6 +79,8 @@ pub(crate) struct Classified {
     pub ours: bool,
     /// Other live, non-stale lock columns.
     pub others: Vec<String>,
+    /// Their values, in the same order.
+    pub other_values: Vec<String>,
     /// Stale lock columns, each with the stamp of the version found (delete exactly that).
     pub stale: Vec<(String, u64)>,
     /// The fencing counter's value.
@@ -110,6 +112,7 @@ pub(crate) fn classify(layout: &Layout, cells: Vec<Cell>, my_column: &str) -> Cl
                 out.stale.push((cell.column, cell.stamp));
             } else {
                 out.others.push(cell.column);
+                out.other_values.push(cell.value);
             }
         } else {
             out.data.push(cell);

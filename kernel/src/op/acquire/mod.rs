@@ -12,6 +12,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::aging::Aging;
 use super::herd::Herd;
 use super::io::{Io, IoPoll};
 use super::{CommandId, Operation, Poll};
@@ -65,6 +66,9 @@ enum Phase {
     BakeryTicket(u64),
     BakeryCheck(u64),
     BakeryRefresh(u64),
+    /// Column prefix, a retry: the prefix read before our column is written (see
+    /// `column_prefix`).
+    PrefixLook,
     PrefixWrite,
     PrefixRead,
     Fence(FenceBump),
@@ -139,6 +143,8 @@ pub struct Acquire {
     woke_attempt: bool,
     /// Whether this acquisition waited for someone else (slept after finding the lock taken).
     waited: bool,
+    /// How often the lock changed hands while we waited (see the `aging` module).
+    aging: Aging,
     /// How long the last reply took.
     round_trip: core::time::Duration,
     /// How long to wait before the first attempt (see [`Lease::fence_hint`]).
@@ -209,6 +215,7 @@ impl Acquire {
             herd: Herd::default(),
             woke_attempt: false,
             waited: false,
+            aging: Aging::default(),
             round_trip: core::time::Duration::ZERO,
             courtesy: None,
             courteous: false,
@@ -363,15 +370,7 @@ impl Acquire {
                 self.phase = Phase::BakeryEnter;
                 self.io.send(self.put(self.value.clone(), self.opts.ttl));
             }
-            Strategy::ColumnPrefix => {
-                // A value of its own for every attempt too: a forced release or a stale delete
-                // aimed at an earlier attempt's column never matches this one's.
-                self.record.att = self.attempts;
-                self.value = self.record.encode();
-                self.phase = Phase::PrefixWrite;
-                self.io
-                    .send(self.put(self.value.clone(), self.opts.cell_ttl()));
-            }
+            Strategy::ColumnPrefix => self.start_prefix_attempt(),
         }
     }
 
@@ -410,10 +409,18 @@ impl Acquire {
         if core::mem::take(&mut self.woke_attempt) {
             self.herd.lost();
         }
-        let delay = self
+        let backoff = self
             .opts
             .retry
             .delay(self.attempts.saturating_sub(1), &mut self.rng);
+        // A store that wakes its waiters tells them when to try; aging is for polling ones.
+        let delay = if self.herd.woken() {
+            backoff
+        } else {
+            let waited = now.saturating_duration_since(self.started.unwrap_or(now));
+            self.aging
+                .wait(waited, backoff, &self.opts.retry, &mut self.rng)
+        };
         let until = now.saturating_add(delay).min(self.wait_deadline);
         self.waited = true;
         self.phase = Phase::Sleep {
@@ -557,7 +564,7 @@ impl Acquire {
             | Phase::BakeryTicket(_)
             | Phase::BakeryCheck(_)
             | Phase::BakeryRefresh(_)) => self.on_bakery_reply(phase, reply, sent, now),
-            phase @ (Phase::PrefixWrite | Phase::PrefixRead) => {
+            phase @ (Phase::PrefixLook | Phase::PrefixWrite | Phase::PrefixRead) => {
                 self.on_prefix_reply(phase, reply, sent, now)
             }
             phase => self.on_shared_reply(phase, reply, sent, now),

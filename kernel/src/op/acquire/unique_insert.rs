@@ -95,7 +95,9 @@ impl Acquire {
                 return;
             }
         }
-        self.contended(now, unique::busy(self.name.as_str(), Some(&current)));
+        let busy = unique::busy(self.name.as_str(), Some(&current));
+        self.aging.found(alloc::vec![current]);
+        self.contended(now, busy);
     }
 
     /// A reply to one of unique insert's commands.
