@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 /// once a second rarely gets a lock that changes hands every millisecond. For names that many
 /// clients take and release in quick succession, a `max` of a few times the store's round trip
 /// to a few tens of milliseconds keeps waiters in the race (measured on Cassandra, 8 clients:
-/// Jain's index 0.90–0.94 with 20–50 ms, 0.13–0.24 with the default 1 s).
+/// Jain's index 0.86–0.94 with 20–50 ms, 0.13–0.35 with the default 1 s).
 ///
 /// A bakery waiter that holds a ticket backs off the same way between reads of the queue, but
 /// capped by `queue_poll` as well: it only reads (no conditional write competes with the

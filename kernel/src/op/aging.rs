@@ -21,11 +21,12 @@
 //! - Only a lock that changes hands while we wait makes us try more often, and never more than
 //!   `2^MAX_HALVINGS` times as often as the back-off's cap: with the default policy (1 s cap)
 //!   at most 4 tries a second per waiter, after 2 s of being passed over.
-//! - Measured as above, unique insert: Jain's index on MariaDB 0.95–0.98 with 8 clients and
-//!   0.95–0.96 with 32, on SQLite 0.86–0.91 and 0.85–0.88; on Cassandra (8 clients, a 20–50 ms
-//!   cap) 0.90–0.94 against 0.78. The price is the passed-over waiters' extra tries, which cost
-//!   throughput where the store is the bottleneck: MariaDB with 8 clients keeps 61–69% of one
-//!   client's acquisitions a second (80–90% without the rule), with 32 about 20% (about 50%).
+//! - Measured as above, unique insert, over 7 runs of 2–3 s: Jain's index on MariaDB 0.87–0.98
+//!   with 8 clients and 0.90–0.96 with 32, on SQLite 0.81–0.92 and 0.73–0.88; on Cassandra (8
+//!   clients, a 20–50 ms cap) 0.88–0.94 against 0.78. The price is the passed-over waiters'
+//!   extra tries, which cost throughput where the store is the bottleneck: MariaDB with 8
+//!   clients keeps 60–73% of one client's acquisitions a second (80–90% without the rule), with
+//!   32 21–31% (about 50%).
 //! - Column prefix ages too, since its retries look before they write (see `column_prefix`):
 //!   a retry that finds the lock held costs a read, not a write that others collide with.
 //!
