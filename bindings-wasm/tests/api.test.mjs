@@ -378,9 +378,11 @@ for (const target of targetsClosedAfter()) {
           const controller = new AbortController();
           const waiting = b.lock(name, { signal: controller.signal, timeout: 60_000 });
           waiting.catch(() => {});
-          // Abort once the wait has written its entry (bakery's ticket, column prefix's column on
-          // a shared store); a unique-insert waiter writes nothing, so once it has tried.
-          if (strategy === 'bakery' || (strategy === 'column-prefix' && target.shared)) {
+          // Abort once the wait has written its entry (bakery's ticket). A unique-insert waiter
+          // writes nothing, and a column-prefix waiter's column lives only through its first
+          // attempt (its retries read the prefix first and write nothing while the lock is held),
+          // so abort once it has tried.
+          if (strategy === 'bakery') {
             await until('the waiter\'s entry appears', async () => (await entries(c, name)).some((e) => e.owner.startsWith('waiter:')));
           } else {
             await entries(c, name); // a round trip to the store after the wait began
