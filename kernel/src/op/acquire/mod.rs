@@ -381,8 +381,13 @@ impl Acquire {
         self.opts.retry.max_attempts.is_some_and(|max| tries >= max)
     }
 
+    /// How long this acquisition has been going at `now` (zero before it started).
+    fn waited(&self, now: Instant) -> core::time::Duration {
+        now.saturating_duration_since(self.started.unwrap_or(now))
+    }
+
     fn timed_out(&self, now: Instant, why: &str) -> Error {
-        let waited = now.saturating_duration_since(self.started.unwrap_or(now));
+        let waited = self.waited(now);
         Error::new(
             ErrorKind::TimedOut,
             format!(
@@ -417,7 +422,7 @@ impl Acquire {
         let delay = if self.herd.woken() {
             backoff
         } else {
-            let waited = now.saturating_duration_since(self.started.unwrap_or(now));
+            let waited = self.waited(now);
             self.aging
                 .wait(waited, backoff, &self.opts.retry, &mut self.rng)
         };

@@ -82,8 +82,7 @@ impl Acquire {
             return;
         }
         if self.opts.sabotage() == Sabotage::UniqueBlindDelete {
-            let wall = self.opts.created_unix_ms
-                + millis(now.saturating_duration_since(self.started.unwrap_or(now)));
+            let wall = self.opts.created_unix_ms + millis(self.waited(now));
             if unique::looks_expired(&current, wall) {
                 self.phase = Phase::UniqueBlindDelete;
                 let row = self.row();
