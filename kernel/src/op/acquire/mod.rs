@@ -423,8 +423,13 @@ impl Acquire {
             backoff
         } else {
             let waited = self.waited(now);
-            self.aging
-                .wait(waited, backoff, &self.opts.retry, &mut self.rng)
+            self.aging.wait(
+                waited,
+                backoff,
+                self.round_trip,
+                &self.opts.retry,
+                &mut self.rng,
+            )
         };
         let until = now.saturating_add(delay).min(self.wait_deadline);
         self.waited = true;

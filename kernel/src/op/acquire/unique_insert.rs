@@ -2,6 +2,7 @@
 //! step), a late insert of our own, and the serial read when the counter is unknown.
 
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::{millis, Acquire, Phase};
 use crate::model::{Command, ReadConsistency, Reply};
@@ -62,8 +63,10 @@ impl Acquire {
         });
     }
 
-    /// Unique insert: the lock holds `current`, not our record.
-    fn unique_taken(&mut self, current: String, now: Instant) {
+    /// Unique insert: the lock holds `current`, not our record. `seen` names the acquisition
+    /// that got the lock, for aging: the fencing counter where the reply carries it (it moves
+    /// exactly when the lock changes hands), else the holder's record.
+    fn unique_taken(&mut self, current: String, seen: Vec<String>, now: Instant) {
         let ours = LockRecord::decode(&current)
             .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
         if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
@@ -95,7 +98,7 @@ impl Acquire {
             }
         }
         let busy = unique::busy(self.name.as_str(), Some(&current));
-        self.aging.found(alloc::vec![current]);
+        self.aging.found(seen);
         self.contended(now, busy);
     }
 
@@ -123,7 +126,8 @@ impl Acquire {
                     return self.start_fence(guard, true);
                 }
                 self.wrote = false;
-                self.counter_seen = guard;
+                self.counter_seen.clone_from(&guard);
+                let seen: Vec<String> = guard.into_iter().collect();
                 match current {
                     // Free, but the counter was not at the value we guessed: claim again from
                     // the value found, once per attempt.
@@ -131,8 +135,12 @@ impl Acquire {
                         self.reclaims += 1;
                         self.claim();
                     }
-                    None => self.contended(now, unique::busy(self.name.as_str(), None)),
-                    Some(current) => self.unique_taken(current, now),
+                    None => {
+                        // Someone took and released the lock between our two claims.
+                        self.aging.found(seen);
+                        self.contended(now, unique::busy(self.name.as_str(), None));
+                    }
+                    Some(current) => self.unique_taken(current, seen, now),
                 }
             }
             (Phase::UniqueInsert, Reply::Conditional { applied, current }) => {
@@ -144,7 +152,8 @@ impl Acquire {
                     };
                 }
                 self.wrote = false;
-                self.unique_taken(current.unwrap_or_default(), now);
+                let current = current.unwrap_or_default();
+                self.unique_taken(current.clone(), alloc::vec![current], now);
             }
             (Phase::UniqueClearOwn, Reply::Conditional { .. }) => self.start_attempt(now),
             (Phase::UniqueBlindDelete, Reply::Written) => {
