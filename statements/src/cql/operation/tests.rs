@@ -1,0 +1,219 @@
+//! The statements, values and decoding of each command, and which batch writes are sent.
+
+use super::*;
+
+use alloc::string::ToString;
+use core::time::Duration;
+
+use baton_kernel::{Instant, MemoryTable};
+
+fn put(c: &str, v: &str) -> Write {
+    Write::Put {
+        column: c.into(),
+        value: v.into(),
+        ttl: None,
+    }
+}
+
+fn del(c: &str) -> Write {
+    Write::Delete { column: c.into() }
+}
+
+#[test]
+fn batches_keep_the_write_that_decides_each_column() {
+    let writes = vec![
+        put("a", "1"),
+        del("b"),
+        del("a"),
+        put("b", "2"),
+        put("c", "3"),
+        put("c", "4"),
+        put("b", "5"),
+        del("d"),
+        put("d", "6"),
+        del("d"),
+    ];
+    let kept: Vec<&Write> = effective_writes(&writes);
+    assert_eq!(kept, vec![&writes[2], &writes[3], &writes[4], &writes[9]]);
+}
+
+/// The kept writes, applied as Cassandra applies one batch (one timestamp: a delete wins a
+/// tie with a put), leave the table as the reference table leaves it after the whole batch.
+#[test]
+fn batches_match_the_reference_table() {
+    let now = Instant::from_nanos(0);
+    let columns = ["a", "b"];
+    let mut scripts: Vec<Vec<Write>> = vec![vec![]];
+    for _ in 0..4 {
+        let mut longer = Vec::new();
+        for script in &scripts {
+            for (i, c) in columns.iter().enumerate() {
+                for w in [put(c, &format!("v{i}{}", script.len())), del(c)] {
+                    let mut s = script.clone();
+                    s.push(w);
+                    longer.push(s);
+                }
+            }
+        }
+        scripts.extend(longer);
+    }
+    for start in [None, Some("old")] {
+        for script in &scripts {
+            let mut reference = MemoryTable::new();
+            let mut cassandra = MemoryTable::new();
+            if let Some(v) = start {
+                for table in [&mut reference, &mut cassandra] {
+                    for c in columns {
+                        let before = Command::Put {
+                            row: "r".into(),
+                            column: c.into(),
+                            value: v.into(),
+                            ttl: None,
+                            consistency: Consistency::Quorum,
+                        };
+                        table.apply_stamped(&before, now, 1);
+                    }
+                }
+            }
+            let batch = |writes: Vec<Write>| Command::Batch {
+                row: "r".into(),
+                writes,
+                consistency: Consistency::Quorum,
+                after: 0,
+            };
+            reference.apply_stamped(&batch(script.clone()), now, 2);
+            // One write per column: no ties within the batch, so order is irrelevant.
+            let kept = effective_writes(script).into_iter().cloned().collect();
+            cassandra.apply_stamped(&batch(kept), now, 2);
+            assert_eq!(
+                cassandra.read("r", &ColumnFilter::All, now),
+                reference.read("r", &ColumnFilter::All, now),
+                "{script:?} over {start:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn serial_reads_and_overrides() {
+    let read = Command::Read {
+        row: "r".into(),
+        filter: ColumnFilter::Prefix("p".into()),
+        consistency: ReadConsistency::Serial(SerialConsistency::Serial),
+    };
+    let levels = Levels {
+        consistency: Some(Consistency::One),
+        serial: Some(SerialConsistency::LocalSerial),
+    };
+    let mut op = Operation::new(&read, levels, |_| unreachable!()).expect("valid");
+    assert_eq!(
+        op.step(),
+        execute(
+            Statement::ReadRange,
+            vec![text("r"), text("p"), Value::Text("q".into())],
+            Level::LocalSerial,
+            None
+        )
+    );
+    op.rows(Rows {
+        columns: ["cell", "value", "ttl(value)", "writetime(value)"]
+            .map(String::from)
+            .to_vec(),
+        rows: vec![vec![
+            Some(Val::Text("p1".to_string())),
+            Some(Val::Text("v".to_string())),
+            Some(Val::Int(3)),
+            Some(Val::BigInt(9)),
+        ]],
+    });
+    let Step::Reply(Reply::Cells(cells)) = op.step() else {
+        panic!("a read answers with cells");
+    };
+    assert_eq!(cells[0].ttl_remaining, Some(Duration::from_secs(3)));
+    assert_eq!(cells[0].stamp, 9);
+}
+
+#[test]
+fn an_unapplied_conditional_names_the_value_in_the_way() {
+    let cas = Command::CompareAndSet {
+        row: "r".into(),
+        column: "c".into(),
+        expected: "mine".into(),
+        new: None,
+        ttl: None,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::Quorum,
+    };
+    let mut op = Operation::new(&cas, Levels::default(), |_| unreachable!()).expect("valid");
+    let Step::Execute {
+        statement, serial, ..
+    } = op.step()
+    else {
+        panic!("one statement");
+    };
+    assert_eq!(statement, Statement::CompareAndDelete);
+    assert_eq!(serial, Some(SerialConsistency::Serial));
+    op.rows(Rows {
+        columns: vec!["[applied]".to_string(), "value".to_string()],
+        rows: vec![vec![
+            Some(Val::Boolean(false)),
+            Some(Val::Text("theirs".to_string())),
+        ]],
+    });
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Conditional {
+            applied: false,
+            current: Some("theirs".to_string())
+        })
+    );
+}
+
+#[test]
+fn a_scan_stops_at_its_limit_across_pages() {
+    let scan = Command::Scan {
+        after: None,
+        limit: 2,
+        consistency: Consistency::One,
+    };
+    let mut op = Operation::new(&scan, Levels::default(), |_| 0).expect("valid");
+    assert!(matches!(
+        op.step(),
+        Step::Scan {
+            page_size: SCAN_PAGE,
+            ..
+        }
+    ));
+    let row = |name: &str, cell: &str| {
+        vec![
+            Some(Val::Text(name.to_string())),
+            Some(Val::Text(cell.to_string())),
+            Some(Val::Text("v".to_string())),
+            None,
+            Some(Val::BigInt(1)),
+        ]
+    };
+    let columns = ["lock_name", "cell", "value", "ttl", "writetime"]
+        .map(String::from)
+        .to_vec();
+    op.page(
+        Rows {
+            columns: columns.clone(),
+            rows: vec![row("a", "1"), row("a", "2")],
+        },
+        false,
+    );
+    assert_eq!(op.step(), Step::NextPage);
+    op.page(
+        Rows {
+            columns,
+            rows: vec![row("b", "1"), row("c", "1")],
+        },
+        false,
+    );
+    let Step::Reply(Reply::Rows(rows)) = op.step() else {
+        panic!("the page is full");
+    };
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].1.len(), 2);
+}
