@@ -77,10 +77,8 @@ use crate::record::LockRecord;
 pub(crate) struct Classified {
     /// Our column is present.
     pub ours: bool,
-    /// Other live, non-stale lock columns.
-    pub others: Vec<String>,
-    /// Their values, in the same order.
-    pub other_values: Vec<String>,
+    /// Other live, non-stale lock columns, each with its value.
+    pub others: Vec<(String, String)>,
     /// Stale lock columns, each with the stamp of the version found (delete exactly that).
     pub stale: Vec<(String, u64)>,
     /// The fencing counter's value.
@@ -111,8 +109,7 @@ pub(crate) fn classify(layout: &Layout, cells: Vec<Cell>, my_column: &str) -> Cl
             if is_stale(&cell) {
                 out.stale.push((cell.column, cell.stamp));
             } else {
-                out.others.push(cell.column);
-                out.other_values.push(cell.value);
+                out.others.push((cell.column, cell.value));
             }
         } else {
             out.data.push(cell);

@@ -15,6 +15,8 @@
 //! cannot wake them is that a waiter passed over tries more often (the `aging` module).
 
 use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 
 use super::{Acquire, Phase, Then};
 use crate::error::{Error, ErrorKind};
@@ -57,9 +59,9 @@ impl Acquire {
                 let found = prefix::classify(&self.layout, cells, &self.column);
                 match found.others.first() {
                     // Nothing of ours to remove: back off again.
-                    Some(other) => {
+                    Some((other, _)) => {
                         let busy = self.busy_because_of("held by", other);
-                        self.aging.found(found.other_values);
+                        self.aging.found(values(found.others));
                         self.contended(now, busy);
                     }
                     None => self.write_prefix_column(),
@@ -76,9 +78,9 @@ impl Acquire {
                 if !found.ours || self.lapsed(now) {
                     return self.abandon(Then::Restart);
                 }
-                if let Some(other) = found.others.first() {
+                if let Some((other, _)) = found.others.first() {
                     let busy = self.busy_because_of("held by", other);
-                    self.aging.found(found.other_values);
+                    self.aging.found(values(found.others));
                     return self.abandon(Then::Contended(busy));
                 }
                 if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {
@@ -99,4 +101,9 @@ impl Acquire {
             (phase, reply) => self.unexpected_reply(&phase, &reply),
         }
     }
+}
+
+/// The values of `(column, value)` pairs, for aging (which compares holders by value).
+fn values(cells: Vec<(String, String)>) -> Vec<String> {
+    cells.into_iter().map(|(_, value)| value).collect()
 }
