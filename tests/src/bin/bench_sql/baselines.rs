@@ -1,6 +1,9 @@
 //! What a lock is measured against: two `UPDATE` commits by a plain client ([`PlainClient`]),
-//! the database's own lock through sqlx ([`db_lock`]) and from `pgbench` ([`pgbench_advisory`]).
+//! the database's own lock through sqlx ([`db_lock`], and with clients contending for it,
+//! [`db_lock_contended`]) and from `pgbench` ([`pgbench_advisory`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::{percentiles, Error};
@@ -129,13 +132,7 @@ pub(crate) async fn db_lock(
             "GET_LOCK+RELEASE_LOCK"
         }
         _ => {
-            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-            use std::str::FromStr as _;
-            let options = SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SqliteSynchronous::Normal);
-            let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+            let mut conn = sqlite_connection(base).await?;
             for _ in 0..iterations + 20 {
                 let started = Instant::now();
                 sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
@@ -147,6 +144,93 @@ pub(crate) async fn db_lock(
     };
     // The first 20 were warm-up.
     Ok((name, percentiles(samples.split_off(20))))
+}
+
+/// The database's own lock with `clients` clients, each on its own connection, looping lock +
+/// unlock of one key for `for_`: acquisitions per second. The reference for how much a lock
+/// the server queues and hands over itself (and which writes nothing durable) keeps of one
+/// client's rate when several contend on this machine.
+pub(crate) async fn db_lock_contended(
+    store: &str,
+    base: &str,
+    clients: usize,
+    for_: Duration,
+) -> Result<f64, Error> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let stop = Arc::clone(&stop);
+        let task = match store {
+            "postgres" => {
+                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(base).await?;
+                tokio::spawn(async move {
+                    let mut count = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        sqlx::query("SELECT pg_advisory_lock($1)")
+                            .bind(ADVISORY_KEY)
+                            .execute(&mut conn)
+                            .await?;
+                        sqlx::query("SELECT pg_advisory_unlock($1)")
+                            .bind(ADVISORY_KEY)
+                            .execute(&mut conn)
+                            .await?;
+                        count += 1;
+                    }
+                    Ok::<u64, sqlx::Error>(count)
+                })
+            }
+            "mysql" => {
+                let mut conn = <sqlx::MySqlConnection as sqlx::Connection>::connect(base).await?;
+                tokio::spawn(async move {
+                    let mut count = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        sqlx::query("SELECT GET_LOCK(?, 10)")
+                            .bind("baton-bench")
+                            .execute(&mut conn)
+                            .await?;
+                        sqlx::query("SELECT RELEASE_LOCK(?)")
+                            .bind("baton-bench")
+                            .execute(&mut conn)
+                            .await?;
+                        count += 1;
+                    }
+                    Ok::<u64, sqlx::Error>(count)
+                })
+            }
+            _ => {
+                let mut conn = sqlite_connection(base).await?;
+                tokio::spawn(async move {
+                    let mut count = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
+                        sqlx::query("COMMIT").execute(&mut conn).await?;
+                        count += 1;
+                    }
+                    Ok::<u64, sqlx::Error>(count)
+                })
+            }
+        };
+        tasks.push(task);
+    }
+    tokio::time::sleep(for_).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut total = 0u64;
+    for task in tasks {
+        total += task.await??;
+    }
+    Ok(total as f64 / for_.as_secs_f64())
+}
+
+/// A SQLite connection as the benchmark's stores open the file (WAL, synchronous NORMAL).
+async fn sqlite_connection(base: &str) -> Result<sqlx::SqliteConnection, Error> {
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+    use sqlx::Connection;
+    use std::str::FromStr as _;
+    let options = SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal);
+    Ok(sqlx::SqliteConnection::connect_with(&options).await?)
 }
 
 /// The same advisory lock + unlock from a raw blocking client, PostgreSQL's own `pgbench`

@@ -34,6 +34,9 @@
 //!   own store and pool, as separate processes would have) looping lock + release on one lock,
 //!   retrying 1 ms doubling to 20 ms, Jain's fairness index of their counts, and the storage
 //!   commands all clients sent per acquisition (what waiting costs the store).
+//! - **database lock per s**, in each table's heading: the database's own lock with as many
+//!   clients, each on its own connection, looping lock + unlock of one key: how much of one
+//!   client's rate a lock that the server queues and hands over itself keeps on this machine.
 //! - **hand-off**: p50 and p99 of the time from a release returning to the next holder's
 //!   `lock()` returning, with each of `--waiters` waiters (clients hold the lock 1 ms).
 //! - **CPU per operation** (PostgreSQL and MariaDB, Linux): over `--cpu N` back-to-back
@@ -64,7 +67,7 @@ use baton::{Command, Locker, LockerBuilder, Reply, Strategy};
 use baton_tests::conformance::target::unique_table;
 use baton_tests::conformance::{drop_table, Backend};
 
-use baselines::{db_lock, pgbench_advisory, PlainClient};
+use baselines::{db_lock, db_lock_contended, pgbench_advisory, PlainClient};
 use contention::{contended, handoffs};
 use floor::{same_outcome, Recorder, Replay};
 
@@ -403,6 +406,15 @@ async fn run(s: Settings) -> Result<(), Error> {
             ms(db.0),
             ms(db.1)
         );
+        let mut db_rates = Vec::with_capacity(s.clients.len());
+        for &clients in &s.clients {
+            db_rates.push(db_lock_contended(store, &base, clients, s.contended).await?);
+        }
+        let db_rates = DbRates {
+            clients: &s.clients,
+            per_s: db_rates,
+        };
+        println!("{store}: database lock, {db_rates}");
         let raw = if store == "postgres" {
             pgbench_advisory(&base)
         } else {
@@ -421,7 +433,11 @@ async fn run(s: Settings) -> Result<(), Error> {
             println!("{}", line(&row, db));
             rows.push(row);
         }
-        let mut table = markdown(store, lock_name, db, &rows, &s);
+        let mut table = markdown(store, lock_name, db, &rows, &s).replacen(
+            ")\n",
+            &format!("; {db_rates})\n"),
+            1,
+        );
         if let Some(raw) = raw {
             table = table.replacen(
                 ")\n",
@@ -445,6 +461,24 @@ async fn run(s: Settings) -> Result<(), Error> {
     Ok(())
 }
 
+/// The database's own lock's acquisitions per second with each number of contending clients.
+struct DbRates<'a> {
+    clients: &'a [usize],
+    per_s: Vec<f64>,
+}
+
+impl std::fmt::Display for DbRates<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let join = |parts: Vec<String>| parts.join(" / ");
+        write!(
+            f,
+            "per s with {} clients looping on one key: {}",
+            join(self.clients.iter().map(usize::to_string).collect()),
+            join(self.per_s.iter().map(|r| format!("{r:.0}")).collect())
+        )
+    }
+}
+
 const LEGEND: &str =
     "times in ms, p50/p99. wire rt: data segments the client sent to the server per \
 uncontended lock+release (statements, pings, anything: `ss` data_segs_out), next to cmds: the \
@@ -455,7 +489,9 @@ interleaved with the lock's iterations. per s: acquisitions per second with 1, 8
 (each its own store and pool) looping lock+release on one name; Jain: Jain's fairness index of \
 their counts (1 = even). hand-off: from a release returning to the next holder's lock() \
 returning, with 2, 8 and 32 waiters (clients hold 1 ms). Retry policy of the contending clients: \
-1 ms doubling to 20 ms, with jitter.";
+1 ms doubling to 20 ms, with jitter. The database lock's per s, in each table's heading: the \
+database's own lock with as many clients, each on its own connection, looping lock + unlock of \
+one key (the server queues and hands it over itself, and writes nothing durable).";
 
 /// One line of progress per strategy.
 fn line(r: &Row, db: (Duration, Duration)) -> String {
