@@ -35,7 +35,7 @@
 //!   waiting up to Cassandra's contention timeout; a `max` of 20 ms gives 0.80–0.85).
 //! - Measured with `bench_sql` as above (a 20 ms `max`, where the scale is `max`): Jain's
 //!   index of unique insert on MariaDB 0.79–0.96 with 8 clients, SQLite 0.84–0.95; throughput
-//!   with 8 clients 65–75% (MariaDB) and 70–84% (SQLite) of one client's. The price is the
+//!   with 8 clients 65–79% (MariaDB) and 70–84% (SQLite) of one client's. The price is the
 //!   passed-over waiters' extra tries where the store is the bottleneck: MariaDB with 32
 //!   clients keeps 20–30% of one client's rate (about 50% without the rule).
 //! - Column prefix ages too, since its retries look before they write (see `column_prefix`):
