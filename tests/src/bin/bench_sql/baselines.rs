@@ -90,60 +90,88 @@ impl PlainClient {
     }
 }
 
+/// One connection to the database's own lock: `pg_advisory_lock`, `GET_LOCK`, or SQLite's write
+/// lock (`BEGIN IMMEDIATE`).
+enum DbLock {
+    Postgres(sqlx::PgConnection),
+    MySql(sqlx::MySqlConnection),
+    Sqlite(sqlx::SqliteConnection),
+}
+
+impl DbLock {
+    async fn connect(store: &str, base: &str) -> Result<DbLock, Error> {
+        use sqlx::Connection;
+        Ok(match store {
+            "postgres" => DbLock::Postgres(sqlx::PgConnection::connect(base).await?),
+            "mysql" => DbLock::MySql(sqlx::MySqlConnection::connect(base).await?),
+            _ => {
+                use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+                use std::str::FromStr as _;
+                let options =
+                    SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
+                        .create_if_missing(true)
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .synchronous(SqliteSynchronous::Normal);
+                DbLock::Sqlite(sqlx::SqliteConnection::connect_with(&options).await?)
+            }
+        })
+    }
+
+    /// What the lock is called in the tables.
+    fn name(&self) -> &'static str {
+        match self {
+            DbLock::Postgres(_) => "pg_advisory_lock+unlock",
+            DbLock::MySql(_) => "GET_LOCK+RELEASE_LOCK",
+            DbLock::Sqlite(_) => "BEGIN IMMEDIATE+COMMIT",
+        }
+    }
+
+    /// Takes the lock (waiting for it) and gives it back.
+    async fn lock_unlock(&mut self) -> Result<(), sqlx::Error> {
+        match self {
+            DbLock::Postgres(conn) => {
+                for sql in [
+                    "SELECT pg_advisory_lock($1)",
+                    "SELECT pg_advisory_unlock($1)",
+                ] {
+                    sqlx::query(sql)
+                        .bind(ADVISORY_KEY)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+            DbLock::MySql(conn) => {
+                for sql in ["SELECT GET_LOCK(?, 10)", "SELECT RELEASE_LOCK(?)"] {
+                    sqlx::query(sql)
+                        .bind("baton-bench")
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+            DbLock::Sqlite(conn) => {
+                sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+                sqlx::query("COMMIT").execute(&mut *conn).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The database's own lock, `iterations` times on one connection: p50 and p99, and its name.
 pub(crate) async fn db_lock(
     store: &str,
     base: &str,
     iterations: u64,
 ) -> Result<(&'static str, (Duration, Duration)), Error> {
-    use sqlx::Connection;
-    let mut samples = Vec::with_capacity(iterations as usize);
-    let name = match store {
-        "postgres" => {
-            let mut conn = sqlx::PgConnection::connect(base).await?;
-            for _ in 0..iterations + 20 {
-                let started = Instant::now();
-                sqlx::query("SELECT pg_advisory_lock($1)")
-                    .bind(ADVISORY_KEY)
-                    .execute(&mut conn)
-                    .await?;
-                sqlx::query("SELECT pg_advisory_unlock($1)")
-                    .bind(ADVISORY_KEY)
-                    .execute(&mut conn)
-                    .await?;
-                samples.push(started.elapsed());
-            }
-            "pg_advisory_lock+unlock"
-        }
-        "mysql" => {
-            let mut conn = sqlx::MySqlConnection::connect(base).await?;
-            for _ in 0..iterations + 20 {
-                let started = Instant::now();
-                sqlx::query("SELECT GET_LOCK(?, 10)")
-                    .bind("baton-bench")
-                    .execute(&mut conn)
-                    .await?;
-                sqlx::query("SELECT RELEASE_LOCK(?)")
-                    .bind("baton-bench")
-                    .execute(&mut conn)
-                    .await?;
-                samples.push(started.elapsed());
-            }
-            "GET_LOCK+RELEASE_LOCK"
-        }
-        _ => {
-            let mut conn = sqlite_connection(base).await?;
-            for _ in 0..iterations + 20 {
-                let started = Instant::now();
-                sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
-                sqlx::query("COMMIT").execute(&mut conn).await?;
-                samples.push(started.elapsed());
-            }
-            "BEGIN IMMEDIATE+COMMIT"
-        }
-    };
+    let mut conn = DbLock::connect(store, base).await?;
+    let mut samples = Vec::with_capacity(iterations as usize + 20);
+    for _ in 0..iterations + 20 {
+        let started = Instant::now();
+        conn.lock_unlock().await?;
+        samples.push(started.elapsed());
+    }
     // The first 20 were warm-up.
-    Ok((name, percentiles(samples.split_off(20))))
+    Ok((conn.name(), percentiles(samples.split_off(20))))
 }
 
 /// The database's own lock with `clients` clients, each on its own connection, looping lock +
@@ -159,58 +187,16 @@ pub(crate) async fn db_lock_contended(
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::with_capacity(clients);
     for _ in 0..clients {
+        let mut conn = DbLock::connect(store, base).await?;
         let stop = Arc::clone(&stop);
-        let task = match store {
-            "postgres" => {
-                let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(base).await?;
-                tokio::spawn(async move {
-                    let mut count = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        sqlx::query("SELECT pg_advisory_lock($1)")
-                            .bind(ADVISORY_KEY)
-                            .execute(&mut conn)
-                            .await?;
-                        sqlx::query("SELECT pg_advisory_unlock($1)")
-                            .bind(ADVISORY_KEY)
-                            .execute(&mut conn)
-                            .await?;
-                        count += 1;
-                    }
-                    Ok::<u64, sqlx::Error>(count)
-                })
+        tasks.push(tokio::spawn(async move {
+            let mut count = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                conn.lock_unlock().await?;
+                count += 1;
             }
-            "mysql" => {
-                let mut conn = <sqlx::MySqlConnection as sqlx::Connection>::connect(base).await?;
-                tokio::spawn(async move {
-                    let mut count = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        sqlx::query("SELECT GET_LOCK(?, 10)")
-                            .bind("baton-bench")
-                            .execute(&mut conn)
-                            .await?;
-                        sqlx::query("SELECT RELEASE_LOCK(?)")
-                            .bind("baton-bench")
-                            .execute(&mut conn)
-                            .await?;
-                        count += 1;
-                    }
-                    Ok::<u64, sqlx::Error>(count)
-                })
-            }
-            _ => {
-                let mut conn = sqlite_connection(base).await?;
-                tokio::spawn(async move {
-                    let mut count = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        sqlx::query("BEGIN IMMEDIATE").execute(&mut conn).await?;
-                        sqlx::query("COMMIT").execute(&mut conn).await?;
-                        count += 1;
-                    }
-                    Ok::<u64, sqlx::Error>(count)
-                })
-            }
-        };
-        tasks.push(task);
+            Ok::<u64, sqlx::Error>(count)
+        }));
     }
     tokio::time::sleep(for_).await;
     stop.store(true, Ordering::Relaxed);
@@ -219,18 +205,6 @@ pub(crate) async fn db_lock_contended(
         total += task.await??;
     }
     Ok(total as f64 / for_.as_secs_f64())
-}
-
-/// A SQLite connection as the benchmark's stores open the file (WAL, synchronous NORMAL).
-async fn sqlite_connection(base: &str) -> Result<sqlx::SqliteConnection, Error> {
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-    use sqlx::Connection;
-    use std::str::FromStr as _;
-    let options = SqliteConnectOptions::from_str(base.split('?').next().unwrap_or(base))?
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal);
-    Ok(sqlx::SqliteConnection::connect_with(&options).await?)
 }
 
 /// The same advisory lock + unlock from a raw blocking client, PostgreSQL's own `pgbench`
