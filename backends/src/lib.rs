@@ -64,6 +64,7 @@
 #![forbid(unsafe_code)]
 #![deny(unused_must_use)]
 
+mod background;
 mod blocking;
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
@@ -92,6 +93,7 @@ mod transaction;
 mod url;
 mod url_text;
 
+pub use background::wait_for_cleanups;
 pub use blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
 pub use clock::Clock;
 pub use driver::drive;

@@ -502,8 +502,10 @@ impl Drop for Abandon {
             return;
         };
         let life = Arc::clone(&self.life);
+        let counted = crate::background::Cleanup::start();
         // If the runtime has shut down, the task is dropped unpolled: the cell expires by TTL.
         drop(self.runtime.spawn(async move {
+            let _counted = counted;
             life.drive_to_end(&*store).await;
             tracing::debug!("cleaned up an abandoned acquisition");
         }));

@@ -60,22 +60,35 @@ pub(crate) fn call(done: PyObject, result: impl FnOnce(Python<'_>) -> PyObject) 
 }
 
 /// Closes the gate and waits (GIL released, at most [`EXIT_WAIT`]) for the calls through it to
-/// leave Python; registered with `atexit` by the Python half.
+/// leave Python, then (at most [`CLEANUP_WAIT`]) for the cleanups of abandoned acquisitions
+/// (an interrupted or cancelled wait removes its cell in the background: without this, a
+/// script that exits on Ctrl-C would leave a bakery ticket holding up the name until its
+/// TTL); registered with `atexit` by the Python half.
 #[pyfunction]
 pub(crate) fn _at_exit(py: Python<'_>) {
     py.allow_threads(|| {
-        let deadline = Instant::now() + EXIT_WAIT;
-        let mut gate = gate();
-        gate.closed = true;
-        while gate.in_flight > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            gate = LEFT
-                .wait_timeout(gate, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        wait_for_calls();
+        baton::wait_for_cleanups(CLEANUP_WAIT);
     });
+}
+
+/// How long the exit waits for cleanups in flight: each is one delete on the store, bounded by
+/// the store's own timeout; this keeps a dead store from holding the exit up for long.
+const CLEANUP_WAIT: Duration = Duration::from_secs(2);
+
+/// The first half of [`_at_exit`]: closes the gate and waits for the calls through it.
+fn wait_for_calls() {
+    let deadline = Instant::now() + EXIT_WAIT;
+    let mut gate = gate();
+    gate.closed = true;
+    while gate.in_flight > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        gate = LEFT
+            .wait_timeout(gate, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
 }
