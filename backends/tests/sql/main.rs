@@ -7,6 +7,8 @@
 
 mod commands;
 mod common;
+#[cfg(feature = "postgres")]
+mod durability;
 mod locks;
 #[cfg(feature = "mysql")]
 mod mariadb;

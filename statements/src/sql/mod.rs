@@ -224,6 +224,8 @@ pub enum Statement {
     ScanCells,
     /// [`Statements::claim`].
     Claim,
+    /// [`Statements::claim_async`].
+    ClaimAsync,
     /// [`Statements::claim_counter`].
     ClaimCounter,
     /// [`Statements::claim_state`].
@@ -298,6 +300,11 @@ pub struct Statements<S = String> {
     /// expected)`, inserted (or an expired row taken over) only if the counter holds `expected`
     /// (NULL: absent).
     pub claim: S,
+    /// [`Statements::claim`] as its own transaction, for operations on the store's own
+    /// connections: on PostgreSQL a claim that inserted nothing then commits without waiting
+    /// for the disk (it wrote nothing, but the counter row's lock it may have taken would make
+    /// its commit wait for a flush). Elsewhere the same text as `claim`.
+    pub claim_async: S,
     /// SQLite: the counter's half of a claim: `(row, counter, next, stamp, row, cell, value,
     /// stamp, expected)`, written only if the lock cell holds this claim's value and stamp.
     pub claim_counter: S,
@@ -467,6 +474,7 @@ impl Statements {
                 "SELECT lock_name, cell, value, {rem}, stamp FROM {t} WHERE lock_name >= ? AND lock_name <= ? AND {live} ORDER BY lock_name, cell"
             )),
             claim: d.finish(&claims.claim),
+            claim_async: d.finish(&claims.claim_async),
             claim_counter: d.finish(&claims.counter),
             claim_state: d.finish(&claims.state),
             guarded_delete: d.finish(&claims.guarded_delete),
@@ -513,6 +521,7 @@ impl<S> Statements<S> {
             scan_after: f(self.scan_after),
             scan_cells: f(self.scan_cells),
             claim: f(self.claim),
+            claim_async: f(self.claim_async),
             claim_counter: f(self.claim_counter),
             claim_state: f(self.claim_state),
             guarded_delete: f(self.guarded_delete),
@@ -555,6 +564,7 @@ impl<S> Statements<S> {
             Statement::ScanAfter => &self.scan_after,
             Statement::ScanCells => &self.scan_cells,
             Statement::Claim => &self.claim,
+            Statement::ClaimAsync => &self.claim_async,
             Statement::ClaimCounter => &self.claim_counter,
             Statement::ClaimState => &self.claim_state,
             Statement::GuardedDelete => &self.guarded_delete,

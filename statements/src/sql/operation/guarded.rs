@@ -35,7 +35,7 @@ impl<'c> Operation<'c> {
         if self.dialect != Dialect::Sqlite {
             self.state = State::ClaimOne;
             return fetch(
-                Statement::Claim,
+                self.release(Statement::Claim, Statement::ClaimAsync),
                 vec![
                     text(row),
                     text(column),

@@ -249,14 +249,17 @@ impl<'c> Operation<'c> {
     }
 
     /// Says that the host runs each statement as its own transaction, on a connection of its
-    /// own (not inside a caller's transaction). On PostgreSQL a release then commits without
-    /// waiting for the disk ([`Statements::guarded_delete_async`](super::Statements)).
+    /// own (not inside a caller's transaction). On PostgreSQL a release, and a claim that
+    /// inserted nothing, then commit without waiting for the disk
+    /// ([`Statements::guarded_delete_async`](super::Statements),
+    /// [`Statements::claim_async`](super::Statements)).
     pub fn on_own_connection(mut self) -> Self {
         self.own = true;
         self
     }
 
-    /// The statement of a release's delete: without waiting for the disk when allowed.
+    /// The statement of a release's delete, or of a claim: without waiting for the disk (for
+    /// a claim: when it inserted nothing) when allowed.
     fn release(&self, flushed: Statement, unflushed: Statement) -> Statement {
         if self.own {
             unflushed

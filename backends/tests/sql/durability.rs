@@ -1,0 +1,124 @@
+//! PostgreSQL: which claims wait for the disk. On the store's own connections a claim that
+//! inserted nothing (the lock was held, or another claim moved the fencing counter first)
+//! commits without a flush; a claim that took the lock commits durably; a claim in a caller's
+//! transaction never touches that transaction's `synchronous_commit`.
+
+use std::time::Duration;
+
+use baton::sqlx::{self, AssertSqlSafe, PgConnection};
+use baton::{LockRequest, Locker, SqlPool, SqlStore};
+use baton_statements::sql::{Dialect, Statements};
+
+use crate::common::{self, Db};
+
+/// The transaction's `synchronous_commit`, as its commit would use it.
+async fn synchronous_commit(conn: &mut PgConnection) -> String {
+    sqlx::query_scalar("SHOW synchronous_commit")
+        .fetch_one(conn)
+        .await
+        .expect("SHOW synchronous_commit")
+}
+
+/// Runs the claim `sql` of `value` on row `job` (fencing counter `counter`, expected to hold
+/// `expected`, `''` for none, moved to `next`) in the open transaction on `conn`; returns how
+/// many lock cells it inserted.
+async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, next: &str) -> i64 {
+    let (inserted, _bumped, _lock, _counter): (i64, i64, String, String) =
+        sqlx::query_as(AssertSqlSafe(sql.to_owned()))
+            .bind("job")
+            .bind("lock")
+            .bind(value)
+            .bind(60_000i64)
+            .bind(1i64)
+            .bind("counter")
+            .bind(expected)
+            .bind(next)
+            .fetch_one(conn)
+            .await
+            .expect("claim");
+    inserted
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_claim_that_inserted_nothing_skips_the_flush() {
+    let Some(url) = common::url(Db::Postgres) else {
+        return;
+    };
+    let store = SqlStore::open(&url).expect("valid URL");
+    store.ensure_schema().await.expect("lock table");
+    let SqlPool::Postgres(pool) = store.pool() else {
+        panic!("a PostgreSQL store")
+    };
+    let statements =
+        Statements::new(Dialect::Postgres, &store.options().table).expect("statements");
+
+    // A claim that takes the free lock: durable.
+    let mut tx = pool.begin().await.expect("begin");
+    assert_eq!(
+        claim(&mut tx, &statements.claim_async, "a", "", "1").await,
+        1
+    );
+    assert_eq!(synchronous_commit(&mut tx).await, "on");
+    tx.commit().await.expect("commit");
+
+    // A claim that finds it held: nothing to flush.
+    let mut tx = pool.begin().await.expect("begin");
+    assert_eq!(
+        claim(&mut tx, &statements.claim_async, "b", "1", "2").await,
+        0
+    );
+    assert_eq!(synchronous_commit(&mut tx).await, "off");
+    tx.rollback().await.expect("rollback");
+
+    // The lock freed, a claim that expected an older counter: it locked the counter row and
+    // inserted nothing, so it does not flush either.
+    common::exec_raw(
+        &store,
+        &format!(
+            "DELETE FROM {} WHERE lock_name = 'job' AND cell = 'lock'",
+            store.options().table
+        ),
+    )
+    .await
+    .expect("free the lock");
+    let mut tx = pool.begin().await.expect("begin");
+    assert_eq!(
+        claim(&mut tx, &statements.claim_async, "c", "", "1").await,
+        0
+    );
+    assert_eq!(synchronous_commit(&mut tx).await, "off");
+    tx.rollback().await.expect("rollback");
+
+    // The plain claim, for a caller's transaction, leaves the setting alone either way.
+    let mut tx = pool.begin().await.expect("begin");
+    assert_eq!(claim(&mut tx, &statements.claim, "c", "", "1").await, 0);
+    assert_eq!(synchronous_commit(&mut tx).await, "on");
+    tx.rollback().await.expect("rollback");
+    common::drop_table(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_fails_in_a_callers_transaction_keeps_its_durability() {
+    let Some(url) = common::url(Db::Postgres) else {
+        return;
+    };
+    let holder = Locker::open(&url).expect("valid URL");
+    let mut held = holder.lock("invoice").await.expect("lock");
+    let store = holder.sql_store().expect("a SQL store").clone();
+    let SqlPool::Postgres(pool) = store.pool() else {
+        panic!("a PostgreSQL store")
+    };
+    let mut tx = pool.begin().await.expect("begin");
+    holder
+        .lock_in(
+            &mut *tx,
+            "invoice",
+            LockRequest::new().wait_timeout(Duration::from_millis(100)),
+        )
+        .await
+        .expect_err("held by another guard");
+    assert_eq!(synchronous_commit(&mut tx).await, "on");
+    tx.rollback().await.expect("rollback");
+    held.release().await.expect("release");
+    common::drop_table(&url).await;
+}
