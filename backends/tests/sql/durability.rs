@@ -1,7 +1,8 @@
 //! PostgreSQL: which claims wait for the disk. On the store's own connections a claim that
-//! inserted nothing (the lock was held, or another claim moved the fencing counter first)
-//! commits without a flush; a claim that took the lock commits durably; a claim in a caller's
-//! transaction never touches that transaction's `synchronous_commit`.
+//! inserted nothing (the lock was held, or another claim moved the fencing counter first), and
+//! an acquisition's removal of its own cell, commit without a flush; a claim that took the lock
+//! commits durably; a claim in a caller's transaction never touches that transaction's
+//! `synchronous_commit`.
 
 use std::time::Duration;
 
@@ -40,7 +41,7 @@ async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_a_claim_that_inserted_nothing_skips_the_flush() {
+async fn losing_claims_and_backing_off_deletes_skip_the_flush() {
     let Some(url) = common::url(Db::Postgres) else {
         return;
     };
@@ -88,6 +89,23 @@ async fn only_a_claim_that_inserted_nothing_skips_the_flush() {
     );
     assert_eq!(synchronous_commit(&mut tx).await, "off");
     tx.rollback().await.expect("rollback");
+
+    // An acquisition's removal of its own cell does not flush; the plain delete does.
+    for (sql, setting) in [
+        (&statements.delete_async, "off"),
+        (&statements.delete, "on"),
+    ] {
+        let mut tx = pool.begin().await.expect("begin");
+        sqlx::query(AssertSqlSafe(sql.clone()))
+            .bind("job")
+            .bind("counter")
+            .bind(i64::MAX)
+            .execute(&mut *tx)
+            .await
+            .expect("delete");
+        assert_eq!(synchronous_commit(&mut tx).await, setting, "{sql}");
+        tx.rollback().await.expect("rollback");
+    }
 
     // The plain claim, for a caller's transaction, leaves the setting alone either way.
     let mut tx = pool.begin().await.expect("begin");

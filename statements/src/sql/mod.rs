@@ -204,6 +204,8 @@ pub enum Statement {
     Put,
     /// [`Statements::delete`].
     Delete,
+    /// [`Statements::delete_async`].
+    DeleteAsync,
     /// [`Statements::insert_if_absent`].
     InsertIfAbsent,
     /// [`Statements::cas_update`].
@@ -270,6 +272,14 @@ pub struct Statements<S = String> {
     pub put: S,
     /// `(row, cell, stamp)`: remove the row if its stamp is at most `stamp`.
     pub delete: S,
+    /// [`Statements::delete`] as its own transaction, for operations on the store's own
+    /// connections: on PostgreSQL it commits without waiting for the disk. It serves an
+    /// acquisition removing its own cell as it backs off or gives up
+    /// ([`Command::Delete`](baton_kernel::Command::Delete)), or a stale cell of another owner
+    /// at the version it read ([`Command::DeleteVersion`](baton_kernel::Command::DeleteVersion)):
+    /// lost in a server crash, the cell is back until its TTL, in others' way (a later holder,
+    /// never two). Elsewhere the same text.
+    pub delete_async: S,
     /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; whether
     /// it was applied depends on the dialect (MariaDB reports a `LAST_INSERT_ID` marker), which
     /// [`Operation`] reads.
@@ -433,6 +443,7 @@ impl Statements {
         let claims = claim_statements(d, table)?;
         let create_sql = create_table(d, table);
         let add_stamp = add_stamp_column(d, table);
+        let delete = format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?");
         Ok(Statements {
             dialect: d,
             read_all: d.finish(&format!("{select} AND {live} ORDER BY cell")),
@@ -442,9 +453,13 @@ impl Statements {
             read_from: d.finish(&format!("{select} AND cell >= ? AND {live} ORDER BY cell")),
             read_exact: d.finish(&format!("{select} AND cell = ? AND {live}")),
             put: d.finish(&put),
-            delete: d.finish(&format!(
-                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?"
-            )),
+            delete: d.finish(&delete),
+            delete_async: d.finish(&match d {
+                Dialect::Postgres => format!(
+                    "WITH d AS ({delete}) SELECT set_config('synchronous_commit', 'off', true)"
+                ),
+                Dialect::Sqlite | Dialect::MySql => delete.clone(),
+            }),
             insert_if_absent: d.finish(&insert_if_absent),
             cas_update: d.finish(&format!(
                 "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
@@ -511,6 +526,7 @@ impl<S> Statements<S> {
             read_exact: f(self.read_exact),
             put: f(self.put),
             delete: f(self.delete),
+            delete_async: f(self.delete_async),
             insert_if_absent: f(self.insert_if_absent),
             cas_update: f(self.cas_update),
             cas_delete: f(self.cas_delete),
@@ -554,6 +570,7 @@ impl<S> Statements<S> {
             Statement::ReadExact => &self.read_exact,
             Statement::Put => &self.put,
             Statement::Delete => &self.delete,
+            Statement::DeleteAsync => &self.delete_async,
             Statement::InsertIfAbsent => &self.insert_if_absent,
             Statement::CasUpdate => &self.cas_update,
             Statement::CasDelete => &self.cas_delete,

@@ -457,7 +457,10 @@ impl<'c> Operation<'c> {
             ),
             Command::Delete { row, column, .. } | Command::DeleteVersion { row, column, .. } => (
                 State::Written,
-                execute(Statement::Delete, vec![text(row), text(column), stamp]),
+                execute(
+                    self.release(Statement::Delete, Statement::DeleteAsync),
+                    vec![text(row), text(column), stamp],
+                ),
             ),
             Command::InsertIfAbsent {
                 row,
