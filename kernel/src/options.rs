@@ -195,12 +195,16 @@ pub enum Sabotage {
     /// For the simulator's driver: a client's monotonic clock stops while it is suspended
     /// (`CLOCK_MONOTONIC` on Linux), instead of counting the suspension (`CLOCK_BOOTTIME`).
     ClockStopsInSuspend,
+    /// For the simulator's SQL store: every write commits without waiting for the disk, a claim
+    /// that took the lock too (as if PostgreSQL's `synchronous_commit` were off for
+    /// acquisitions as it is for releases), so a server crash can forget a granted lock.
+    UnflushedGrants,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 11] = [
+    pub const ALL: [Sabotage; 12] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -212,6 +216,7 @@ impl Sabotage {
         Sabotage::ForcedCountAfterEntering,
         Sabotage::ArrivalOrderStamps,
         Sabotage::ClockStopsInSuspend,
+        Sabotage::UnflushedGrants,
     ];
 }
 

@@ -20,6 +20,7 @@
 //! | command applied twice | a retransmission, a driver's speculative retry |
 //! | Paxos proposal accepted by one replica, answered `Timeout` or `Unavailable`, completed or superseded by the next round | Cassandra's lightweight transactions when replicas fail between rounds |
 //! | client crash without release | `kill -9`, a host lost |
+//! | SQL server crash losing the commits since the last one that waited for the disk (releases, backing-off deletes, claims that took nothing) | PostgreSQL's `synchronous_commit = off` commits not yet flushed by the WAL writer when the server dies |
 //! | pause of 1 to 2 TTLs | a stop-the-world GC, a swapped-out process |
 //! | suspension of 1 to 3 TTLs | a laptop or VM suspended; the client's clock keeps counting (`CLOCK_BOOTTIME`), or stops under the broken `ClockStopsInSuspend` |
 //! | wall-clock skew up to 5 s, clock-rate drift up to 2 000 ppm (6 000 in the `clock-edge` profile) | unsynchronised hosts, bad oscillators |
@@ -63,6 +64,9 @@ pub struct Faults {
     pub long_delay: f64,
     /// Probability that a client crashes at some point of the run.
     pub crash: f64,
+    /// Probability, per command, that the SQL server crashes and comes back just before it,
+    /// losing the commits that had not reached the disk (single copy only).
+    pub server_crash: f64,
     /// Probability, per event a client handles, that it pauses for 1 to 2 TTLs first.
     pub pause: f64,
     /// Probability, per event a client handles, that its host is suspended for 1 to 3 TTLs.
@@ -96,6 +100,7 @@ impl Faults {
             || self.minority > 0.0
             || self.long_delay > 0.0
             || self.crash > 0.0
+            || self.server_crash > 0.0
             || self.pause > 0.0
             || self.suspend > 0.0
             || self.skew_ms > 0
@@ -193,6 +198,7 @@ impl Config {
             },
             "crashes" => Faults {
                 crash: 0.3,
+                server_crash: 0.01,
                 ..Faults::default()
             },
             "pauses" => Faults {
@@ -233,6 +239,7 @@ impl Config {
                 duplicated: late.duplicated,
                 minority: late.minority,
                 crash: 0.2,
+                server_crash: 0.005,
                 pause: 0.005,
                 suspend: 0.003,
                 skew_ms: clocks.skew_ms,
@@ -289,6 +296,10 @@ pub struct FaultCounts {
     pub long_delay: u64,
     /// Client crashes.
     pub crashes: u64,
+    /// SQL server crashes.
+    pub server_crashes: u64,
+    /// Commits that had not reached the disk, lost in them.
+    pub lost_commits: u64,
     /// Client pauses.
     pub pauses: u64,
     /// Host suspensions.
@@ -311,7 +322,7 @@ pub struct FaultCounts {
 
 impl FaultCounts {
     /// The counts with their names, for tables.
-    pub fn named(&self) -> [(&'static str, u64); 17] {
+    pub fn named(&self) -> [(&'static str, u64); 19] {
         [
             ("lost reply", self.lost_reply),
             ("dropped", self.dropped),
@@ -321,6 +332,8 @@ impl FaultCounts {
             ("minority", self.minority),
             ("long delay", self.long_delay),
             ("crash", self.crashes),
+            ("server crash", self.server_crashes),
+            ("lost commit", self.lost_commits),
             ("pause", self.pauses),
             ("suspend", self.suspends),
             ("clock step", self.clock_steps),
@@ -342,6 +355,8 @@ impl FaultCounts {
         self.minority += o.minority;
         self.long_delay += o.long_delay;
         self.crashes += o.crashes;
+        self.server_crashes += o.server_crashes;
+        self.lost_commits += o.lost_commits;
         self.pauses += o.pauses;
         self.suspends += o.suspends;
         self.clock_steps += o.clock_steps;

@@ -67,6 +67,11 @@ pub trait SimStore {
     fn split_claims(&self) -> u64 {
         0
     }
+
+    /// Server crashes, and the commits they lost (see [`flushes`]).
+    fn server_crashes(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }
 
 fn timeout() -> Reply {
@@ -132,6 +137,18 @@ pub struct SingleCopy {
     pub split_chance: f64,
     /// Claims applied in two steps that inserted the lock cell and left the counter.
     pub split_claims: u64,
+    /// Probability, per command, that the server crashed and came back just before it,
+    /// losing every commit since the last one that waited for the disk (see [`flushes`]).
+    pub crash_chance: f64,
+    /// The broken `UnflushedGrants`: no commit waits for the disk, not even a grant's.
+    pub unflushed_grants: bool,
+    /// Server crashes so far.
+    pub crashes: u64,
+    /// Commits lost in them.
+    pub lost_commits: u64,
+    /// The table as the last commit that waited for the disk left it, while commits since have
+    /// not (what a crash goes back to), and how many there were.
+    durable: Option<(MemoryTable, u64)>,
     arrivals: u64,
 }
 
@@ -149,7 +166,41 @@ impl SingleCopy {
 }
 
 impl SingleCopy {
+    /// Applies `command`, as one commit: with server crashes on, first maybe crashes, and
+    /// afterwards remembers whether the commit reached the disk.
     fn apply(
+        &mut self,
+        command: &Command,
+        now: Instant,
+        stamp: u64,
+        rng: &mut SplitMix64,
+    ) -> Reply {
+        if self.crash_chance <= 0.0 {
+            return self.commit(command, now, stamp, rng);
+        }
+        if chance(rng, self.crash_chance) {
+            self.crashes += 1;
+            if let Some((table, lost)) = self.durable.take() {
+                self.table = table;
+                self.lost_commits += lost;
+            }
+        }
+        let before = self.durable.is_none().then(|| self.table.clone());
+        let reply = self.commit(command, now, stamp, rng);
+        match flushes(command, &reply) {
+            // Nothing to lose.
+            None => {}
+            Some(true) if !self.unflushed_grants => self.durable = None,
+            Some(_) => match (&mut self.durable, before) {
+                (Some((_, n)), _) => *n += 1,
+                (None, Some(table)) => self.durable = Some((table, 1)),
+                (None, None) => {}
+            },
+        }
+        reply
+    }
+
+    fn commit(
         &mut self,
         command: &Command,
         now: Instant,
@@ -166,6 +217,33 @@ impl SingleCopy {
         }
         self.table.apply_stamped(command, now, stamp)
     }
+}
+
+/// Whether PostgreSQL's store, on its own connections, makes `command`'s commit wait for the
+/// disk (`None`: a read, or a claim that inserted nothing: nothing a crash could lose). Releases (`Vacate`, a guarded or compare-and-delete, a
+/// batch of deletes), an acquisition's removal of its own or a stale cell (`Delete`,
+/// `DeleteVersion`) and a claim that inserted nothing do not: a crash can lose them, and it
+/// loses with them every later commit until one that waits. Everything that writes a cell
+/// waits, and with it everything before it in the log. (Some of these are flushed by the real
+/// store, a compare-and-delete or a batch of several deletes: counted as unflushed here,
+/// they only lose more deletes.)
+pub fn flushes(command: &Command, reply: &Reply) -> Option<bool> {
+    Some(match command {
+        Command::Read { .. } | Command::Scan { .. } => return None,
+        Command::Vacate { .. } | Command::Delete { .. } | Command::DeleteVersion { .. } => false,
+        Command::CompareAndSet { new, .. } | Command::GuardedSet { new, .. } => new.is_some(),
+        Command::Batch { writes, .. } => writes.iter().any(|w| !matches!(w, Write::Delete { .. })),
+        // The lock cell was inserted when the reply shows it holds the claim's value; one that
+        // inserted nothing has nothing to lose.
+        Command::Claim { value, .. } => {
+            if !matches!(reply, Reply::Guarded { current: Some(v), .. } if v == value) {
+                return None;
+            }
+            true
+        }
+        // Put, InsertIfAbsent, Purge, and any command added later until it is placed here.
+        _ => true,
+    })
 }
 
 /// The weakest claim the kernel accepts from a store (`Command::Claim`'s partial outcome):
@@ -272,6 +350,10 @@ impl SimStore for SingleCopy {
 
     fn split_claims(&self) -> u64 {
         self.split_claims
+    }
+
+    fn server_crashes(&self) -> (u64, u64) {
+        (self.crashes, self.lost_commits)
     }
 }
 

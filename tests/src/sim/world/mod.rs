@@ -169,7 +169,10 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
         Box::new(Replicated::new(lagging, lag, store_clock / 2, &mut rng))
     } else {
         let chance = if store_clock > 0 { 0.01 } else { 0.0 };
-        Box::new(SingleCopy::new(store_clock, chance))
+        let mut single = SingleCopy::new(store_clock, chance);
+        single.crash_chance = cfg.faults.server_crash;
+        single.unflushed_grants = cfg.sabotage == Sabotage::UnflushedGrants;
+        Box::new(single)
     };
     let names: Vec<LockName> = (0..cfg.names)
         .filter_map(|i| LockName::new(&format!("lock-{i}")).ok())
@@ -810,6 +813,7 @@ impl Sim {
         let mut faults = self.faults;
         faults.clock_steps = self.store.clock_steps();
         faults.split_claims = self.store.split_claims();
+        (faults.server_crashes, faults.lost_commits) = self.store.server_crashes();
         Outcome {
             seed,
             grants: self.grants.len(),
