@@ -20,7 +20,7 @@
 //! | command applied twice | a retransmission, a driver's speculative retry |
 //! | Paxos proposal accepted by one replica, answered `Timeout` or `Unavailable`, completed or superseded by the next round | Cassandra's lightweight transactions when replicas fail between rounds |
 //! | client crash without release | `kill -9`, a host lost |
-//! | SQL server crash losing the commits since the last one that waited for the disk (releases, backing-off deletes, claims that took nothing) | PostgreSQL's `synchronous_commit = off` commits not yet flushed by the WAL writer when the server dies |
+//! | SQL server crash losing the commits since the last one that waited for the disk (releases, backing-off deletes), all or all but a first part | PostgreSQL's `synchronous_commit = off` commits not yet flushed by the WAL writer when the server dies |
 //! | pause of 1 to 2 TTLs | a stop-the-world GC, a swapped-out process |
 //! | suspension of 1 to 3 TTLs | a laptop or VM suspended; the client's clock keeps counting (`CLOCK_BOOTTIME`), or stops under the broken `ClockStopsInSuspend` |
 //! | wall-clock skew up to 5 s, clock-rate drift up to 2 000 ppm (6 000 in the `clock-edge` profile) | unsynchronised hosts, bad oscillators |

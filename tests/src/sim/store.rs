@@ -146,9 +146,9 @@ pub struct SingleCopy {
     pub crashes: u64,
     /// Commits lost in them.
     pub lost_commits: u64,
-    /// The table as the last commit that waited for the disk left it, while commits since have
-    /// not (what a crash goes back to), and how many there were.
-    durable: Option<(MemoryTable, u64)>,
+    /// The table as the last commit that waited for the disk left it, and the commits since,
+    /// which have not: what a crash goes back to, and what it may keep a first part of.
+    unflushed: Option<(MemoryTable, Vec<Commit>)>,
     arrivals: u64,
 }
 
@@ -165,6 +165,14 @@ impl SingleCopy {
     }
 }
 
+/// A commit that did not wait for the disk, as applied: replayed as it was when a crash keeps it.
+struct Commit {
+    command: Command,
+    now: Instant,
+    stamp: u64,
+    split: bool,
+}
+
 impl SingleCopy {
     /// Applies `command`, as one commit: with server crashes on, first maybe crashes, and
     /// afterwards remembers whether the commit reached the disk.
@@ -175,39 +183,66 @@ impl SingleCopy {
         stamp: u64,
         rng: &mut SplitMix64,
     ) -> Reply {
+        let split = matches!(command, Command::Claim { .. }) && chance(rng, self.split_chance);
         if self.crash_chance <= 0.0 {
-            return self.commit(command, now, stamp, rng);
+            return self.commit(command, now, stamp, split);
         }
         if chance(rng, self.crash_chance) {
-            self.crashes += 1;
-            if let Some((table, lost)) = self.durable.take() {
-                self.table = table;
-                self.lost_commits += lost;
-            }
+            self.crash(rng);
         }
-        let before = self.durable.is_none().then(|| self.table.clone());
-        let reply = self.commit(command, now, stamp, rng);
-        match flushes(command, &reply) {
+        // Whether a claim's lock cell holds its value already (an earlier copy of the claim
+        // inserted it): this one then inserts nothing.
+        let had = match command {
+            Command::Claim {
+                row, column, value, ..
+            } => self
+                .table
+                .read(row, &ColumnFilter::Exact(column.clone()), now)
+                .iter()
+                .any(|c| &c.value == value),
+            _ => false,
+        };
+        let before = self.unflushed.is_none().then(|| self.table.clone());
+        let reply = self.commit(command, now, stamp, split);
+        match flushes(command, &reply, had) {
             // Nothing to lose.
             None => {}
-            Some(true) if !self.unflushed_grants => self.durable = None,
-            Some(_) => match (&mut self.durable, before) {
-                (Some((_, n)), _) => *n += 1,
-                (None, Some(table)) => self.durable = Some((table, 1)),
-                (None, None) => {}
-            },
+            Some(true) if !self.unflushed_grants => self.unflushed = None,
+            Some(_) => {
+                let commit = Commit {
+                    command: command.clone(),
+                    now,
+                    stamp,
+                    split,
+                };
+                match (&mut self.unflushed, before) {
+                    (Some((_, tail)), _) => tail.push(commit),
+                    (None, Some(table)) => self.unflushed = Some((table, vec![commit])),
+                    (None, None) => {}
+                }
+            }
         }
         reply
     }
 
-    fn commit(
-        &mut self,
-        command: &Command,
-        now: Instant,
-        stamp: u64,
-        rng: &mut SplitMix64,
-    ) -> Reply {
-        if matches!(command, Command::Claim { .. }) && chance(rng, self.split_chance) {
+    /// The server crashes and comes back: the commits that had not reached the disk are lost,
+    /// all but a first part of them that the WAL writer had flushed in the meantime (as many as
+    /// the seed draws, from none to all).
+    fn crash(&mut self, rng: &mut SplitMix64) {
+        self.crashes += 1;
+        let Some((table, tail)) = self.unflushed.take() else {
+            return;
+        };
+        let kept = rng.below(tail.len() as u64 + 1) as usize;
+        self.lost_commits += (tail.len() - kept) as u64;
+        self.table = table;
+        for c in &tail[..kept] {
+            let _ = self.commit(&c.command, c.now, c.stamp, c.split);
+        }
+    }
+
+    fn commit(&mut self, command: &Command, now: Instant, stamp: u64, split: bool) -> Reply {
+        if split {
             let reply = split_claim(&mut self.table, command, now, stamp);
             if matches!(&reply, Reply::Guarded { applied: false, current: Some(v), .. } if matches!(command, Command::Claim { value, .. } if value == v))
             {
@@ -220,14 +255,15 @@ impl SingleCopy {
 }
 
 /// Whether PostgreSQL's store, on its own connections, makes `command`'s commit wait for the
-/// disk (`None`: a read, or a claim that inserted nothing: nothing a crash could lose). Releases (`Vacate`, a guarded or compare-and-delete, a
+/// disk (`None`: a read, or a claim that inserted nothing: nothing a crash could lose). `had`:
+/// the claim's lock cell held its value before (an earlier copy of it inserted it). Releases (`Vacate`, a guarded or compare-and-delete, a
 /// batch of deletes), an acquisition's removal of its own or a stale cell (`Delete`,
 /// `DeleteVersion`) and a claim that inserted nothing do not: a crash can lose them, and it
 /// loses with them every later commit until one that waits. Everything that writes a cell
 /// waits, and with it everything before it in the log. (Some of these are flushed by the real
 /// store, a compare-and-delete or a batch of several deletes: counted as unflushed here,
 /// they only lose more deletes.)
-pub fn flushes(command: &Command, reply: &Reply) -> Option<bool> {
+pub fn flushes(command: &Command, reply: &Reply, had: bool) -> Option<bool> {
     Some(match command {
         Command::Read { .. } | Command::Scan { .. } => return None,
         Command::Vacate { .. } | Command::Delete { .. } | Command::DeleteVersion { .. } => false,
@@ -236,7 +272,7 @@ pub fn flushes(command: &Command, reply: &Reply) -> Option<bool> {
         // The lock cell was inserted when the reply shows it holds the claim's value; one that
         // inserted nothing has nothing to lose.
         Command::Claim { value, .. } => {
-            if !matches!(reply, Reply::Guarded { current: Some(v), .. } if v == value) {
+            if had || !matches!(reply, Reply::Guarded { current: Some(v), .. } if v == value) {
                 return None;
             }
             true
