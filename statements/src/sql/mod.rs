@@ -275,10 +275,11 @@ pub struct Statements<S = String> {
     /// [`Statements::delete`] as its own transaction, for operations on the store's own
     /// connections: on PostgreSQL it commits without waiting for the disk. It serves an
     /// acquisition removing its own cell as it backs off or gives up
-    /// ([`Command::Delete`](baton_kernel::Command::Delete)), or a stale cell of another owner
-    /// at the version it read ([`Command::DeleteVersion`](baton_kernel::Command::DeleteVersion)):
-    /// lost in a server crash, the cell is back until its TTL, in others' way (a later holder,
-    /// never two). Elsewhere the same text.
+    /// ([`Command::Delete`](baton_kernel::Command::Delete)), or another owner's cell at the
+    /// version it read ([`Command::DeleteVersion`](baton_kernel::Command::DeleteVersion): a
+    /// stale entry, a purge, a forced release, whose closing counter move is flushed and takes
+    /// these deletes to the disk with it): lost in a server crash, the cell is back until its
+    /// TTL, in others' way (a later holder, never two). Elsewhere the same text.
     pub delete_async: S,
     /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; whether
     /// it was applied depends on the dialect (MariaDB reports a `LAST_INSERT_ID` marker), which
