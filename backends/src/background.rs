@@ -11,6 +11,8 @@
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio::task::JoinHandle;
+
 /// How many cleanups have started and not finished.
 static PENDING: Mutex<usize> = Mutex::new(0);
 static FINISHED: Condvar = Condvar::new();
@@ -36,6 +38,21 @@ impl Drop for Cleanup {
         *n = n.saturating_sub(1);
         FINISHED.notify_all();
     }
+}
+
+/// Aborts `task`, a task running an acquisition that its caller gave up on (Ctrl-C, an asyncio
+/// cancel), and counts it with the cleanups until it has stopped. By then the acquisition's
+/// future was dropped and its own cleanup started and counted, so a [`wait_for_cleanups`] right
+/// after this call cannot miss that cleanup, as it could after a bare `abort()` whose task had
+/// not been dropped yet. Returns at once; the waiting is a task on `runtime` (dropped, and the
+/// count with it, if the runtime shuts down first).
+pub fn abandon_task<T: Send + 'static>(runtime: &tokio::runtime::Handle, task: JoinHandle<T>) {
+    let counted = Cleanup::start();
+    task.abort();
+    runtime.spawn(async move {
+        let _ = task.await;
+        drop(counted);
+    });
 }
 
 /// Blocks until every cleanup of an abandoned acquisition started so far in this process has
@@ -75,5 +92,55 @@ mod tests {
         });
         assert!(wait_for_cleanups(Duration::from_secs(10)));
         done.join().expect("thread");
+    }
+
+    /// What an acquisition does when its future is dropped: starts its cleanup in a task.
+    struct Acquisition {
+        runtime: tokio::runtime::Handle,
+        cleaned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Drop for Acquisition {
+        fn drop(&mut self) {
+            let cleanup = Cleanup::start();
+            let cleaned = std::sync::Arc::clone(&self.cleaned);
+            self.runtime.spawn(async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                cleaned.store(true, std::sync::atomic::Ordering::SeqCst);
+                drop(cleanup);
+            });
+        }
+    }
+
+    #[test]
+    fn an_abandoned_task_is_waited_for_until_its_own_cleanup_is_done() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let cleaned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let acquisition = Acquisition {
+            runtime: runtime.handle().clone(),
+            cleaned: std::sync::Arc::clone(&cleaned),
+        };
+        let task = runtime.spawn(async move {
+            let _acquisition = acquisition;
+            std::future::pending::<()>().await;
+        });
+        // The runtime's one worker busy for a moment: the abort takes effect only after it, so
+        // the acquisition is not dropped yet when the wait below begins.
+        let (busy, started) = std::sync::mpsc::channel();
+        runtime.spawn(async move {
+            let _ = busy.send(());
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        started.recv().expect("the worker is busy");
+        abandon_task(runtime.handle(), task);
+        assert!(wait_for_cleanups(Duration::from_secs(10)));
+        assert!(
+            cleaned.load(std::sync::atomic::Ordering::SeqCst),
+            "the wait ended before the abandoned acquisition's cleanup"
+        );
     }
 }

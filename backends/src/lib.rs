@@ -93,7 +93,7 @@ mod transaction;
 mod url;
 mod url_text;
 
-pub use background::wait_for_cleanups;
+pub use background::{abandon_task, wait_for_cleanups};
 pub use blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
 pub use clock::Clock;
 pub use driver::drive;

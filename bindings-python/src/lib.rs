@@ -26,10 +26,6 @@ use tokio::task::JoinHandle;
 /// The exception class of each error code, registered by the Python half.
 static CLASSES: GILOnceCell<Py<PyDict>> = GILOnceCell::new();
 
-/// How long an interrupted `lock` waits for its aborted task to be dropped (a moment: the
-/// task is cancelled at its next poll on a runtime thread).
-const ABORT_WAIT: Duration = Duration::from_secs(1);
-
 /// `e` as the exception of its kind (a `RuntimeError` before the classes are registered).
 fn to_py(e: &Error) -> PyErr {
     Python::with_gil(|py| {
@@ -152,16 +148,10 @@ impl Locker {
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(interrupt) = py.check_signals() {
                         // Dropping the wait removes its cell; a guard granted meanwhile is
-                        // dropped with the channel, which releases it. Wait (briefly) until
-                        // the task is gone, so that its cleanup has started and an exit right
-                        // after the interrupt waits for it (`_at_exit`).
-                        task.abort();
-                        let runtime = runtime()?;
-                        py.allow_threads(move || {
-                            runtime.block_on(async {
-                                let _ = tokio::time::timeout(ABORT_WAIT, task).await;
-                            });
-                        });
+                        // dropped with the channel, which releases it. Counted until the task
+                        // is gone and its cleanup done, so an exit right after the interrupt
+                        // waits for it (`_at_exit`).
+                        baton::abandon_task(runtime()?.handle(), task);
                         return Err(interrupt);
                     }
                 }
@@ -274,16 +264,18 @@ struct Pending {
 
 #[pymethods]
 impl Pending {
-    /// Drops the wait (its cell is removed in the background); `done` is then never called.
-    fn cancel(&self) {
+    /// Drops the wait (its cell is removed in the background, and an exit right after waits
+    /// for that: `_at_exit`); `done` is then never called.
+    fn cancel(&self) -> PyResult<()> {
         if let Some(task) = self
             .task
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
         {
-            task.abort();
+            baton::abandon_task(runtime()?.handle(), task);
         }
+        Ok(())
     }
 }
 

@@ -108,6 +108,63 @@ def test_ctrl_c_interrupts_a_blocked_wait_and_leaves_no_lock(store: str) -> None
     lease.release()
 
 
+CANCELLING_CHILD = """
+import asyncio, sys, baton
+async def main() -> None:
+    locker = baton.Locker(sys.argv[1], strategy="bakery", timeout=60)
+    async def wait() -> None:
+        async with locker.lock(sys.argv[2]):
+            print("acquired", flush=True)
+    task = asyncio.ensure_future(wait())
+    print("waiting", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        print("cancelled", flush=True)
+asyncio.run(main())
+sys.exit(3)
+"""
+
+
+def test_a_cancelled_asyncio_wait_then_exit_leaves_no_lock(store: str) -> None:
+    name = fresh("async-cancel")
+    locker = baton.Locker(store, strategy="bakery", timeout=5)
+    held = locker.acquire(name)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CANCELLING_CHILD, store, name],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdin is not None and child.stdout is not None
+        assert child.stdout.readline().strip() == "waiting"
+        deadline = time.monotonic() + 30
+        while not any(str(child.pid) in e.owner for e in locker.locks() if e.name == name):
+            assert time.monotonic() < deadline, "the child never queued"
+            time.sleep(0.01)
+        child.stdin.write("cancel\n")
+        child.stdin.flush()
+        said = child.stdout.readline().strip()
+        assert said == "cancelled", said + child.stdout.read()
+        # The child exits at once after the cancel; its exit waits for the wait's cleanup.
+        assert child.wait(timeout=10) == 3
+    finally:
+        child.kill()
+        child.wait()
+        for f in (child.stdin, child.stdout):
+            if f is not None:
+                f.close()
+    # Nothing of the child's wait is left: the queue holds only our lease.
+    assert not any(str(child.pid) in e.owner for e in locker.locks() if e.name == name)
+    held.release()
+    lease = locker.try_lock(name)
+    assert lease is not None
+    lease.release()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_cannot_release_the_parents_lock(store: str) -> None:
     name = fresh("fork")
