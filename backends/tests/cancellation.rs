@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{Command, Locker, MemoryStore, Store, StoreFuture, Strategy};
+use baton::{Command, Failure, Locker, MemoryStore, Reply, Store, StoreFuture, Strategy};
 use tokio::sync::watch;
 
 use common::within;
@@ -23,6 +23,9 @@ struct StallStore {
     stall_at: u64,
     /// Whether the stalled command is applied before the store stops answering.
     apply_stalled: bool,
+    /// Answer the stalled command with a timeout after this long, as a real store's client
+    /// timeout does, instead of never.
+    time_out_after: Option<Duration>,
     executed: Arc<AtomicU64>,
     stalled: Arc<AtomicBool>,
 }
@@ -33,6 +36,7 @@ impl StallStore {
             inner,
             stall_at,
             apply_stalled: false,
+            time_out_after: None,
             executed: Arc::default(),
             stalled: Arc::default(),
         }
@@ -47,19 +51,32 @@ impl StallStore {
             ..StallStore::new(inner, stall_at)
         }
     }
+
+    /// The same store, answering its stalled command with a timeout after `after`.
+    fn timing_out(self, after: Duration) -> Self {
+        StallStore {
+            time_out_after: Some(after),
+            ..self
+        }
+    }
 }
 
 impl Store for StallStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         if self.executed.fetch_add(1, Ordering::SeqCst) == self.stall_at {
             self.stalled.store(true, Ordering::SeqCst);
-            if self.apply_stalled {
-                return Box::pin(async move {
+            return Box::pin(async move {
+                if self.apply_stalled {
                     self.inner.execute(command).await;
-                    std::future::pending().await
-                });
-            }
-            return Box::pin(std::future::pending());
+                }
+                match self.time_out_after {
+                    Some(after) => {
+                        tokio::time::sleep(after).await;
+                        Reply::Failed(Failure::Timeout(String::from("the test store stalled")))
+                    }
+                    None => std::future::pending().await,
+                }
+            });
         }
         self.inner.execute(command)
     }
@@ -212,7 +229,10 @@ async fn a_timeout_around_lock_leaves_nothing_behind() {
 /// A `release()` future dropped while its command is on its way (the release is sent from the
 /// caller's task): the guard's task settles whether the command took effect and finishes the
 /// release, whether the store had applied it or not; the name is free at once, not after the
-/// hour-long TTL.
+/// hour-long TTL. (When the guard's task happens to poll first, right after the grant, it sends
+/// the release itself and the caller only waits for it: the stalled command then ends with a
+/// timeout, as a real store's would, and the guard's task settles it. Without that timeout
+/// this test hung on that interleaving, about once in many CI runs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_release_is_finished_by_the_guards_task() {
     for strategy in [
@@ -234,7 +254,8 @@ async fn a_cancelled_release_is_finished_by_the_guards_task() {
                 StallStore::applying(table.clone(), release_at)
             } else {
                 StallStore::new(table.clone(), release_at)
-            };
+            }
+            .timing_out(Duration::from_secs(2));
             let stalled = Arc::clone(&stalling.stalled);
             let mut guard = locker_on(stalling, strategy)
                 .lock("released")
