@@ -236,9 +236,12 @@ impl SingleCopy {
         let kept = rng.below(tail.len() as u64 + 1) as usize;
         self.lost_commits += (tail.len() - kept) as u64;
         self.table = table;
+        // Replayed, not new: the split claims among them were counted when first applied.
+        let split_claims = self.split_claims;
         for c in &tail[..kept] {
             let _ = self.commit(&c.command, c.now, c.stamp, c.split);
         }
+        self.split_claims = split_claims;
     }
 
     fn commit(&mut self, command: &Command, now: Instant, stamp: u64, split: bool) -> Reply {
@@ -256,13 +259,14 @@ impl SingleCopy {
 
 /// Whether PostgreSQL's store, on its own connections, makes `command`'s commit wait for the
 /// disk (`None`: a read, or a claim that inserted nothing: nothing a crash could lose). `had`:
-/// the claim's lock cell held its value before (an earlier copy of it inserted it). Releases (`Vacate`, a guarded or compare-and-delete, a
-/// batch of deletes), an acquisition's removal of its own or a stale cell (`Delete`,
-/// `DeleteVersion`) and a claim that inserted nothing do not: a crash can lose them, and it
-/// loses with them every later commit until one that waits. Everything that writes a cell
-/// waits, and with it everything before it in the log. (Some of these are flushed by the real
-/// store, a compare-and-delete or a batch of several deletes: counted as unflushed here,
-/// they only lose more deletes.)
+/// the claim's lock cell held its value before (an earlier copy of it inserted it).
+///
+/// Releases (`Vacate`, a guarded or compare-and-delete, a batch of deletes), an acquisition's
+/// removal of its own or a stale cell (`Delete`, `DeleteVersion`) and a claim that inserted
+/// nothing do not wait: a crash can lose them, and it loses with them every later commit until
+/// one that waits. Everything that writes a cell waits, and with it everything before it in
+/// the log. (Some of these are flushed by the real store, a compare-and-delete or a batch of
+/// several deletes: counted as unflushed here, they only lose more deletes.)
 pub fn flushes(command: &Command, reply: &Reply, had: bool) -> Option<bool> {
     Some(match command {
         Command::Read { .. } | Command::Scan { .. } => return None,
