@@ -18,8 +18,8 @@ use crate::error::{Error, Result};
 /// down to a quarter of 32 ms or of 8 round trips, whichever is longer (of `max` if that is
 /// shorter), never below `initial` (see the kernel's `aging` module). So even with the default
 /// 1 s `max` a waiter stays in the race for a lock that changes hands every few milliseconds
-/// (Cassandra, 8 clients: Jain's index 0.93–0.98 for column prefix; 0.56–0.82 for unique
-/// insert, 0.80–0.85 with a 20 ms `max`).
+/// (Cassandra, one node, 8 clients, Paxos v2: Jain's index 0.89–0.93 for unique insert,
+/// 0.95–0.98 for column prefix; with Paxos v1, 0.62–0.71 and 0.90–0.98).
 ///
 /// A bakery waiter that holds a ticket backs off the same way between reads of the queue, but
 /// capped by `queue_poll` as well: it only reads (no conditional write competes with the

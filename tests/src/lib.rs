@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod conformance;
+pub mod contention;
 pub mod multiproc;
 pub mod sim;
 pub mod wire;

@@ -30,9 +30,9 @@
 //!   race for a lock that changes hands every few milliseconds: a waiter passed over twice
 //!   tries every 8–16 ms at most (the default `initial`, 10 ms, bounds it below). With a cap on
 //!   `max` alone (this rule's first version, `max / 4` at best) Jain's index on Cassandra, 8
-//!   clients, default policy, was 0.13–0.35; with the scale, column prefix 0.93–0.98 and unique
-//!   insert 0.56–0.82 (Paxos contention on one partition leaves a client's LWT now and then
-//!   waiting up to Cassandra's contention timeout; a `max` of 20 ms gives 0.80–0.85).
+//!   clients, default policy, was 0.13–0.35; with the scale, column prefix 0.90–0.98 and unique
+//!   insert 0.89–0.93 with Paxos v2, 0.62–0.71 with v1 (whose contention on one partition
+//!   leaves a client's LWT now and then waiting up to Cassandra's contention timeout).
 //! - Measured with `bench_sql` as above (a 20 ms `max`, where the scale is `max`): Jain's
 //!   index of unique insert on MariaDB 0.79–0.96 with 8 clients, SQLite 0.84–0.95; throughput
 //!   with 8 clients 65–79% (MariaDB) and 70–84% (SQLite) of one client's. The price is the

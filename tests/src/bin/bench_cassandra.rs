@@ -1,7 +1,8 @@
 //! Benchmark of the Cassandra store, per strategy.
 //!
 //! ```text
-//! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10] [--clients 8]
+//! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10]
+//!                 [--clients 1,8,32] [--waiters 2,8,32] [--handoffs 100]
 //!                 [--strategies bakery,unique-insert,column-prefix] [--max-backoff-ms 1000]
 //!                 [--history 10000]
 //! ```
@@ -17,26 +18,36 @@
 //!   them), and the median cycle of the last 500 over that of the first 500: tombstone hygiene
 //!   shown as latency (deleted cells piling up in the row every acquire reads would make later
 //!   cycles slower; `tests/tests/cassandra_tombstones.rs` counts the tombstones themselves);
-//! - **contended**: `--clients` lockers (each its own session, as separate processes would have)
-//!   locking and releasing one name for `--contended-secs`: acquisitions per second, and
-//!   fairness (Jain's index over the clients' counts, 1.0 = perfectly even, and min/max).
+//! - **contended**: with each of `--clients`, that many lockers (each its own session, as
+//!   separate processes would have) locking and releasing one name for `--contended-secs`:
+//!   acquisitions per second, fairness (Jain's index over the clients' counts, 1.0 = perfectly
+//!   even) and the fewest and most acquisitions of one client;
+//! - **hand-off**: with each of `--waiters`, p50 and p99 of the time from a release returning
+//!   to the next holder's `lock()` returning, over `--handoffs` hand-offs (0 skips them; holders
+//!   keep the lock 1 ms).
+//!
+//! The contending clients retry as the locker does by default (10 ms doubling, with jitter)
+//! up to `--max-backoff-ms` (default 1 s, the default policy's cap).
 //!
 //! Output: each strategy's table rows as it finishes, then the Markdown tables.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton::cassandra::CassandraStore;
-use baton::{Command, LockRequest, Locker, RetryPolicy, Store, StoreFuture, Strategy};
+use baton::{Command, LockRequest, RetryPolicy, Store, StoreFuture, Strategy};
 use baton_tests::conformance::target::unique_table;
+use baton_tests::contention::{percentiles, Contention};
 
 struct Args {
     url: String,
     label: String,
     iterations: usize,
     contended: Duration,
-    clients: usize,
+    clients: Vec<usize>,
+    waiters: Vec<usize>,
+    handoffs: usize,
     strategies: Vec<Strategy>,
     max_backoff: Duration,
     history: usize,
@@ -48,7 +59,9 @@ fn parse_args() -> Result<Args, String> {
         label: String::from("cassandra"),
         iterations: 300,
         contended: Duration::from_secs(10),
-        clients: 8,
+        clients: vec![1, 8, 32],
+        waiters: vec![2, 8, 32],
+        handoffs: 100,
         strategies: Strategy::ALL.to_vec(),
         max_backoff: RetryPolicy::default().max,
         history: 10_000,
@@ -66,7 +79,9 @@ fn parse_args() -> Result<Args, String> {
             "--label" => args.label = value.clone(),
             "--iterations" => args.iterations = number()?.max(10) as usize,
             "--contended-secs" => args.contended = Duration::from_secs(number()?.max(1)),
-            "--clients" => args.clients = number()?.max(1) as usize,
+            "--clients" => args.clients = counts(&flag, &value)?,
+            "--waiters" => args.waiters = counts(&flag, &value)?,
+            "--handoffs" => args.handoffs = number()? as usize,
             "--strategies" => {
                 args.strategies = value
                     .split(',')
@@ -84,6 +99,19 @@ fn parse_args() -> Result<Args, String> {
         ));
     }
     Ok(args)
+}
+
+/// A comma-separated list of counts, each at least 1.
+fn counts(flag: &str, value: &str) -> Result<Vec<usize>, String> {
+    value
+        .split(',')
+        .map(|n| match n.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{flag} {value:?}: {n:?} is not a count of at least 1"
+            )),
+        })
+        .collect()
 }
 
 /// A store that forwards to the Cassandra store and, while on, records the commands.
@@ -125,13 +153,16 @@ fn quick_retry(max: Duration) -> RetryPolicy {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+struct Contended {
+    clients: usize,
+    per_s: f64,
+    jain: f64,
+    min: u64,
+    max: u64,
 }
 
 struct Result1 {
@@ -144,11 +175,11 @@ struct Result1 {
     /// Requests sent to port 9042 per lock+release (`ss`), if measured.
     wire: Option<f64>,
     floor_p50: Duration,
-    floor_p99: Duration,
-    throughput: f64,
-    jain: f64,
-    min: u64,
-    max: u64,
+    /// Per client count: acquisitions per second, Jain's index, and the fewest and most
+    /// acquisitions of one client.
+    throughput: Vec<Contended>,
+    /// Per waiter count: hand-off p50 and p99.
+    handoff: Vec<(usize, Duration, Duration)>,
     /// Median cycle of the first and of the last window of the history, and its cycles.
     history: Option<(Duration, Duration, usize)>,
 }
@@ -156,21 +187,42 @@ struct Result1 {
 impl Result1 {
     /// The Markdown row of the main table.
     fn row(&self, label: &str) -> String {
+        let join = |parts: Vec<String>| parts.join(" / ");
+        let per_s = join(
+            self.throughput
+                .iter()
+                .map(|c| format!("{:.0}", c.per_s))
+                .collect(),
+        );
+        let jain = join(
+            self.throughput
+                .iter()
+                .filter(|c| c.clients > 1)
+                .map(|c| format!("{:.2}", c.jain))
+                .collect(),
+        );
+        let spread = self
+            .throughput
+            .iter()
+            .rfind(|c| c.clients > 1)
+            .map_or(String::from("-"), |c| format!("{}–{}", c.min, c.max));
+        let handoff = self
+            .handoff
+            .iter()
+            .map(|(_, p50, p99)| format!("{} / {}", ms(*p50), ms(*p99)))
+            .collect::<Vec<_>>()
+            .join(", ");
         format!(
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.1} | {:.3} | {}–{} |",
+            "| {label} | {} | {} | {} | {} | {} / {} | {} | {:.2} | {per_s} | {jain} | {spread} | {} |",
             self.strategy,
-            ms(self.p50),
-            ms(self.p99),
             self.wire.map_or("-".into(), |w| format!("{w:.1}")),
             self.round_trips,
             self.lwts,
+            ms(self.p50),
+            ms(self.p99),
             ms(self.floor_p50),
-            ms(self.floor_p99),
             self.p50.as_secs_f64() / self.floor_p50.as_secs_f64(),
-            self.throughput,
-            self.jain,
-            self.min,
-            self.max
+            if handoff.is_empty() { String::from("-") } else { handoff },
         )
     }
 
@@ -356,8 +408,8 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         }
         floor.push(started.elapsed());
     }
-    times.sort();
-    floor.sort();
+    let (p50, p99) = percentiles(times);
+    let floor_p50 = percentiles(floor).0;
 
     // Requests on the wire per cycle (every connection to the port counts: nothing else runs).
     let port = baton_tests::wire::port_of(&args.url, 9042);
@@ -392,79 +444,47 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
             cycles.push(started.elapsed());
         }
         let window = (args.history / 20).clamp(1, 500);
-        let mut first = cycles[..window].to_vec();
-        let mut last = cycles[cycles.len() - window..].to_vec();
-        first.sort();
-        last.sort();
-        Some((
-            percentile(&first, 0.5),
-            percentile(&last, 0.5),
-            args.history,
-        ))
+        let first = percentiles(cycles[..window].to_vec()).0;
+        let last = percentiles(cycles[cycles.len() - window..].to_vec()).0;
+        Some((first, last, args.history))
     };
 
-    // Contended: clients on one name, each with its own session.
-    let counts: Vec<Arc<AtomicU64>> = (0..args.clients)
-        .map(|_| Arc::new(AtomicU64::new(0)))
-        .collect();
-    let mut lockers = Vec::new();
-    for _ in 0..args.clients {
-        let store = CassandraStore::open(&url).map_err(|e| e.to_string())?;
-        store.ensure_schema().await.map_err(|e| e.to_string())?;
-        lockers.push(
-            Locker::builder(store)
-                .strategy(strategy)
-                .ttl(Duration::from_secs(10))
-                .retry(quick_retry(args.max_backoff))
-                .wait_timeout(Duration::from_secs(60))
-                .build()
-                .map_err(|e| e.to_string())?,
-        );
+    // Contended: clients on one name, each with its own session; then hand-offs.
+    let contention = Contention::new(&url, strategy).retry(quick_retry(args.max_backoff));
+    let mut throughput = Vec::with_capacity(args.clients.len());
+    for &clients in &args.clients {
+        let (counts, _) = contention
+            .contended(clients, args.contended)
+            .await
+            .map_err(|e| format!("{clients} contending clients: {e}"))?;
+        throughput.push(Contended {
+            clients,
+            per_s: counts.iter().sum::<u64>() as f64 / args.contended.as_secs_f64(),
+            jain: baton_tests::wire::jain(&counts),
+            min: counts.iter().copied().min().unwrap_or(0),
+            max: counts.iter().copied().max().unwrap_or(0),
+        });
     }
-    let stop = Instant::now() + args.contended;
-    let started = Instant::now();
-    let tasks: Vec<_> = lockers
-        .into_iter()
-        .zip(counts.iter().cloned())
-        .map(|(locker, count)| {
-            tokio::spawn(async move {
-                while Instant::now() < stop {
-                    match locker.lock("contended").await {
-                        Ok(mut guard) => {
-                            count.fetch_add(1, Ordering::Relaxed);
-                            let _ = guard.release().await;
-                        }
-                        Err(e) => eprintln!("contended lock failed: {e}"),
-                    }
-                }
-            })
-        })
-        .collect();
-    for t in tasks {
-        let _ = t.await;
+    let mut handoff = Vec::new();
+    if args.handoffs > 0 {
+        for &waiters in &args.waiters {
+            let (p50, p99) = contention
+                .handoffs(waiters, args.handoffs)
+                .await
+                .map_err(|e| format!("hand-offs with {waiters} waiters: {e}"))?;
+            handoff.push((waiters, p50, p99));
+        }
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let xs: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    let total: u64 = xs.iter().sum();
-    let sum_sq: f64 = xs.iter().map(|x| (*x as f64).powi(2)).sum();
-    let jain = if sum_sq > 0.0 {
-        (total as f64).powi(2) / (xs.len() as f64 * sum_sq)
-    } else {
-        0.0
-    };
     Ok(Result1 {
         strategy,
-        p50: percentile(&times, 0.5),
-        p99: percentile(&times, 0.99),
+        p50,
+        p99,
         round_trips: cycle.len(),
         lwts: cycle.iter().filter(|c| c.is_conditional()).count(),
         wire,
-        floor_p50: percentile(&floor, 0.5),
-        floor_p99: percentile(&floor, 0.99),
-        throughput: total as f64 / elapsed,
-        jain,
-        min: xs.iter().copied().min().unwrap_or(0),
-        max: xs.iter().copied().max().unwrap_or(0),
+        floor_p50,
+        throughput,
+        handoff,
         history,
     })
 }
@@ -506,10 +526,21 @@ fn main() {
         }
     }
     println!();
-    println!("| cluster | strategy | p50 ms | p99 ms | wire rt | cmds | LWTs | floor p50 ms | floor p99 ms | p50 / floor | contended acq/s ({} clients) | fairness (Jain) | min–max per client |", args.clients);
+    let list = |xs: &[usize]| {
+        xs.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let many: Vec<usize> = args.clients.iter().copied().filter(|&c| c > 1).collect();
     println!(
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| cluster | strategy | wire rt | cmds | LWTs | lock+release p50 / p99 | floor p50 | / floor | per s, {} clients | Jain {} | min–max per client, {} | hand-off p50 / p99, {} waiters |",
+        list(&args.clients),
+        list(&many),
+        many.last().map_or(String::from("-"), |c| format!("{c} clients")),
+        if args.handoffs > 0 { list(&args.waiters) } else { String::from("no") },
     );
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for r in &results {
         println!("{}", r.row(&args.label));
     }

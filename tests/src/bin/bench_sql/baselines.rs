@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{percentiles, Error};
+use baton_tests::contention::{percentiles, Error};
 
 /// A plain client on one connection of the same driver: two autocommitted single-row `UPDATE`s
 /// of a table of its own, the cost of two durable commits with nothing else around them.

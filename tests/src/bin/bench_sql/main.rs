@@ -51,11 +51,11 @@
 //! per store, as in the README's "Performance".
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
-//! client's UPDATEs and the database's own lock), `contention` (throughput, fairness, hand-off),
-//! `cpu` (CPU time and context switches per operation).
+//! client's UPDATEs and the database's own lock), `cpu` (CPU time and context switches per
+//! operation); throughput, fairness and hand-off come from `baton_tests::contention`, shared
+//! with `bench_cassandra`.
 
 mod baselines;
-mod contention;
 mod cpu;
 mod floor;
 
@@ -68,20 +68,9 @@ use baton_tests::conformance::target::unique_table;
 use baton_tests::conformance::{drop_table, Backend};
 
 use baselines::{db_lock, db_lock_contended, pgbench_advisory, PlainClient};
-use contention::{contended, handoffs};
 use floor::{same_outcome, Recorder, Replay};
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
-/// p50 and p99 of `samples`.
-pub(crate) fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    if samples.is_empty() {
-        return (Duration::ZERO, Duration::ZERO);
-    }
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    (at(0.50), at(0.99))
-}
+use baton_tests::contention::{percentiles, Contention, Error};
 
 fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
@@ -310,9 +299,10 @@ async fn bench_table(
     plain.finish().await?;
     let wire = wire_round_trips(&locker, base, s.iterations.min(200)).await?;
 
+    let contention = Contention::new(&url, strategy);
     let mut throughput = Vec::new();
     for &clients in &s.clients {
-        let (counts, commands) = contended(&url, strategy, clients, s.contended).await?;
+        let (counts, commands) = contention.contended(clients, s.contended).await?;
         let total: u64 = counts.iter().sum();
         let fairness = baton_tests::wire::jain(&counts);
         throughput.push((
@@ -324,7 +314,7 @@ async fn bench_table(
     }
     let mut handoff = Vec::new();
     for &waiters in &s.waiters {
-        let (p50, p99) = handoffs(&url, strategy, waiters, s.handoffs).await?;
+        let (p50, p99) = contention.handoffs(waiters, s.handoffs).await?;
         handoff.push((waiters, p50, p99));
     }
     Ok(Row {

@@ -1,0 +1,168 @@
+//! Clients contending for one lock, for the benchmarks (`bench_sql`, `bench_cassandra`):
+//! throughput, fairness and commands per acquisition ([`Contention::contended`]), and hand-off
+//! latency ([`Contention::handoffs`]). Each client is a [`Locker`] with a store of its own, as a
+//! separate process would have.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use baton::{Locker, LockerBuilder, RetryPolicy, Strategy};
+
+use crate::conformance::util::CountingStore;
+
+/// What a benchmark's failure is.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// p50 and p99 of `samples` (zero for none).
+pub fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    if samples.is_empty() {
+        return (Duration::ZERO, Duration::ZERO);
+    }
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+/// Where the contending clients lock, with which strategy, and how they retry.
+#[derive(Clone, Debug)]
+pub struct Contention {
+    /// The store URL every client opens (its own store and pool each).
+    pub url: String,
+    /// The strategy of every client.
+    pub strategy: Strategy,
+    /// The retry policy of every client.
+    pub retry: RetryPolicy,
+}
+
+impl Contention {
+    /// Clients on `url` with `strategy`, retrying 1 ms doubling to 20 ms (with jitter).
+    pub fn new(url: &str, strategy: Strategy) -> Contention {
+        Contention {
+            url: url.to_owned(),
+            strategy,
+            retry: RetryPolicy {
+                initial: Duration::from_millis(1),
+                max: Duration::from_millis(20),
+                max_attempts: None,
+                ..RetryPolicy::default()
+            },
+        }
+    }
+
+    /// The same clients with `retry` as their policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Contention {
+        self.retry = retry;
+        self
+    }
+
+    /// A client (keep-alive off, TTL and wait timeout 60 s), and its store, which counts the
+    /// commands the locker sends.
+    fn counted_contender(&self) -> Result<(Locker, CountingStore), Error> {
+        let store = CountingStore::new(baton::open_store(&self.url)?);
+        let locker = LockerBuilder::new(Arc::new(store.clone()))
+            .strategy(self.strategy)
+            .keep_alive(false)
+            .ttl(Duration::from_secs(60))
+            .retry(self.retry)
+            .wait_timeout(Duration::from_secs(60))
+            .build()?;
+        Ok((locker, store))
+    }
+
+    /// The time from a release returning to the next holder's `lock()` returning, `n` times,
+    /// with `waiters + 1` clients looping lock, hold 1 ms, release on one name (so `waiters` wait
+    /// while one holds): p50 and p99.
+    pub async fn handoffs(&self, waiters: usize, n: usize) -> Result<(Duration, Duration), Error> {
+        let mut lockers = Vec::new();
+        for _ in 0..=waiters {
+            let (locker, _) = self.counted_contender()?;
+            locker.inspect("handoff").await?; // connect before the clock starts
+            lockers.push(locker);
+        }
+        let released: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+        let samples: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = lockers
+            .into_iter()
+            .map(|locker| {
+                let (released, samples, stop) = (
+                    Arc::clone(&released),
+                    Arc::clone(&samples),
+                    Arc::clone(&stop),
+                );
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut guard = locker.lock("handoff").await?;
+                        let granted = Instant::now();
+                        if let Some(at) = released
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .take()
+                        {
+                            let mut samples =
+                                samples.lock().unwrap_or_else(PoisonError::into_inner);
+                            samples.push(granted.saturating_duration_since(at));
+                            if samples.len() >= n {
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        guard.release().await?;
+                        *released.lock().unwrap_or_else(PoisonError::into_inner) =
+                            Some(Instant::now());
+                    }
+                    Ok::<(), baton::Error>(())
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await??;
+        }
+        let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(percentiles(samples))
+    }
+
+    /// The acquisitions of each of `clients` clients looping lock + release on one lock for
+    /// `for_`, and the storage commands they all sent meanwhile.
+    pub async fn contended(
+        &self,
+        clients: usize,
+        for_: Duration,
+    ) -> Result<(Vec<u64>, u64), Error> {
+        let mut lockers = Vec::new();
+        let mut stores = Vec::new();
+        for _ in 0..clients {
+            let (locker, store) = self.counted_contender()?;
+            locker.inspect("contended").await?; // connect before the clock starts
+            lockers.push(locker);
+            stores.push(store);
+        }
+        let sent =
+            |stores: &[CountingStore]| stores.iter().map(CountingStore::executed).sum::<u64>();
+        let before = sent(&stores);
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = lockers
+            .into_iter()
+            .map(|locker| {
+                let stop = Arc::clone(&stop);
+                tokio::spawn(async move {
+                    let mut count = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let mut guard = locker.lock("contended").await?;
+                        count += 1;
+                        guard.release().await?;
+                    }
+                    Ok::<u64, baton::Error>(count)
+                })
+            })
+            .collect();
+        tokio::time::sleep(for_).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut counts = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            counts.push(task.await??);
+        }
+        Ok((counts, sent(&stores) - before))
+    }
+}
