@@ -24,6 +24,20 @@ pub fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     (at(0.50), at(0.99))
 }
 
+/// A benchmark option's comma-separated list of client counts (`--clients 1,8,32`), each at
+/// least 1; the error names `flag`.
+pub fn counts(flag: &str, value: &str) -> Result<Vec<usize>, String> {
+    value
+        .split(',')
+        .map(|n| match n.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{flag} {value:?}: {n:?} is not a count of at least 1"
+            )),
+        })
+        .collect()
+}
+
 /// Where the contending clients lock, with which strategy, and how they retry.
 #[derive(Clone, Debug)]
 pub struct Contention {

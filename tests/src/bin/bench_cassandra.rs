@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use baton::cassandra::CassandraStore;
 use baton::{Command, LockRequest, RetryPolicy, Store, StoreFuture, Strategy};
 use baton_tests::conformance::target::unique_table;
-use baton_tests::contention::{percentiles, Contention};
+use baton_tests::contention::{counts, percentiles, Contention};
 
 struct Args {
     url: String,
@@ -99,19 +99,6 @@ fn parse_args() -> Result<Args, String> {
         ));
     }
     Ok(args)
-}
-
-/// A comma-separated list of counts, each at least 1.
-fn counts(flag: &str, value: &str) -> Result<Vec<usize>, String> {
-    value
-        .split(',')
-        .map(|n| match n.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!(
-                "{flag} {value:?}: {n:?} is not a count of at least 1"
-            )),
-        })
-        .collect()
 }
 
 /// A store that forwards to the Cassandra store and, while on, records the commands.

@@ -70,7 +70,7 @@ use baton_tests::conformance::{drop_table, Backend};
 use baselines::{db_lock, db_lock_contended, pgbench_advisory, PlainClient};
 use floor::{same_outcome, Recorder, Replay};
 
-use baton_tests::contention::{percentiles, Contention, Error};
+use baton_tests::contention::{counts, percentiles, Contention, Error};
 
 fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
@@ -87,13 +87,6 @@ struct Settings {
     workers: usize,
     /// Back-to-back operations of the CPU measurement (0: none).
     cpu: u64,
-}
-
-fn counts(value: &str) -> Result<Vec<usize>, Error> {
-    Ok(value
-        .split(',')
-        .map(str::parse)
-        .collect::<Result<Vec<usize>, _>>()?)
 }
 
 fn settings() -> Result<Settings, Error> {
@@ -118,8 +111,8 @@ fn settings() -> Result<Settings, Error> {
         match flag.as_str() {
             "--iterations" => s.iterations = value.parse()?,
             "--contended-secs" => s.contended = Duration::from_secs_f64(value.parse()?),
-            "--clients" => s.clients = counts(&value)?,
-            "--waiters" => s.waiters = counts(&value)?,
+            "--clients" => s.clients = counts(&flag, &value)?,
+            "--waiters" => s.waiters = counts(&flag, &value)?,
             "--handoffs" => s.handoffs = value.parse()?,
             "--workers" => s.workers = value.parse()?,
             "--cpu" => s.cpu = value.parse()?,
