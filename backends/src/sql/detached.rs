@@ -42,9 +42,14 @@ impl<C> Detached<C> {
 
     /// A connection: an idle one, or a new one from `connect`. Waits for a permit first (a
     /// command waits here when `size` commands are running).
-    pub async fn checkout<E, F>(&self, connect: F) -> Result<Checkout<'_, C>, E>
+    ///
+    /// `connect` is called only when no connection is idle, and its future is boxed: opening a
+    /// connection is a large future (several KB for PostgreSQL), which would otherwise be
+    /// built and copied with every statement's future, though a store rarely connects.
+    pub async fn checkout<E, F, Fut>(&self, connect: F) -> Result<Checkout<'_, C>, E>
     where
-        F: std::future::Future<Output = Result<C, E>>,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<C, E>>,
     {
         // The semaphore is never closed.
         let permit = std::sync::Arc::clone(&self.permits)
@@ -58,7 +63,7 @@ impl<C> Detached<C> {
             .pop();
         let conn = match idle {
             Some(conn) => conn,
-            None => connect.await?,
+            None => Box::pin(connect()).await?,
         };
         Ok(Checkout {
             home: self,
@@ -113,23 +118,26 @@ mod tests {
         let next = std::sync::atomic::AtomicU32::new(0);
         let connect =
             || async { Ok::<_, ()>(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) };
-        let a = set.checkout(connect()).await.expect("connects");
+        let a = set.checkout(connect).await.expect("connects");
         assert_eq!(*a, 0);
         a.keep();
-        let b = set.checkout(connect()).await.expect("idle");
+        let b = set.checkout(connect).await.expect("idle");
         assert_eq!(*b, 0, "the kept connection is reused");
         drop(b);
-        let c = set.checkout(connect()).await.expect("connects");
+        let c = set.checkout(connect).await.expect("connects");
         assert_eq!(*c, 1, "a dropped connection is replaced by a new one");
     }
 
     #[tokio::test]
     async fn no_more_than_size_connections_are_out() {
         let set: Detached<u32> = Detached::new(1);
-        let first = set.checkout(async { Ok::<_, ()>(1) }).await.expect("first");
+        let first = set
+            .checkout(|| async { Ok::<_, ()>(1) })
+            .await
+            .expect("first");
         assert_eq!(set.permits.available_permits(), 0, "a second would wait");
         drop(first);
         assert_eq!(set.permits.available_permits(), 1);
-        assert!(set.checkout(async { Ok::<_, ()>(3) }).await.is_ok());
+        assert!(set.checkout(|| async { Ok::<_, ()>(3) }).await.is_ok());
     }
 }

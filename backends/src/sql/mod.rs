@@ -197,6 +197,18 @@ impl SqlStore {
 
     /// The schema check, once per store; failures are not cached (the next call tries again).
     pub(crate) async fn ready(&self) -> std::result::Result<(), Failure> {
+        if self.inner.ready.initialized() {
+            return Ok(());
+        }
+        // Boxed: the check is a large future (it connects, reads the catalog, may create the
+        // table), which every command's future would otherwise carry and copy, though it runs
+        // once per store.
+        Box::pin(self.check_schema()).await
+    }
+
+    /// The first use's schema check, shared by concurrent first commands, remembered once it
+    /// succeeded.
+    async fn check_schema(&self) -> std::result::Result<(), Failure> {
         self.inner
             .ready
             .get_or_try_init(|| async {
@@ -309,7 +321,7 @@ impl SqlStore {
         DB::Connection: conn::Sealed,
     {
         let inner = &self.inner;
-        let connect = async {
+        let connect = || async {
             let conn = self.acquire(pool).await?;
             Ok::<_, Failure>(conn.detach())
         };
@@ -334,7 +346,7 @@ impl SqlStore {
         DB: sqlx::Database,
         DB::Connection: conn::Sealed,
     {
-        let connect = async {
+        let connect = || async {
             let conn = self.acquire(pool).await?;
             Ok::<_, Failure>(conn.detach())
         };
