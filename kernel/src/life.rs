@@ -292,7 +292,7 @@ impl LockLife {
         if h.release_requested.is_some() || h.elsewhere_requested {
             return Err(not_held("release"));
         }
-        Release::with_mutation(&h.lease, writes.clone())?;
+        Release::check_mutation(&h.lease, &writes)?;
         h.release_requested = Some(writes);
         Ok(())
     }

@@ -17,6 +17,7 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
+use core::fmt::Write;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -52,19 +53,18 @@ pub(crate) struct LockRecord {
 
 impl LockRecord {
     pub fn encode(&self) -> String {
-        let att = if self.att > 1 {
-            format!(" att={}", self.att)
-        } else {
-            String::new()
-        };
-        format!(
-            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}{}{att}",
-            self.owner,
-            self.ttl_ms,
-            self.cell_ttl_ms,
-            self.created_ms,
-            acq_field(self.acq)
-        )
+        let mut out = String::with_capacity(self.owner.len() + 96);
+        // Writing to a String cannot fail.
+        let _ = write!(
+            out,
+            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}",
+            self.owner, self.ttl_ms, self.cell_ttl_ms, self.created_ms
+        );
+        push_acq(&mut out, self.acq);
+        if self.att > 1 {
+            let _ = write!(out, " att={}", self.att);
+        }
+        out
     }
 
     /// Whether `other` was written by the same acquisition (same owner and acquisition id),
@@ -99,19 +99,21 @@ pub(crate) enum BakeryState {
     Ticket(u64),
 }
 
-fn acq_field(acq: u64) -> String {
-    if acq == 0 {
-        String::new()
-    } else {
-        format!(" acq={acq:016x}")
+/// Appends the acquisition id field (` acq=<16 hex digits>`), nothing for 0.
+fn push_acq(out: &mut String, acq: u64) {
+    if acq != 0 {
+        let _ = write!(out, " acq={acq:016x}");
     }
 }
 
 pub(crate) fn encode_bakery(state: BakeryState, created_ms: u64, acq: u64) -> String {
-    match state {
-        BakeryState::Entering => format!("entering created_ms={created_ms}{}", acq_field(acq)),
-        BakeryState::Ticket(n) => format!("ticket={n} created_ms={created_ms}{}", acq_field(acq)),
-    }
+    let mut out = String::with_capacity(64);
+    let _ = match state {
+        BakeryState::Entering => write!(out, "entering created_ms={created_ms}"),
+        BakeryState::Ticket(n) => write!(out, "ticket={n} created_ms={created_ms}"),
+    };
+    push_acq(&mut out, acq);
+    out
 }
 
 pub(crate) fn decode_bakery(value: &str) -> Result<(BakeryState, u64)> {
@@ -144,17 +146,13 @@ pub(crate) const FORCED: &str = "forced-release";
 
 impl Fence {
     pub fn encode(&self) -> String {
-        let forced = if self.forced > 0 {
-            format!(" forced={}", self.forced)
-        } else {
-            String::new()
-        };
-        format!(
-            "token={} owner={}{}{forced}",
-            self.token,
-            self.owner,
-            acq_field(self.acq)
-        )
+        let mut out = String::with_capacity(self.owner.len() + 64);
+        let _ = write!(out, "token={} owner={}", self.token, self.owner);
+        push_acq(&mut out, self.acq);
+        if self.forced > 0 {
+            let _ = write!(out, " forced={}", self.forced);
+        }
+        out
     }
 
     pub fn decode(value: &str) -> Result<Self> {
@@ -208,6 +206,52 @@ mod tests {
         for s in [BakeryState::Entering, BakeryState::Ticket(17)] {
             assert_eq!(decode_bakery(&encode_bakery(s, 3, 9)), Ok((s, 3)));
         }
+    }
+
+    /// The text is what operators read and what compare-and-set compares: pinned, field order
+    /// and all, to the table in the module's documentation.
+    #[test]
+    fn encodings_are_the_documented_text() {
+        let mut r = LockRecord {
+            owner: "web-1:4242:00000000deadbeef".into(),
+            ttl_ms: 60000,
+            cell_ttl_ms: 60000,
+            created_ms: 1763700000000,
+            acq: 0x5f0e1d2c3b4a6978,
+            att: 1,
+        };
+        assert_eq!(
+            r.encode(),
+            "owner=web-1:4242:00000000deadbeef ttl_ms=60000 cell_ttl_ms=60000 created_ms=1763700000000 acq=5f0e1d2c3b4a6978"
+        );
+        (r.acq, r.att) = (0, 2);
+        assert_eq!(
+            r.encode(),
+            "owner=web-1:4242:00000000deadbeef ttl_ms=60000 cell_ttl_ms=60000 created_ms=1763700000000 att=2"
+        );
+        let mut f = Fence {
+            token: 42,
+            owner: "web-1:4242:00000000deadbeef".into(),
+            acq: 0x5f0e1d2c3b4a6978,
+            forced: 1,
+        };
+        assert_eq!(
+            f.encode(),
+            "token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978 forced=1"
+        );
+        (f.acq, f.forced) = (0xabc, 0);
+        assert_eq!(
+            f.encode(),
+            "token=42 owner=web-1:4242:00000000deadbeef acq=0000000000000abc"
+        );
+        assert_eq!(
+            encode_bakery(BakeryState::Entering, 1763700000000, 0x5f0e1d2c3b4a6978),
+            "entering created_ms=1763700000000 acq=5f0e1d2c3b4a6978"
+        );
+        assert_eq!(
+            encode_bakery(BakeryState::Ticket(17), 1763700000000, 0),
+            "ticket=17 created_ms=1763700000000"
+        );
     }
 
     #[test]

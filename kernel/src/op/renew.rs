@@ -385,6 +385,15 @@ impl Release {
     /// the release (Astyanax's `releaseWithMutation`). Only for column prefix, and only on
     /// columns that are not lock columns; otherwise [`ErrorKind::InvalidOption`].
     pub fn with_mutation(lease: &Lease, writes: Vec<Write>) -> Result<Self> {
+        Self::check_mutation(lease, &writes)?;
+        let mut release = Release::new(lease);
+        release.mutation = writes;
+        Ok(release)
+    }
+
+    /// Whether [`Release::with_mutation`] would accept `writes` for `lease`, without building
+    /// the release (which copies the lease).
+    pub fn check_mutation(lease: &Lease, writes: &[Write]) -> Result<()> {
         if lease.opts.strategy != Strategy::ColumnPrefix && !writes.is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
@@ -419,9 +428,7 @@ impl Release {
                 ));
             }
         }
-        let mut release = Release::new(lease);
-        release.mutation = writes;
-        Ok(release)
+        Ok(())
     }
 
     /// The lease being released.
