@@ -461,17 +461,19 @@ pub(crate) struct Abandon {
 }
 
 impl Abandon {
+    /// `pid`: this process's id, as the acquisition read it.
     pub(crate) fn new(
         life: Arc<Life>,
         store: Option<Arc<dyn Store>>,
         runtime: tokio::runtime::Handle,
+        pid: u32,
     ) -> Abandon {
         Abandon {
             life,
             armed: true,
             store,
             runtime,
-            pid: std::process::id(),
+            pid,
         }
     }
 

@@ -159,11 +159,12 @@ impl Locker {
         }
         let runtime = current_runtime()?;
         let pid = std::process::id();
-        opts.seed = owner::random_u64();
-        opts.acquisition = owner::random_u64() | 1;
+        let mut random = owner::random_in(pid);
+        opts.seed = random.next_u64();
+        opts.acquisition = random.next_u64() | 1;
         opts.created_unix_ms = owner::unix_ms();
         let slot = self.inner.slots.take(name.as_str());
-        let owner = owner::owner_with_nonce(self.inner.host_id, slot.nonce())?;
+        let owner = owner::owner_with_nonce(self.inner.host_id, pid, slot.nonce())?;
         let hint = self.hint(&name);
         let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
         let life = Life::new(
@@ -173,7 +174,7 @@ impl Locker {
         );
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
-        let abandon = Abandon::new(Arc::clone(&life), cleanup_store, runtime.clone());
+        let abandon = Abandon::new(Arc::clone(&life), cleanup_store, runtime.clone(), pid);
         let ended = life
             .drive(store, |e| {
                 matches!(

@@ -29,6 +29,14 @@ pub(crate) fn host() -> &'static str {
 
 /// 64 fresh random bits.
 pub(crate) fn random_u64() -> u64 {
+    random_in(std::process::id()).next_u64()
+}
+
+/// A generator of fresh random bits for process `pid` (this process's id, which the caller has
+/// read: a forked child shares the counter and the hasher's keys with its parent, and draws
+/// other numbers by its id). Each acquisition reads its process id once and passes it here and
+/// to [`owner_with_nonce`], instead of one system call per use.
+pub(crate) fn random_in(pid: u32) -> SplitMix64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
     SystemTime::now()
@@ -38,13 +46,14 @@ pub(crate) fn random_u64() -> u64 {
         .hash(&mut hasher);
     COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut hasher);
     std::thread::current().id().hash(&mut hasher);
-    std::process::id().hash(&mut hasher);
-    SplitMix64::new(hasher.finish()).next_u64()
+    pid.hash(&mut hasher);
+    SplitMix64::new(hasher.finish())
 }
 
-/// The owner id of this host, this process and `nonce` (a slot's, see the `slots` module).
-pub(crate) fn owner_with_nonce(host_id: Option<u32>, nonce: u64) -> Result<OwnerId> {
-    let owner = OwnerId::new(host(), std::process::id(), nonce)?;
+/// The owner id of this host, process `pid` (this one's) and `nonce` (a slot's, see the `slots`
+/// module).
+pub(crate) fn owner_with_nonce(host_id: Option<u32>, pid: u32, nonce: u64) -> Result<OwnerId> {
+    let owner = OwnerId::new(host(), pid, nonce)?;
     Ok(match host_id {
         Some(id) => owner.with_host_id(id),
         None => owner,
@@ -65,8 +74,8 @@ mod tests {
 
     #[test]
     fn owners_are_valid_and_nonces_random() {
-        let a = owner_with_nonce(None, random_u64()).expect("valid host");
-        let b = owner_with_nonce(Some(7), random_u64()).expect("valid host");
+        let a = owner_with_nonce(None, std::process::id(), random_u64()).expect("valid host");
+        let b = owner_with_nonce(Some(7), std::process::id(), random_u64()).expect("valid host");
         assert_ne!(a.nonce(), b.nonce());
         assert_eq!(a.pid(), std::process::id());
         assert_eq!(b.host_id(), Some(7));
