@@ -302,7 +302,17 @@ impl CassandraStore {
 
     /// Connects, creates or checks the table and prepares the statements, once per store;
     /// failures are not cached (the next command tries again).
+    ///
+    /// Once ready, returns at once; the first use's work is boxed, so that the future of every
+    /// later command does not carry (and copy) the large futures of connecting and preparing.
     async fn ready(&self) -> std::result::Result<&Ready, Failure> {
+        match self.inner.ready.get() {
+            Some(ready) => Ok(ready),
+            None => Box::pin(self.first_ready()).await,
+        }
+    }
+
+    async fn first_ready(&self) -> std::result::Result<&Ready, Failure> {
         let inner = &self.inner;
         inner
             .ready
