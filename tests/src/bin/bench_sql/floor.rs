@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use baton::{Command, Reply, Store, StoreFuture, Write};
 use tokio::sync::watch;
 
-/// Commands with the replies they got and how long the store took.
-pub(crate) type Log = Vec<(Command, Reply, Duration)>;
+/// Commands with the replies they got, when each was handed to the store and how long the
+/// store took.
+pub(crate) type Log = Vec<(Command, Reply, Instant, Duration)>;
 
 /// A store that forwards to another and, while recording, keeps each command and its reply.
 #[derive(Clone)]
@@ -56,7 +57,7 @@ impl Store for Recorder {
             let took = started.elapsed();
             if let Some(command) = copy {
                 if let Some(log) = self.slot().as_mut() {
-                    log.push((command, reply.clone(), took));
+                    log.push((command, reply.clone(), started, took));
                 }
             }
             reply

@@ -17,7 +17,9 @@
 //! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
 //!   (keep-alive off), through the kernel and the tokio host (a multi-thread runtime with 2
 //!   workers, unless `--workers` says otherwise).
-//! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`.
+//! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`; in the
+//!   progress line, the p50s of the time outside it, in the kernel and the host: before the
+//!   first command reaches the store, between commands (summed), after the last reply.
 //! - **floor**: the same storage commands issued straight to the same store with
 //!   `Store::execute` (same statements, same connections), without the kernel or the host. The
 //!   commands are those a recording wrapper captured from one steady-state lock+release; each
@@ -43,11 +45,18 @@
 //!   lock+releases and as many pairs of the plain client's `UPDATE`s, the wall time, this
 //!   process's CPU time and context switches, and the database server's CPU time, each per
 //!   operation (module `cpu`).
+//! - **In blocks** (PostgreSQL and MariaDB): p50 of lock+release and of the plain client's two
+//!   `UPDATE`s over `--blocks N` of each, run in alternating blocks of 20. The interleaved
+//!   columns above alternate one of each, so that both meet the same database conditions; but
+//!   there the store's connection also serves the floor's replay, while the plain client's
+//!   connection waits idle between its turns. In blocks, each client runs warm in its own loop,
+//!   as a program that locks in a loop does, and drift still cancels out.
 //!
 //! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
 //! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
 //! `--strategies unique-insert,bakery,…`, `--workers N` (the runtime's worker threads, default
-//! 2; 0 runs everything on one current-thread runtime), `--cpu N` (default 1000; 0 skips it). At the end it prints one Markdown table
+//! 2; 0 runs everything on one current-thread runtime), `--cpu N` (default 1000; 0 skips it),
+//! `--blocks N` (default 1000; 0 skips it). At the end it prints one Markdown table
 //! per store, as in the README's "Performance".
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
@@ -87,6 +96,8 @@ struct Settings {
     workers: usize,
     /// Back-to-back operations of the CPU measurement (0: none).
     cpu: u64,
+    /// Operations of each kind in the block measurement (0: none).
+    blocks: u64,
 }
 
 fn settings() -> Result<Settings, Error> {
@@ -98,6 +109,7 @@ fn settings() -> Result<Settings, Error> {
         handoffs: 200,
         workers: 2,
         cpu: 1000,
+        blocks: 1000,
         stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
         strategies: vec![
             Strategy::UniqueInsert,
@@ -116,6 +128,7 @@ fn settings() -> Result<Settings, Error> {
             "--handoffs" => s.handoffs = value.parse()?,
             "--workers" => s.workers = value.parse()?,
             "--cpu" => s.cpu = value.parse()?,
+            "--blocks" => s.blocks = value.parse()?,
             "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
             "--strategies" => {
                 s.strategies = value
@@ -161,6 +174,9 @@ struct Row {
     wire: Option<f64>,
     lock: (Duration, Duration),
     in_store: (Duration, Duration),
+    /// p50 of the time spent outside `Store::execute`: before the first command, between
+    /// commands (summed), after the last.
+    outside: [Duration; 3],
     floor: (Duration, Duration),
     /// Two single-row `UPDATE` commits by a plain client, interleaved with the lock's iterations.
     updates: Option<(Duration, Duration)>,
@@ -169,6 +185,8 @@ struct Row {
     throughput: Vec<(usize, f64, f64, f64)>,
     /// Hand-off p50 and p99, per number of waiters.
     handoff: Vec<(usize, Duration, Duration)>,
+    /// p50 of lock+release and of the plain client's two `UPDATE`s, in alternating blocks.
+    blocks: Option<(Duration, Duration)>,
     /// CPU per operation: the lock+release's and the plain client's two `UPDATE`s'.
     cpu: Option<(cpu::Costs, cpu::Costs)>,
 }
@@ -207,7 +225,7 @@ async fn bench_table(
     let captured: Vec<(Command, Reply)> = recorder
         .stop()
         .into_iter()
-        .map(|(c, r, _)| (c, r))
+        .map(|(c, r, _, _)| (c, r))
         .collect();
     let round_trips = captured.len();
 
@@ -220,13 +238,15 @@ async fn bench_table(
     let mut update_samples = Vec::with_capacity(s.iterations as usize);
     let mut lock_samples = Vec::with_capacity(s.iterations as usize);
     let mut in_store = Vec::with_capacity(s.iterations as usize);
+    let mut outside: [Vec<Duration>; 3] = Default::default();
     let mut floor_samples = Vec::with_capacity(s.iterations as usize);
     for i in 0..s.iterations {
         recorder.start();
         let started = Instant::now();
         let mut guard = locker.lock("bench").await?;
         guard.release().await?;
-        lock_samples.push(started.elapsed());
+        let ended = Instant::now();
+        lock_samples.push(ended - started);
         let log = recorder.stop();
         if log.len() != round_trips {
             return Err(format!(
@@ -235,8 +255,12 @@ async fn bench_table(
             )
             .into());
         }
-        in_store.push(log.iter().map(|(_, _, took)| *took).sum());
-        for (command, _, _) in &log {
+        in_store.push(log.iter().map(|(_, _, _, took)| *took).sum());
+        let gaps = outside_store(started, &log, ended);
+        for (part, gap) in outside.iter_mut().zip(gaps) {
+            part.push(gap);
+        }
+        for (command, _, _, _) in &log {
             replay.note(command);
         }
         let locker_state = replay.known();
@@ -267,6 +291,7 @@ async fn bench_table(
     }
     let lock = percentiles(lock_samples);
     let in_store = percentiles(in_store);
+    let outside = outside.map(|part| percentiles(part).0);
     let floor = percentiles(floor_samples);
     let updates = (!update_samples.is_empty()).then(|| percentiles(update_samples));
     let server = match base.split("://").next() {
@@ -287,6 +312,10 @@ async fn bench_table(
             }
             Some((baton, meter.per_op(s.cpu)))
         }
+        _ => None,
+    };
+    let blocks = match server {
+        Some(_) if s.blocks > 0 => Some(in_blocks(&locker, &mut plain, s.blocks).await?),
         _ => None,
     };
     plain.finish().await?;
@@ -316,12 +345,59 @@ async fn bench_table(
         wire,
         lock,
         in_store,
+        outside,
         floor,
         updates,
         throughput,
         handoff,
+        blocks,
         cpu,
     })
+}
+
+/// Where a lock+release that ran from `started` to `ended` spent its time outside the store,
+/// from the commands it sent (`log`): before the first command reached the store, between
+/// commands (summed: the reply's handling, the return from `lock()`, the release's start),
+/// and after the last reply.
+fn outside_store(started: Instant, log: &floor::Log, ended: Instant) -> [Duration; 3] {
+    let (Some(first), Some(last)) = (log.first(), log.last()) else {
+        return [ended - started, Duration::ZERO, Duration::ZERO];
+    };
+    let between = log
+        .windows(2)
+        .map(|w| w[1].2.saturating_duration_since(w[0].2 + w[0].3))
+        .sum();
+    [
+        first.2.saturating_duration_since(started),
+        between,
+        ended.saturating_duration_since(last.2 + last.3),
+    ]
+}
+
+/// Operations of one kind in a row, in [`in_blocks`].
+const BLOCK: u64 = 20;
+
+/// p50 of `n` lock+releases and of `n` pairs of the plain client's `UPDATE`s, run in
+/// alternating blocks of [`BLOCK`]: each client warm in its own loop, and drift shared.
+async fn in_blocks(
+    locker: &Locker,
+    plain: &mut PlainClient,
+    n: u64,
+) -> Result<(Duration, Duration), Error> {
+    let (mut lock, mut updates) = (Vec::new(), Vec::new());
+    while (lock.len() as u64) < n {
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            locker.lock("bench").await?.release().await?;
+            lock.push(started.elapsed());
+        }
+        for _ in 0..BLOCK {
+            if let Some(took) = plain.two_updates().await? {
+                updates.push(took);
+            }
+        }
+    }
+    Ok((percentiles(lock).0, percentiles(updates).0))
 }
 
 /// Data segments the client sent to the server per uncontended lock+release, over `n` of them
@@ -469,7 +545,7 @@ uncontended lock+release (statements, pings, anything: `ss` data_segs_out), next
 kernel's storage commands. floor: the same commands issued straight to Store::execute; / floor and \
 / db lock: lock+release p50 over the floor's and over the database's own lock (which writes \
 nothing durable). 2 UPDATEs: two single-row UPDATE commits by a plain sqlx connection, \
-interleaved with the lock's iterations. per s: acquisitions per second with 1, 8 and 32 clients \
+interleaved with the lock's iterations (in blocks: both again, in alternating blocks of 20). per s: acquisitions per second with 1, 8 and 32 clients \
 (each its own store and pool) looping lock+release on one name; Jain: Jain's fairness index of \
 their counts (1 = even). hand-off: from a release returning to the next holder's lock() \
 returning, with 2, 8 and 32 waiters (clients hold 1 ms). Retry policy of the contending clients: \
@@ -480,15 +556,20 @@ one key (the server queues and hands it over itself, and writes nothing durable)
 /// One line of progress per strategy.
 fn line(r: &Row, db: (Duration, Duration)) -> String {
     format!(
-        "{:<14} wire {:>4} cmds {} | lock {} / {} | in store {} | floor {} | 2 UPDATEs {} | db lock {} | {}",
+        "{:<14} wire {:>4} cmds {} | lock {} / {} | in store {} (outside, µs: {:.1} before, {:.1} between, {:.1} after) | floor {} | 2 UPDATEs {} | in blocks {} | db lock {} | {}",
         r.strategy.as_str(),
         r.wire.map_or("-".into(), |w| format!("{w:.1}")),
         r.round_trips,
         ms(r.lock.0),
         ms(r.lock.1),
         ms(r.in_store.0),
+        r.outside[0].as_secs_f64() * 1e6,
+        r.outside[1].as_secs_f64() * 1e6,
+        r.outside[2].as_secs_f64() * 1e6,
         ms(r.floor.0),
         r.updates.map_or("-".into(), |u| ms(u.0)),
+        r.blocks
+            .map_or("-".into(), |(l, u)| format!("{} / {}", ms(l), ms(u))),
         ms(db.0),
         r.throughput
             .iter()
@@ -547,6 +628,25 @@ fn markdown(
                 .collect::<Vec<_>>()
                 .join(", "),
         );
+    }
+    let blocks: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.blocks.map(|b| (r.strategy, b)))
+        .collect();
+    if !blocks.is_empty() {
+        out += &format!(
+            "\n{store}, in alternating blocks of {BLOCK} ({} of each; ms, p50)\n\n| strategy | lock+release | 2 UPDATEs | ratio |\n| --- | ---: | ---: | ---: |\n",
+            s.blocks
+        );
+        for (strategy, (lock, updates)) in blocks {
+            out += &format!(
+                "| {} | {} | {} | {:.2} |\n",
+                strategy.as_str(),
+                ms(lock),
+                ms(updates),
+                lock.as_secs_f64() / updates.as_secs_f64().max(1e-9)
+            );
+        }
     }
     let cpu: Vec<_> = rows
         .iter()
