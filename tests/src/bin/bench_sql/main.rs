@@ -629,50 +629,58 @@ fn markdown(
                 .join(", "),
         );
     }
-    let blocks: Vec<_> = rows
-        .iter()
-        .filter_map(|r| r.blocks.map(|b| (r.strategy, b)))
-        .collect();
-    if !blocks.is_empty() {
-        out += &format!(
+    out += &small_table(
+        rows,
+        |r| r.blocks,
+        format!(
             "\n{store}, in alternating blocks of {BLOCK} ({} of each; ms, p50)\n\n| strategy | lock+release | 2 UPDATEs | ratio |\n| --- | ---: | ---: | ---: |\n",
             s.blocks
-        );
-        for (strategy, (lock, updates)) in blocks {
-            out += &format!(
-                "| {} | {} | {} | {:.2} |\n",
-                strategy.as_str(),
+        ),
+        |(lock, updates)| {
+            format!(
+                "{} | {} | {:.2}",
                 ms(lock),
                 ms(updates),
                 lock.as_secs_f64() / updates.as_secs_f64().max(1e-9)
-            );
-        }
-    }
-    let cpu: Vec<_> = rows
-        .iter()
-        .filter_map(|r| r.cpu.map(|c| (r.strategy, c)))
-        .collect();
-    if !cpu.is_empty() {
-        out += &format!(
+            )
+        },
+    );
+    let costs = |c: &cpu::Costs| {
+        format!(
+            "{:.0} / {:.0} / {:.1} / {}",
+            c.wall_us,
+            c.client_us,
+            c.switches,
+            c.server_us.map_or("-".into(), |u| format!("{u:.0}"))
+        )
+    };
+    out += &small_table(
+        rows,
+        |r| r.cpu,
+        format!(
             "\n{store}, CPU per operation ({} back-to-back; µs, context switches of the client process)\n\n| strategy | lock+release: wall / client CPU / switches / server CPU | 2 UPDATEs: wall / client CPU / switches / server CPU |\n| --- | ---: | ---: |\n",
             s.cpu
-        );
-        let costs = |c: &cpu::Costs| {
-            format!(
-                "{:.0} / {:.0} / {:.1} / {}",
-                c.wall_us,
-                c.client_us,
-                c.switches,
-                c.server_us.map_or("-".into(), |u| format!("{u:.0}"))
-            )
-        };
-        for (strategy, (baton, plain)) in cpu {
-            out += &format!(
-                "| {} | {} | {} |\n",
-                strategy.as_str(),
-                costs(&baton),
-                costs(&plain)
-            );
+        ),
+        |(baton, plain)| format!("{} | {}", costs(&baton), costs(&plain)),
+    );
+    out
+}
+
+/// A small Markdown table: `heading`, then one row per strategy for which `part` has a
+/// measurement, its cells from `cells`; nothing when no strategy has one.
+fn small_table<T>(
+    rows: &[Row],
+    part: impl Fn(&Row) -> Option<T>,
+    heading: String,
+    cells: impl Fn(T) -> String,
+) -> String {
+    let mut out = String::new();
+    for r in rows {
+        if let Some(measured) = part(r) {
+            if out.is_empty() {
+                out = heading.clone();
+            }
+            out += &format!("| {} | {} |\n", r.strategy.as_str(), cells(measured));
         }
     }
     out
