@@ -72,6 +72,15 @@ pub(crate) fn _at_exit(py: Python<'_>) {
     });
 }
 
+/// Waits (GIL released, at most [`CLEANUP_WAIT`]) until the cleanups of abandoned acquisitions
+/// started so far have finished; whether none is left. A cancelled asyncio wait calls it from
+/// an executor thread before its `CancelledError` goes on, so that, as with asyncio's own
+/// locks, nothing of the wait is left once its caller sees the cancellation.
+#[pyfunction]
+pub(crate) fn _wait_for_cleanups(py: Python<'_>) -> bool {
+    py.allow_threads(|| baton::wait_for_cleanups(CLEANUP_WAIT))
+}
+
 /// How long the exit waits for cleanups in flight: each is one delete on the store, bounded by
 /// the store's own timeout; this keeps a dead store from holding the exit up for long.
 const CLEANUP_WAIT: Duration = Duration::from_secs(2);

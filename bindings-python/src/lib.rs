@@ -264,8 +264,9 @@ struct Pending {
 
 #[pymethods]
 impl Pending {
-    /// Drops the wait (its cell is removed in the background, and an exit right after waits
-    /// for that: `_at_exit`); `done` is then never called.
+    /// Drops the wait (its cell is removed in the background: the Python half then waits for
+    /// that with `_wait_for_cleanups`, and an exit right after waits for it too: `_at_exit`);
+    /// `done` is then never called.
     fn cancel(&self) -> PyResult<()> {
         if let Some(task) = self
             .task
@@ -360,5 +361,6 @@ fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_register_errors, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(callback::_at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(callback::_wait_for_cleanups, m)?)?;
     Ok(())
 }

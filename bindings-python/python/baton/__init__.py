@@ -178,6 +178,18 @@ class Lease:
         return f"Lease(name={self.name!r}, token={self.token}, held={self.held})"
 
 
+async def _cleaned_up(loop: asyncio.AbstractEventLoop) -> None:
+    """After a cancelled wait: waits, on an executor thread and at most 2 seconds, until its
+    cell is removed from the store (one delete, sent in the background), so that, as with
+    asyncio's own locks, nothing of the wait is left once its caller sees ``CancelledError``.
+    A second cancellation of the caller ends this wait early; the delete still goes on."""
+    cleaned = loop.run_in_executor(None, _baton._wait_for_cleanups)
+    try:
+        await asyncio.shield(cleaned)
+    except asyncio.CancelledError:
+        pass
+
+
 def _settler(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> Callable[[object], None]:
     """A callback for baton's thread that settles ``future`` on its loop."""
 
@@ -271,7 +283,9 @@ class Locker:
 
         Waits up to ``timeout`` (default: the locker's), then raises :class:`TimedOut`. A
         blocking wait releases the GIL and Ctrl-C interrupts it; cancelling an asyncio task
-        stops its wait. Either way no lock is left behind.
+        stops its wait, and its ``CancelledError`` comes once the wait's entry is gone from the
+        store (at most 2 seconds later on a store that does not answer). Either way no lock is
+        left behind.
         """
         return _LockContext(self, _name(name), _seconds("timeout", timeout), True)
 
@@ -295,6 +309,7 @@ class Locker:
             guard = await future
         except asyncio.CancelledError:
             pending.cancel()
+            await _cleaned_up(loop)
             raise
         return Lease(guard)
 
