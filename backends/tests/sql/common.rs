@@ -51,9 +51,41 @@ pub fn table() -> String {
     format!("t_{:012x}", random() & 0xffff_ffff_ffff)
 }
 
-/// A fresh SQLite file in the temporary directory.
+/// A fresh SQLite file, in Cargo's temporary directory for tests (`target/tmp`, which
+/// `cargo clean` removes) rather than the system's. The tests do not remove their files (a
+/// failing test's file is worth a look), so the first call of each test process removes those
+/// left there more than an hour ago.
 pub fn sqlite_file() -> PathBuf {
-    std::env::temp_dir().join(format!("baton-sql-test-{:016x}.db", random()))
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.call_once(|| sweep(&dir, std::time::Duration::from_secs(3600)));
+    dir.join(format!("{SQLITE_PREFIX}{:016x}.db", random()))
+}
+
+/// The name every test's SQLite file starts with.
+const SQLITE_PREFIX: &str = "baton-sql-test-";
+
+/// Removes the test SQLite files in `dir` (and their `-wal` and `-shm`) not modified for `age`.
+fn sweep(dir: &std::path::Path, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|elapsed| elapsed > age);
+        if old
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(SQLITE_PREFIX)
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The database's URL without parameters, or `None` (after saying why) when the test must be

@@ -291,7 +291,8 @@ pub struct Statements<S = String> {
     pub cas_delete: S,
     /// `(row, cell)` → `(value)` of the live cell.
     pub current: S,
-    /// `()` → `(row, cell)` of every expired row removed.
+    /// `()` → `(row, cell)` of every expired row removed. Reads the whole table (no index on
+    /// `expires_at`: see [`create_table`]).
     pub purge_all: S,
     /// `(row)` → `(row, cell)` of the row's expired cells removed.
     pub purge_row: S,
@@ -360,7 +361,7 @@ pub struct Statements<S = String> {
     pub routines_ddl: String,
     /// `(table)` → the names of the table's columns (no rows if it does not exist).
     pub columns: S,
-    /// The statements that create the table and its index.
+    /// The statements that create the table.
     pub create: Vec<S>,
     /// The same, as text to show an operator.
     pub ddl: String,
@@ -629,26 +630,30 @@ fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
     ddl
 }
 
-/// `CREATE TABLE IF NOT EXISTS` and its index, for `dialect`.
+/// `CREATE TABLE IF NOT EXISTS`, for `dialect`.
+///
+/// The primary key is the table's only index. Every statement but a table-wide purge finds its
+/// rows by `(lock_name, cell)`; an index on `expires_at` would be written by every claim (a new
+/// row) and every renewal (which then cannot update the row in place: PostgreSQL's HOT update
+/// needs no indexed column changed), to speed up only that purge, an operator's occasional
+/// command that reads the whole table without it. Tables made by earlier builds have one,
+/// `<table>_expires`, which the store leaves alone; README "The lock table" says how to drop it.
 pub fn create_table(dialect: Dialect, table: &str) -> Vec<String> {
     let t = dialect.quote(table);
-    let index = dialect.quote(&format!("{table}_expires"));
     let stamp = stamp_definition(dialect);
     match dialect {
         Dialect::Sqlite => vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
             ),
-            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
         ],
         Dialect::Postgres => vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n)"
             ),
-            format!("CREATE INDEX IF NOT EXISTS {index} ON {t} (expires_at)"),
         ],
         Dialect::MySql => vec![format!(
-            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell),\n  KEY {index} (expires_at)\n) ENGINE=InnoDB"
+            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) ENGINE=InnoDB"
         )],
     }
 }
