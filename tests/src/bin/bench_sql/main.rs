@@ -142,6 +142,17 @@ fn settings() -> Result<Settings, Error> {
     Ok(s)
 }
 
+/// A SQLite database file the benchmark made, removed with its `-wal` and `-shm` when dropped.
+struct ScratchFile(String);
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0));
+        }
+    }
+}
+
 /// The base URL of `store` (without `table=`), or `None` with the reason it is skipped.
 fn base_url(store: &str) -> Result<String, String> {
     let var = match store {
@@ -455,6 +466,9 @@ async fn run(s: Settings) -> Result<(), Error> {
                 continue;
             }
         };
+        // The SQLite file this run made goes when the store's measurements end, failed or not.
+        let _scratch = (store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err())
+            .then(|| ScratchFile(base.trim_start_matches("sqlite://").to_owned()));
         let backend = match store.as_str() {
             "postgres" => Backend::Postgres,
             "mysql" => Backend::Mysql,
@@ -509,12 +523,6 @@ async fn run(s: Settings) -> Result<(), Error> {
             );
         }
         tables.push(table);
-        if store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err() {
-            let path = base.trim_start_matches("sqlite://").to_owned();
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(format!("{path}{suffix}"));
-            }
-        }
     }
     println!("\n{}", tables.join("\n"));
     println!("{LEGEND}");
