@@ -13,6 +13,7 @@ use baton_kernel::{Cell, Error, ErrorKind, Grant, Lease, LifeStatus, LockLife, R
 use tokio::runtime::Handle;
 
 use crate::life_host::{self, Life};
+use crate::starter::Starter;
 use crate::store::Store;
 
 /// A held lock. Dropping it releases the lock (in the background, on the runtime that acquired
@@ -52,7 +53,7 @@ impl fmt::Debug for Guard {
 
 impl Guard {
     /// The guard of a granted lock: the rest of its life is driven on `store`, by a task on
-    /// `runtime` started now with `keep_alive`, or when first needed without (see
+    /// `runtime` started when first needed, by `starter` when its first renewal falls due (see
     /// [`Life::hand_over`]).
     pub(crate) fn start(
         life: Arc<Life>,
@@ -60,10 +61,10 @@ impl Guard {
         store: Arc<dyn Store>,
         runtime: Handle,
         pid: u32,
-        keep_alive: bool,
+        starter: &Starter,
     ) -> Guard {
         let Grant { lease, row } = grant;
-        life.hand_over(Arc::clone(&store), runtime.clone(), keep_alive);
+        life.hand_over(Arc::clone(&store), runtime.clone(), starter);
         Guard {
             name: lease.name().as_str().to_owned(),
             token: lease.token(),

@@ -87,6 +87,7 @@ pub mod sql;
     feature = "cassandra"
 ))]
 mod stamps;
+mod starter;
 pub mod store;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod transaction;

@@ -8,13 +8,14 @@
 //! the rest (renewals, loss, release). Cancelling an acquisition (dropping its future) hands the
 //! machine to a task that sends its cleanup ([`Abandon`]).
 //!
-//! The held part's task is started when something needs it ([`Life::hand_over`]): at once with
-//! keep-alive (renewals run on a timer), otherwise at the first request that must be driven
-//! in the background (a renewal, a drop, a release handed elsewhere or sent from outside a
-//! runtime, a cancelled release). A lock taken without keep-alive and released with
-//! [`release`] never starts it: the release is sent from the caller's task, and the lock costs
-//! no task, no timer and no thread wake-up of its own (on a multi-thread runtime, those were
-//! about 80 µs and 6 context switches per lock, measured by `bench_sql`).
+//! The held part's task is started when something needs it ([`Life::hand_over`]): when the
+//! machine's first step falls due by itself (with keep-alive, the first renewal: the
+//! locker's [`Starter`] starts it then), or at the first request that must be driven in the
+//! background (a renewal, a drop, a release handed elsewhere or sent from outside a runtime, a
+//! cancelled release), whichever comes first. A lock released with [`release`] before its
+//! first renewal never starts it: the release is sent from the caller's task, and the lock
+//! costs no task, no timer and no thread wake-up of its own (on a multi-thread runtime, those
+//! were about 80 µs and 6 context switches per lock, measured by `bench_sql`).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
@@ -26,6 +27,7 @@ use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
 use crate::slots::Slot;
+use crate::starter::{Deferral, Starter};
 use crate::store::{Store, StoreFuture};
 
 /// What the holder can read without driving the machine: the outcomes of its requests.
@@ -76,8 +78,9 @@ enum Driver {
     /// The acquisition is still driven by its caller's future (or was abandoned, and
     /// [`Abandon`] drives the cleanup).
     Caller,
-    /// Granted, no task yet: where to start one when the life needs it.
-    Ready(Arc<dyn Store>, tokio::runtime::Handle),
+    /// Granted, no task yet: where to start one when the life needs it, and its entry in the
+    /// locker's [`Starter`] when its first step falls due by itself.
+    Ready(Arc<dyn Store>, tokio::runtime::Handle, Option<Deferral>),
     /// The task, started.
     Started(tokio::task::JoinHandle<()>),
 }
@@ -97,17 +100,34 @@ impl Life {
     }
 
     /// The acquisition was granted: the rest of the life is driven on `store`, in a task on
-    /// `runtime`, started now when `keep_alive` (renewals are due on a timer), otherwise when
-    /// first needed ([`Life::request`], or a release that must wait).
+    /// `runtime`, started when first needed: when the machine's next step falls due by itself
+    /// ([`LockLife::idle_until`]: with keep-alive, the first renewal), by `starter`; or at a
+    /// request ([`Life::request`], or a release that must wait), if one comes first.
     pub(crate) fn hand_over(
         &self,
         store: Arc<dyn Store>,
         runtime: tokio::runtime::Handle,
-        keep_alive: bool,
+        starter: &Starter,
     ) {
-        *self.driver() = Driver::Ready(store, runtime);
-        if keep_alive {
-            self.wake_driver();
+        *self.driver() = Driver::Ready(store, runtime.clone(), None);
+        let Some(due) = self.machine().idle_until() else {
+            return;
+        };
+        let deferral = match self.me.upgrade() {
+            Some(me) if due > self.clock.now() => {
+                starter.defer(&me, self.clock.to_tokio(due), &runtime)
+            }
+            _ => None,
+        };
+        match deferral {
+            Some(deferral) => {
+                if let Driver::Ready(_, _, slot) = &mut *self.driver() {
+                    *slot = Some(deferral);
+                } else {
+                    deferral.cancel();
+                }
+            }
+            None => self.wake_driver(),
         }
     }
 
@@ -118,12 +138,15 @@ impl Life {
     /// Wakes the task that drives the held part, starting it if the life was handed over, is
     /// not over, and has none yet. Before the hand-over, the caller's future drives (and is
     /// woken the same way).
-    fn wake_driver(&self) {
+    pub(crate) fn wake_driver(&self) {
         {
             let mut driver = self.driver();
-            if let Driver::Ready(store, runtime) = &*driver {
+            if let Driver::Ready(store, runtime, deferral) = &mut *driver {
                 if self.view.borrow().done {
                     return;
+                }
+                if let Some(deferral) = deferral.take() {
+                    deferral.cancel();
                 }
                 let (store, life) = (Arc::clone(store), self.me.upgrade());
                 // If the runtime has shut down, the task is dropped unpolled (see
@@ -241,6 +264,14 @@ impl Life {
 
     fn finish(&self) {
         self.view.send_modify(|view| view.done = true);
+        // Nothing left to start a task for.
+        let deferral = match &mut *self.driver() {
+            Driver::Ready(_, _, deferral) => deferral.take(),
+            _ => None,
+        };
+        if let Some(deferral) = deferral {
+            deferral.cancel();
+        }
     }
 
     /// Polls the machine; an event is published, and the end marked, before this returns (and

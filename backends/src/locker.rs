@@ -19,6 +19,7 @@ use crate::memory::MemoryStore;
 use crate::owner;
 use crate::request::LockRequest;
 use crate::slots::Slots;
+use crate::starter::Starter;
 use crate::store::Store;
 use crate::url::open_store;
 
@@ -47,6 +48,8 @@ struct Inner {
     hints: Mutex<HashMap<String, FenceHint>>,
     /// Owner-id slots in use per name.
     slots: Arc<Slots>,
+    /// Starts held locks' tasks when their first renewal falls due.
+    starter: Starter,
 }
 
 /// The most names whose fence hints are remembered (the cache is cleared when it is full).
@@ -194,7 +197,7 @@ impl Locker {
             Arc::clone(&self.inner.store),
             runtime,
             pid,
-            keep_alive,
+            &self.inner.starter,
         ))
     }
 
@@ -444,6 +447,7 @@ impl LockerBuilder {
                 defaults: self.options,
                 host_id: self.host_id,
                 keep_alive: self.keep_alive,
+                starter: Starter::default(),
                 clock: Clock::new(),
                 hints: Mutex::new(HashMap::new()),
                 slots: Slots::new(owner::random_u64()),

@@ -8,6 +8,7 @@ use baton::{EntryState, ErrorKind, LockRequest, RetryPolicy, Strategy};
 use common::{builder, locker, wait_until, within, FlakyStore};
 
 const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
 
 #[tokio::test]
 async fn lock_and_release() {
@@ -259,11 +260,72 @@ async fn without_keep_alive_a_lock_released_by_its_caller_costs_no_task() {
             drop(guard);
             assert_eq!(tasks(), before, "{strategy}: a task after the release");
         }
-        // With keep-alive, renewals run on a task from the grant.
-        let kept = builder(strategy).build().expect("valid");
-        let mut guard = kept.lock("job").await.expect("lock");
-        assert_eq!(tasks(), before + 1, "{strategy}: the keep-alive task");
-        guard.release().await.expect("release");
+    }
+}
+
+/// With keep-alive, a lock released before its first renewal falls due starts no task of its
+/// own either: the locker's one timer task (see `starter`) starts a guard's task when its
+/// renewal falls due, and ends once nothing is left to start.
+#[tokio::test(start_paused = true)]
+async fn keep_alive_starts_a_guard_task_only_when_its_first_renewal_falls_due() {
+    for strategy in Strategy::ALL {
+        let before = tasks();
+        let locker = builder(strategy).ttl(60 * SECOND).build().expect("valid");
+        for _ in 0..2 {
+            let mut guards = Vec::new();
+            for name in ["a", "b", "c"] {
+                guards.push(locker.lock(name).await.expect("lock"));
+            }
+            assert_eq!(
+                tasks(),
+                before + 1,
+                "{strategy}: three guards, the timer alone"
+            );
+            for guard in &mut guards {
+                guard.release().await.expect("release");
+            }
+            assert_eq!(
+                tasks(),
+                before + 1,
+                "{strategy}: the timer, until its first entry"
+            );
+        }
+        let guard = locker.lock("job").await.expect("lock");
+        let first = guard.lease().deadline();
+        // Past the first renewal (a third of the validity): renewed by the guard's own task.
+        advance_until(|| guard.lease().deadline() > first, 30 * SECOND).await;
+        assert_eq!(
+            tasks(),
+            before + 1,
+            "{strategy}: the guard's task; the timer ended"
+        );
+        drop(guard);
+        let next = take_once_free(&locker, strategy).await;
+        drop(next);
+        advance_until(|| tasks() == before, 60 * SECOND).await;
+    }
+}
+
+/// A guard renews on schedule after its locker is gone: the timer, not the locker, holds the
+/// guards waiting for their first renewal.
+#[tokio::test(start_paused = true)]
+async fn keep_alive_renews_a_guard_whose_locker_was_dropped() {
+    for strategy in Strategy::ALL {
+        let locker = builder(strategy).ttl(60 * SECOND).build().expect("valid");
+        let guard = locker.lock("job").await.expect("lock");
+        drop(locker);
+        let first = guard.lease().deadline();
+        advance_until(|| guard.lease().deadline() > first, 30 * SECOND).await;
+        assert!(guard.is_held(), "{strategy}");
+    }
+}
+
+/// Sleeps in 100 ms steps (paused time advances by itself) until `done`, for at most `limit`.
+async fn advance_until(mut done: impl FnMut() -> bool, limit: Duration) {
+    let start = tokio::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "not done after {limit:?}");
+        tokio::time::sleep(100 * MS).await;
     }
 }
 

@@ -235,6 +235,40 @@ impl LockLife {
         }
     }
 
+    /// Until when the machine has nothing to do unless its holder asks for something: a host
+    /// may leave it unpolled until then (and must poll it after each request). `Some(t)`: the
+    /// next step falls due at `t` by itself (a held lock with keep-alive: its next renewal, or
+    /// the retry of a failed one, and never later than the deadline); any machine with work
+    /// pending (an acquisition, a command outstanding, an event not yet taken, a request)
+    /// answers [`Instant::ZERO`]. `None`: only a request can give it work (a held lock without
+    /// keep-alive, whose loss at the deadline [`LockLife::status`] shows without a poll; a
+    /// lease already lost; a finished life).
+    ///
+    /// It decides nothing: the same poll at `t` finds the same work. Costs a few comparisons.
+    pub fn idle_until(&self) -> Option<Instant> {
+        if !self.events.is_empty() || self.outstanding.is_some() {
+            return Some(Instant::ZERO);
+        }
+        match &self.phase {
+            Phase::Over => None,
+            Phase::Held(h) => {
+                let requested = h.renew_requested
+                    || h.release_requested.is_some()
+                    || h.elsewhere_requested
+                    || h.renewal.is_some();
+                if requested {
+                    Some(Instant::ZERO)
+                } else if h.lost.is_some() || !self.keep_alive {
+                    None
+                } else {
+                    let due = h.retry_at.unwrap_or_else(|| h.lease.renew_at());
+                    Some(due.min(h.lease.deadline()))
+                }
+            }
+            _ => Some(Instant::ZERO),
+        }
+    }
+
     /// How long the lease has left at `now` ([`Duration::ZERO`] once lost, released or not
     /// yet granted).
     pub fn remaining(&self, now: Instant) -> Duration {

@@ -289,6 +289,55 @@ fn without_keep_alive_the_lease_ends_at_its_deadline() {
     assert!(a.renew_now().is_err());
 }
 
+/// `idle_until` says when the machine next has work without a request, and the machine agrees:
+/// just before, a poll only waits until then; at it, the renewal goes out.
+#[test]
+fn idle_until_says_when_the_machine_next_has_work() {
+    for keep_alive in [true, false] {
+        let mut host = Host::new();
+        let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, keep_alive);
+        assert_eq!(
+            a.idle_until(),
+            Some(Instant::ZERO),
+            "an acquisition has work"
+        );
+        assert!(!host.run(&mut a, host.now));
+        assert!(granted(&host));
+        let lease = a.lease().expect("held").clone();
+        if keep_alive {
+            let due = a.idle_until().expect("a renewal falls due");
+            assert_eq!(due, lease.renew_at());
+            let just_before = due.saturating_sub(Duration::from_nanos(1));
+            assert!(matches!(a.poll(just_before), LifePoll::WaitUntil(t) if t == due));
+            assert_eq!(a.idle_until(), Some(due), "polling early changed nothing");
+            host.now = due;
+            let LifePoll::Execute(id, renewal) = a.poll(due) else {
+                panic!("the renewal is due");
+            };
+            assert_eq!(
+                a.idle_until(),
+                Some(Instant::ZERO),
+                "a command is outstanding"
+            );
+            let reply = host.execute(&renewal);
+            a.handle(id, reply);
+            assert_eq!(a.idle_until(), Some(Instant::ZERO), "an event to take");
+            assert!(!host.run(&mut a, due));
+            assert_eq!(host.count(|e| matches!(e, LifeEvent::Renewed(_))), 1);
+            assert!(a.idle_until().expect("the next renewal") > due);
+        } else {
+            assert_eq!(a.idle_until(), None, "only a request gives it work");
+        }
+        a.renew_now().expect("held");
+        assert_eq!(a.idle_until(), Some(Instant::ZERO), "a renewal asked for");
+        assert!(!host.run(&mut a, host.now));
+        a.release(Vec::new()).expect("release");
+        assert_eq!(a.idle_until(), Some(Instant::ZERO), "a release asked for");
+        assert!(host.run(&mut a, Instant::MAX));
+        assert_eq!(a.idle_until(), None, "over");
+    }
+}
+
 #[test]
 fn renew_now_renews_at_once() {
     let mut host = Host::new();

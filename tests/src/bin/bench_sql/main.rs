@@ -15,7 +15,7 @@
 //!   counted on the socket (`baton_tests::wire`, from `ss`): every statement, ping or other
 //!   request; **cmds**: the kernel's storage commands of one lock+release.
 //! - **lock+release**: p50 and p99 of one uncontended `Locker::lock` + `Guard::release`
-//!   (keep-alive off), through the kernel and the tokio host (a multi-thread runtime with 2
+//!   (keep-alive off unless `--keep-alive on`), through the kernel and the tokio host (a multi-thread runtime with 2
 //!   workers, unless `--workers` says otherwise).
 //! - **in store**: p50 of the part of each lock+release spent inside `Store::execute`; in the
 //!   progress line, the p50s of the time outside it, in the kernel and the host: before the
@@ -56,7 +56,9 @@
 //! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
 //! `--strategies unique-insert,bakery,…`, `--workers N` (the runtime's worker threads, default
 //! 2; 0 runs everything on one current-thread runtime), `--cpu N` (default 1000; 0 skips it),
-//! `--blocks N` (default 1000; 0 skips it). At the end it prints one Markdown table
+//! `--blocks N` (default 1000; 0 skips it), `--keep-alive on|off` (default off: the measured
+//! locker does not renew; on, as the library's default, each guard also runs its renewal task).
+//! At the end it prints one Markdown table
 //! per store, as in the README's "Performance".
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
@@ -98,6 +100,9 @@ struct Settings {
     cpu: u64,
     /// Operations of each kind in the block measurement (0: none).
     blocks: u64,
+    /// Whether the measured locker renews its leases (the library's default; off by default
+    /// here, so that a lock+release is the two statements alone).
+    keep_alive: bool,
 }
 
 fn settings() -> Result<Settings, Error> {
@@ -110,6 +115,7 @@ fn settings() -> Result<Settings, Error> {
         workers: 2,
         cpu: 1000,
         blocks: 1000,
+        keep_alive: false,
         stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
         strategies: vec![
             Strategy::UniqueInsert,
@@ -129,6 +135,13 @@ fn settings() -> Result<Settings, Error> {
             "--workers" => s.workers = value.parse()?,
             "--cpu" => s.cpu = value.parse()?,
             "--blocks" => s.blocks = value.parse()?,
+            "--keep-alive" => {
+                s.keep_alive = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("--keep-alive takes on or off, not {value:?}").into()),
+                }
+            }
             "--stores" => s.stores = value.split(',').map(str::to_owned).collect(),
             "--strategies" => {
                 s.strategies = value
@@ -224,7 +237,7 @@ async fn bench_table(
     let recorder = Recorder::new(baton::open_store(&url)?);
     let locker = LockerBuilder::new(Arc::new(recorder.clone()))
         .strategy(strategy)
-        .keep_alive(false)
+        .keep_alive(s.keep_alive)
         .ttl(Duration::from_secs(60))
         .build()?;
     // Warm up: connect, create the table, learn the fence hint (as a long-lived locker would).
