@@ -258,11 +258,11 @@ impl LockLife {
                     || h.renewal.is_some();
                 if requested {
                     Some(Instant::ZERO)
-                } else if h.lost.is_some() || !self.keep_alive {
+                } else if h.lost.is_some() {
                     None
                 } else {
-                    let due = h.retry_at.unwrap_or_else(|| h.lease.renew_at());
-                    Some(due.min(h.lease.deadline()))
+                    h.scheduled_renewal(self.keep_alive)
+                        .map(|due| due.min(h.lease.deadline()))
                 }
             }
             _ => Some(Instant::ZERO),
@@ -570,10 +570,8 @@ impl LockLife {
         }
         let due = if h.renew_requested {
             Some(now)
-        } else if !keep_alive {
-            None
         } else {
-            Some(h.retry_at.unwrap_or_else(|| h.lease.renew_at()))
+            h.scheduled_renewal(keep_alive)
         };
         match due {
             Some(at) if now >= at => {
@@ -624,6 +622,12 @@ enum Step {
 }
 
 impl Held {
+    /// When the next renewal falls due by itself (the retry of a failed one, or the lease's
+    /// schedule); `None` without keep-alive.
+    fn scheduled_renewal(&self, keep_alive: bool) -> Option<Instant> {
+        keep_alive.then(|| self.retry_at.unwrap_or_else(|| self.lease.renew_at()))
+    }
+
     fn new(lease: Lease) -> Self {
         Held {
             lease,
