@@ -1,7 +1,9 @@
 //! Leases: what a grant gives the holder, and what renewal and release need.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::fmt;
 use core::time::Duration;
 
 use crate::model::Cell;
@@ -16,8 +18,17 @@ use crate::time::Instant;
 /// monotonic clock. The deadline is the instant the acquiring command was sent, plus the TTL,
 /// minus the drift margin; the store keeps the lock cell alive at least until the command was
 /// applied plus the TTL, which is later. Renewal moves the deadline the same way.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Cheap to clone: the holder, its view and the machine share one copy (a reference count);
+/// a renewal that moves the deadline copies it first if it is shared.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Lease {
+    pub(crate) data: Arc<LeaseData>,
+}
+
+/// What a [`Lease`] holds, shared by its clones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LeaseData {
     pub(crate) name: LockName,
     pub(crate) owner: OwnerId,
     pub(crate) token: u64,
@@ -40,65 +51,101 @@ pub struct Lease {
 }
 
 impl Lease {
+    pub(crate) fn new(data: LeaseData) -> Self {
+        Lease {
+            data: Arc::new(data),
+        }
+    }
+
+    /// The same lease with its deadline moved (a renewal); copies the data if it is shared.
+    pub(crate) fn with_deadline(mut self, deadline: Instant) -> Self {
+        Arc::make_mut(&mut self.data).deadline = deadline;
+        self
+    }
+}
+
+/// Shown as the struct it was before its data was shared: `Lease { name: …, … }`.
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &*self.data;
+        f.debug_struct("Lease")
+            .field("name", &d.name)
+            .field("owner", &d.owner)
+            .field("token", &d.token)
+            .field("deadline", &d.deadline)
+            .field("opts", &d.opts)
+            .field("row", &d.row)
+            .field("column", &d.column)
+            .field("value", &d.value)
+            .field("fence_value", &d.fence_value)
+            .field("newest_stamp", &d.newest_stamp)
+            .field("contended", &d.contended)
+            .field("round_trip", &d.round_trip)
+            .finish()
+    }
+}
+
+impl Lease {
     /// The lock's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        &self.data.name
     }
 
     /// Who holds it (this acquisition).
     pub fn owner(&self) -> &OwnerId {
-        &self.owner
+        &self.data.owner
     }
 
     /// The fencing token: strictly larger than every token granted before for this name, on
     /// every strategy and store. Show it to the protected resource so it can refuse a stale
     /// holder.
     pub fn token(&self) -> u64 {
-        self.token
+        self.data.token
     }
 
     /// The instant (caller's monotonic clock) after which the holder must stop acting as owner.
     pub fn deadline(&self) -> Instant {
-        self.deadline
+        self.data.deadline
     }
 
     /// When a keep-alive should renew: once a third of the validity has passed, at
     /// `deadline - 2/3 * (ttl - drift_margin)`, which leaves two thirds for retries. Every
     /// binding's keep-alive uses this one schedule.
     pub fn renew_at(&self) -> Instant {
-        self.deadline
-            .saturating_sub(self.opts.lease_validity() * 2 / 3)
+        self.data
+            .deadline
+            .saturating_sub(self.data.opts.lease_validity() * 2 / 3)
     }
 
     /// Whether the lease is still valid at `now`.
     pub fn is_valid_at(&self, now: Instant) -> bool {
-        now < self.deadline
+        now < self.data.deadline
     }
 
     /// The strategy that granted it.
     pub fn strategy(&self) -> Strategy {
-        self.opts.strategy
+        self.data.opts.strategy
     }
 
     /// The TTL it was granted (and is renewed) with.
     pub fn ttl(&self) -> Duration {
-        self.opts.ttl
+        self.data.opts.ttl
     }
 
     /// The options it was acquired with (renewal and release use the same ones).
     pub fn options(&self) -> &LockOptions {
-        &self.opts
+        &self.data.opts
     }
 
     /// The lock cell's column in the lock table.
     pub fn column(&self) -> &str {
-        &self.column
+        &self.data.column
     }
 
     /// The exact value this lease's lock cell holds (what renewal and release compare with);
     /// [`LockInfo::value`] shows the same for an entry in a listing.
     pub fn value(&self) -> &str {
-        &self.value
+        &self.data.value
     }
 
     /// A hint for the next acquisition of the same name: the fencing counter as this lease
@@ -113,10 +160,11 @@ impl Lease {
     /// nothing: its next acquisition does not wait.
     pub fn fence_hint(&self) -> FenceHint {
         FenceHint {
-            value: self.fence_value.clone(),
+            value: self.data.fence_value.clone(),
             courtesy: self
+                .data
                 .contended
-                .then(|| self.round_trip.saturating_mul(2).min(MAX_COURTESY)),
+                .then(|| self.data.round_trip.saturating_mul(2).min(MAX_COURTESY)),
         }
     }
 }

@@ -47,7 +47,7 @@ enum Phase {
     Idle {
         at: Instant,
     },
-    Acquiring(Actor<Acquire>),
+    Acquiring(Box<Actor<Acquire>>),
     Holding {
         lease: Lease,
         release_at: Instant,
@@ -244,7 +244,7 @@ impl World {
                 let opts = self.options();
                 let op = Acquire::new(name(NAME), owner, opts).expect("valid options");
                 self.note(who, "acquire".into());
-                Phase::Acquiring(Actor::new(who, op))
+                Phase::Acquiring(Box::new(Actor::new(who, op)))
             }
             Phase::Acquiring(mut actor) => {
                 match poke(&mut self.h, &mut self.rng, &mut actor, true) {

@@ -20,11 +20,11 @@ fn lost(lease: &Lease, why: &str) -> Error {
         ErrorKind::Lost,
         format!(
             "lease on lock {:?} (token {}) is lost: {why}",
-            lease.name.as_str(),
-            lease.token
+            lease.data.name.as_str(),
+            lease.data.token
         ),
     )
-    .with_lock(lease.name.as_str())
+    .with_lock(lease.data.name.as_str())
 }
 
 /// A loss for `why`, naming `holder` (the owner found holding the lock since) when there is one.
@@ -39,7 +39,7 @@ fn lost_to(lease: &Lease, why: &str, holder: Option<String>) -> Error {
 fn named(e: Error, lease: &Lease) -> Error {
     match e.lock() {
         Some(_) => e,
-        None => e.with_lock(lease.name.as_str()),
+        None => e.with_lock(lease.data.name.as_str()),
     }
 }
 
@@ -52,25 +52,25 @@ fn counter_owner(value: &str) -> Option<String> {
 }
 
 fn delete_mine(lease: &Lease) -> Command {
-    match lease.opts.strategy {
+    match lease.data.opts.strategy {
         Strategy::UniqueInsert => Command::CompareAndSet {
-            row: lease.row.clone(),
-            column: lease.column.clone(),
-            expected: lease.value.clone(),
+            row: lease.data.row.clone(),
+            column: lease.data.column.clone(),
+            expected: lease.data.value.clone(),
             new: None,
             ttl: None,
-            serial: lease.opts.serial,
-            consistency: lease.opts.consistency,
+            serial: lease.data.opts.serial,
+            consistency: lease.data.opts.consistency,
         },
         // A batch of one delete, which is a plain delete of our cell, but says that it ends a
         // holding (see `host::may_free_a_lock`): waiters are woken by it, and not by the
         // deletes of acquisitions backing off.
         _ => Command::Batch {
-            row: lease.row.clone(),
+            row: lease.data.row.clone(),
             writes: alloc::vec![Write::Delete {
-                column: lease.column.clone(),
+                column: lease.data.column.clone(),
             }],
-            consistency: lease.opts.consistency,
+            consistency: lease.data.opts.consistency,
             after: 0,
         },
     }
@@ -79,13 +79,13 @@ fn delete_mine(lease: &Lease) -> Command {
 /// The read of a lease's entries and fencing counter that renewal and release check: serial for
 /// unique insert (its cells are written by compare-and-set only), plain for the others.
 fn check_read(lease: &Lease) -> Command {
-    let layout = Layout::of(&lease.opts);
-    let consistency = match lease.opts.strategy {
-        Strategy::UniqueInsert => ReadConsistency::Serial(lease.opts.serial),
-        _ => ReadConsistency::Plain(lease.opts.consistency),
+    let layout = Layout::of(&lease.data.opts);
+    let consistency = match lease.data.opts.strategy {
+        Strategy::UniqueInsert => ReadConsistency::Serial(lease.data.opts.serial),
+        _ => ReadConsistency::Plain(lease.data.opts.consistency),
     };
     Command::Read {
-        row: lease.row.clone(),
+        row: lease.data.row.clone(),
         filter: layout.filter(false),
         consistency,
     }
@@ -93,13 +93,13 @@ fn check_read(lease: &Lease) -> Command {
 
 /// The cells [`check_read`] reads.
 fn check_read_filter(lease: &Lease) -> crate::model::ColumnFilter {
-    Layout::of(&lease.opts).filter(false)
+    Layout::of(&lease.data.opts).filter(false)
 }
 
 fn io_for(lease: &Lease) -> (Io, SplitMix64) {
     (
-        Io::new(lease.opts.store_attempts, lease.opts.retry),
-        SplitMix64::new(lease.opts.seed ^ lease.token),
+        Io::new(lease.data.opts.store_attempts, lease.data.opts.retry),
+        SplitMix64::new(lease.data.opts.seed ^ lease.data.token),
     )
 }
 
@@ -158,7 +158,7 @@ impl Renew {
     }
 
     fn late(&self, now: Instant) -> bool {
-        self.lease.opts.sabotage() != Sabotage::NoContinuity && now >= self.lease.deadline
+        self.lease.data.opts.sabotage() != Sabotage::NoContinuity && now >= self.lease.data.deadline
     }
 
     /// Why the lease is lost according to a read of its entries and counter, if it is: our cell
@@ -169,17 +169,17 @@ impl Renew {
     fn loss_in(&self, cells: &[crate::model::Cell]) -> Option<Error> {
         if !cells
             .iter()
-            .any(|c| c.column == self.lease.column && c.value == self.lease.value)
+            .any(|c| c.column == self.lease.data.column && c.value == self.lease.data.value)
         {
             return Some(lost(
                 &self.lease,
                 "its lock cell is gone (expired or force-released)",
             ));
         }
-        let fence = Layout::of(&self.lease.opts).fence;
+        let fence = Layout::of(&self.lease.data.opts).fence;
         cells
             .iter()
-            .find(|c| c.column == fence && c.value != self.lease.fence_value)
+            .find(|c| c.column == fence && c.value != self.lease.data.fence_value)
             .map(|c| {
                 lost_to(
                     &self.lease,
@@ -190,21 +190,21 @@ impl Renew {
     }
 
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
-        let validity = self.lease.opts.lease_validity();
+        let validity = self.lease.data.opts.lease_validity();
         match (core::mem::replace(&mut self.phase, RenewPhase::Done), reply) {
             (RenewPhase::Check, Reply::Cells(cells)) => {
                 if let Some(e) = self.loss_in(&cells) {
                     self.result = Some(Err(e));
                     return;
                 }
-                let ttl = self.lease.opts.cell_ttl();
+                let ttl = self.lease.data.opts.cell_ttl();
                 self.phase = RenewPhase::Write;
                 self.io.send(Command::Put {
-                    row: self.lease.row.clone(),
-                    column: self.lease.column.clone(),
-                    value: self.lease.value.clone(),
+                    row: self.lease.data.row.clone(),
+                    column: self.lease.data.column.clone(),
+                    value: self.lease.data.value.clone(),
                     ttl: Some(ttl),
-                    consistency: self.lease.opts.consistency,
+                    consistency: self.lease.data.opts.consistency,
                 });
             }
             (RenewPhase::Write, Reply::Written)
@@ -215,23 +215,24 @@ impl Renew {
                     self.io.send(delete_mine(&self.lease));
                     return;
                 }
-                if self.lease.opts.strategy == Strategy::UniqueInsert {
+                if self.lease.data.opts.strategy == Strategy::UniqueInsert {
                     self.phase = RenewPhase::Confirm(sent);
                     self.io.send(check_read(&self.lease));
                     return;
                 }
-                let mut lease = self.lease.clone();
-                lease.deadline = sent.saturating_add(validity);
+                let lease = self
+                    .lease
+                    .clone()
+                    .with_deadline(sent.saturating_add(validity));
                 self.result = Some(Ok(lease));
             }
             (RenewPhase::Confirm(cas_sent), Reply::Cells(cells)) => {
                 self.result = Some(match self.loss_in(&cells) {
                     Some(e) => Err(e),
-                    None => {
-                        let mut lease = self.lease.clone();
-                        lease.deadline = cas_sent.saturating_add(validity);
-                        Ok(lease)
-                    }
+                    None => Ok(self
+                        .lease
+                        .clone()
+                        .with_deadline(cas_sent.saturating_add(validity))),
                 });
             }
             (
@@ -283,16 +284,16 @@ impl Operation for Renew {
                         continue;
                     }
                     let lease = &self.lease;
-                    if lease.opts.strategy == Strategy::UniqueInsert {
+                    if lease.data.opts.strategy == Strategy::UniqueInsert {
                         self.phase = RenewPhase::Cas;
                         self.io.send(Command::CompareAndSet {
-                            row: lease.row.clone(),
-                            column: lease.column.clone(),
-                            expected: lease.value.clone(),
-                            new: Some(lease.value.clone()),
-                            ttl: Some(lease.opts.ttl),
-                            serial: lease.opts.serial,
-                            consistency: lease.opts.consistency,
+                            row: lease.data.row.clone(),
+                            column: lease.data.column.clone(),
+                            expected: lease.data.value.clone(),
+                            new: Some(lease.data.value.clone()),
+                            ttl: Some(lease.data.opts.ttl),
+                            serial: lease.data.opts.serial,
+                            consistency: lease.data.opts.consistency,
                         });
                     } else {
                         self.phase = RenewPhase::Check;
@@ -394,16 +395,16 @@ impl Release {
     /// Whether [`Release::with_mutation`] would accept `writes` for `lease`, without building
     /// the release (which copies the lease).
     pub fn check_mutation(lease: &Lease, writes: &[Write]) -> Result<()> {
-        if lease.opts.strategy != Strategy::ColumnPrefix && !writes.is_empty() {
+        if lease.data.opts.strategy != Strategy::ColumnPrefix && !writes.is_empty() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
                 format!(
                     "release with a mutation needs the column-prefix strategy (the lock shares its row with data), not {}",
-                    lease.opts.strategy
+                    lease.data.opts.strategy
                 ),
             ));
         }
-        let layout = Layout::of(&lease.opts);
+        let layout = Layout::of(&lease.data.opts);
         for (i, w) in writes.iter().enumerate() {
             let column = match w {
                 Write::Put { column, .. } | Write::Delete { column } => column,
@@ -442,18 +443,18 @@ impl Release {
         }
         let mut writes = core::mem::take(&mut self.mutation);
         writes.push(Write::Delete {
-            column: self.lease.column.clone(),
+            column: self.lease.data.column.clone(),
         });
         Command::Batch {
-            row: self.lease.row.clone(),
+            row: self.lease.data.row.clone(),
             writes,
-            consistency: self.lease.opts.consistency,
-            after: self.lease.newest_stamp,
+            consistency: self.lease.data.opts.consistency,
+            after: self.lease.data.newest_stamp,
         }
     }
 
     fn in_time(&self) -> bool {
-        self.started.is_some_and(|t| t < self.lease.deadline)
+        self.started.is_some_and(|t| t < self.lease.data.deadline)
     }
 
     fn late(&self) -> Error {
@@ -493,7 +494,7 @@ impl Release {
             }
             (ReleasePhase::Guarded, Reply::Guarded { applied: true, .. }) => Err(self.late()),
             (ReleasePhase::Guarded, Reply::Guarded { current, guard, .. }) => {
-                let mine = current.as_deref() == Some(self.lease.value.as_str());
+                let mine = current.as_deref() == Some(self.lease.data.value.as_str());
                 let error = match guard {
                     // Our removal may have been applied (its reply lost), and the lock granted
                     // again since; no forced release came in between (the count did not move),
@@ -507,7 +508,7 @@ impl Release {
                     {
                         return self.ok();
                     }
-                    Some(v) if v != self.lease.fence_value => {
+                    Some(v) if v != self.lease.data.fence_value => {
                         lost_to(&self.lease, &granted_since(&v), counter_owner(&v))
                     }
                     None => lost(&self.lease, "its fencing counter was gone"),
@@ -574,7 +575,10 @@ impl Release {
     /// Whether the counter value `v` is a later grant's, with no forced release counted since
     /// our grant.
     fn regranted_without_force(&self, v: &str) -> bool {
-        let (Ok(now), Ok(ours)) = (Fence::decode(v), Fence::decode(&self.lease.fence_value)) else {
+        let (Ok(now), Ok(ours)) = (
+            Fence::decode(v),
+            Fence::decode(&self.lease.data.fence_value),
+        ) else {
             return false;
         };
         now.owner != crate::record::FORCED && now.token > ours.token && now.forced == ours.forced
@@ -584,16 +588,16 @@ impl Release {
     fn mine(&self, cells: &[crate::model::Cell]) -> bool {
         cells
             .iter()
-            .any(|c| c.column == self.lease.column && c.value == self.lease.value)
+            .any(|c| c.column == self.lease.data.column && c.value == self.lease.data.value)
     }
 
     /// The counter's value in `cells`, if another grant (or a forced release) moved it.
     fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
-        let fence = Layout::of(&self.lease.opts).fence;
+        let fence = Layout::of(&self.lease.data.opts).fence;
         cells
             .iter()
             .find(|c| c.column == fence)
-            .filter(|c| c.value != self.lease.fence_value)
+            .filter(|c| c.value != self.lease.data.fence_value)
             .map(|c| c.value.clone())
     }
 
@@ -612,7 +616,7 @@ impl Release {
 
     /// Bakery and column prefix without a mutation: removal and check in one step.
     fn vacates(&self) -> bool {
-        self.lease.opts.strategy != Strategy::UniqueInsert && self.mutation.is_empty()
+        self.lease.data.opts.strategy != Strategy::UniqueInsert && self.mutation.is_empty()
     }
 
     fn ok(&mut self) {
@@ -621,27 +625,27 @@ impl Release {
 
     /// Whether the release is one guarded compare-and-set (unique insert without a mutation).
     fn guarded(&self) -> bool {
-        self.lease.opts.strategy == Strategy::UniqueInsert && self.mutation.is_empty()
+        self.lease.data.opts.strategy == Strategy::UniqueInsert && self.mutation.is_empty()
     }
 
     /// Unique insert's release: our record removed only while the counter is at our grant.
     fn guarded_remove(&self) -> Command {
         Command::GuardedSet {
-            row: self.lease.row.clone(),
-            column: self.lease.column.clone(),
-            expected: self.lease.value.clone(),
+            row: self.lease.data.row.clone(),
+            column: self.lease.data.column.clone(),
+            expected: self.lease.data.value.clone(),
             new: None,
             ttl: None,
-            guard: Layout::of(&self.lease.opts).fence,
-            guard_value: self.lease.fence_value.clone(),
-            serial: self.lease.opts.serial,
-            consistency: self.lease.opts.consistency,
+            guard: Layout::of(&self.lease.data.opts).fence,
+            guard_value: self.lease.data.fence_value.clone(),
+            serial: self.lease.data.opts.serial,
+            consistency: self.lease.data.opts.consistency,
         }
     }
 
     /// Whether this release reads the lock before removing (always, but for the broken variant).
     fn checked(&self) -> bool {
-        self.lease.opts.sabotage() != Sabotage::ReleaseSkipsCheck
+        self.lease.data.opts.sabotage() != Sabotage::ReleaseSkipsCheck
     }
 
     /// The broken variant's verdict on a compare-and-set that did not apply.
@@ -695,10 +699,10 @@ impl Operation for Release {
                     } else if self.checked() && self.vacates() {
                         self.phase = ReleasePhase::Vacate;
                         self.io.send(Command::Vacate {
-                            row: self.lease.row.clone(),
-                            column: self.lease.column.clone(),
+                            row: self.lease.data.row.clone(),
+                            column: self.lease.data.column.clone(),
                             read: check_read_filter(&self.lease),
-                            consistency: self.lease.opts.consistency,
+                            consistency: self.lease.data.opts.consistency,
                         });
                     } else if self.checked() {
                         self.phase = ReleasePhase::Check;

@@ -17,7 +17,7 @@ use super::herd::Herd;
 use super::io::{Io, IoPoll};
 use super::{CommandId, Operation, Poll};
 use crate::error::{unexpected, Error, ErrorKind, Result};
-use crate::lease::{FenceHint, Grant, Lease};
+use crate::lease::{FenceHint, Grant, Lease, LeaseData};
 use crate::model::{Cell, Command, ReadConsistency, Reply};
 use crate::name::LockName;
 use crate::options::{LockOptions, Sabotage, Strategy, Wait};
@@ -544,7 +544,7 @@ impl Acquire {
             self.io.send(command);
             return;
         }
-        let lease = Lease {
+        let lease = Lease::new(LeaseData {
             name: self.name.clone(),
             owner: self.owner.clone(),
             token,
@@ -557,7 +557,7 @@ impl Acquire {
             newest_stamp: self.newest_stamp,
             contended: self.waited || self.tries_in_queue > 0,
             round_trip: self.round_trip,
-        };
+        });
         let row = core::mem::take(&mut self.data);
         self.finish(Ok(Grant { lease, row }));
     }
