@@ -21,8 +21,9 @@ mod prelude {
     pub(crate) use std::time::Duration;
 
     pub(crate) use baton_kernel::{
-        Acquire, ColumnFilter, EntryState, Error, ErrorKind, ForceRelease, Grant, Inspect,
-        LockName, LockOptions, Purge, Release, Renew, RetryPolicy, Strategy, Wait, Write,
+        Acquire, ColumnFilter, Command, Consistency, EntryState, Error, ErrorKind, ForceRelease,
+        Grant, Inspect, LockName, LockOptions, Purge, Release, Renew, RetryPolicy, Strategy, Wait,
+        Write,
     };
 
     pub(crate) use crate::helpers::*;

@@ -254,3 +254,45 @@ fn fail_on_stale_lock_gives_stale_lock_and_leaves_nothing_of_ours() {
     assert_eq!(c.lease.token(), 2);
     assert_eq!(owners(&mut h, Strategy::ColumnPrefix), vec![key("c")]);
 }
+
+/// A fencing counter no build of baton wrote (edited by hand, or left by a table layout this
+/// build does not know, as a later one keeping the counter elsewhere would mark it): every
+/// strategy fails at once with a store error naming the value, grants nothing, and leaves
+/// nothing of its own. Unique insert used to take the value for "no counter yet", claim from
+/// that, and report the lock busy until its wait ran out.
+#[test]
+fn an_unreadable_counter_fails_every_strategy_at_once() {
+    for strategy in ALL {
+        let mut h = Harness::new();
+        h.execute(
+            "X",
+            &Command::Put {
+                row: NAME.into(),
+                column: "_LOCK_".into(),
+                value: "moved=fence".into(),
+                ttl: None,
+                consistency: Consistency::Quorum,
+            },
+        );
+        let started = h.now();
+        let mut a = Actor::new(
+            "A",
+            acquire(strategy, "a", |o| {
+                o.wait = Wait::Timeout(Duration::from_secs(10));
+            }),
+        );
+        let e = err(h.finish(&mut a), "an unreadable counter");
+        assert_eq!(e.kind(), ErrorKind::StoreError, "{strategy}: {e}");
+        assert!(
+            e.message()
+                .contains(r#"malformed fencing counter "moved=fence""#),
+            "{strategy}: the message names the value: {e}"
+        );
+        assert_eq!(h.now(), started, "{strategy}: failed without waiting");
+        assert_eq!(
+            h.table.stored_cells(),
+            1,
+            "{strategy}: only the counter is left"
+        );
+    }
+}

@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use super::{millis, Acquire, Phase};
 use crate::model::{Command, ReadConsistency, Reply};
 use crate::options::Sabotage;
-use crate::record::LockRecord;
+use crate::record::{Fence, LockRecord};
 use crate::strategy::fence::FenceBump;
 use crate::strategy::unique;
 use crate::time::Instant;
@@ -126,6 +126,12 @@ impl Acquire {
                     return self.start_fence(guard, true);
                 }
                 self.wrote = false;
+                if let Some(Err(e)) = guard.as_deref().map(Fence::decode) {
+                    // A counter value no claim can start from (edited by hand, or written by
+                    // a layout this build does not know): fail as the other strategies do,
+                    // rather than claim from "no counter" and wait out the timeout as busy.
+                    return self.finish(Err(e));
+                }
                 self.counter_seen.clone_from(&guard);
                 let seen: Vec<String> = guard.into_iter().collect();
                 match current {
