@@ -160,7 +160,11 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
 /// concurrent writer and reads its committed value); the lock cell is inserted, or an expired
 /// one taken over, only if that value is the expected one (`ok`, `l`); the counter is written
 /// only if the insert happened (`b`). The last two columns are the live lock value at the
-/// statement's start and the counter's locked value.
+/// statement's start and the counter: its locked value, or, when the lock is held (nothing was
+/// locked), its value at the statement's start. A waiter claims again from that value once
+/// the lock is free: without it (an empty counter, as this statement answered before) its next
+/// claim expected "no counter", failed, and took a second round trip to claim from the value
+/// that one showed.
 ///
 /// A lock live at the statement's start is left alone without locking anything: a claim that
 /// finds the lock held writes nothing (no transaction id, no WAL, no commit to flush), so
@@ -198,7 +202,7 @@ ON CONFLICT (lock_name, cell) DO UPDATE SET value = excluded.value, stamp = excl
 WHERE {t}.value IS NOT DISTINCT FROM NULLIF($7::text, '') RETURNING 1 AS one) \
 SELECT (SELECT count(*) FROM l), (SELECT count(*) FROM b), \
 COALESCE((SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $2::text AND {live}), ''), \
-COALESCE((SELECT value FROM f), ''){losers}"
+COALESCE((SELECT value FROM f), (SELECT value FROM {t} WHERE lock_name = $1::text AND cell = $6::text), ''){losers}"
     )
 }
 
