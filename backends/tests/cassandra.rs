@@ -8,6 +8,9 @@
 //! particular replication make their own keyspace.
 #![cfg(feature = "cassandra")]
 
+#[path = "shared/claims.rs"]
+mod claims;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -312,6 +315,21 @@ async fn every_command_matches_the_reference_table() {
         })
         .await;
     assert!(matches!(&all, Reply::Rows(r) if r.len() == 3), "{all:?}");
+}
+
+/// Unique insert's one-step commands (a conditional batch each) in the orders late delivery and
+/// operators produce, as the SQL stores are checked with the same script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_and_guarded_releases_match_the_reference_table() {
+    let Some(base) = base_url() else { return };
+    let store = store(&fresh_url(&base));
+    let mut reference = MemoryTable::new();
+    let now = Instant::from_nanos(1_000_000_000);
+    for command in claims::claims_and_guarded_releases() {
+        let got = shape(store.execute(command.clone()).await);
+        let want = shape(reference.apply(&command, now));
+        assert_eq!(got, want, "{command:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@ use baton::{
 };
 use baton_kernel::{ColumnFilter, ReadConsistency};
 
-use crate::per_db;
+use crate::{claims, per_db};
 
 fn open(url: &str) -> SqlStore {
     SqlStore::open(url).expect("valid URL")
@@ -227,95 +227,14 @@ per_db!(
     }
 );
 
-fn claim(value: &str, expected: Option<&str>, next: &str) -> Command {
-    Command::Claim {
-        row: "job".into(),
-        column: "lock".into(),
-        value: value.into(),
-        ttl: LONG,
-        counter: "_LOCK_".into(),
-        counter_expected: expected.map(String::from),
-        counter_next: next.into(),
-        serial: SerialConsistency::Serial,
-        consistency: Consistency::Quorum,
-    }
-}
-
-fn guarded(expected: &str, new: Option<&str>, guard_value: &str) -> Command {
-    Command::GuardedSet {
-        row: "job".into(),
-        column: "lock".into(),
-        expected: expected.into(),
-        new: new.map(String::from),
-        ttl: LONG,
-        guard: "_LOCK_".into(),
-        guard_value: guard_value.into(),
-        serial: SerialConsistency::Serial,
-        consistency: Consistency::Quorum,
-    }
-}
-
-// Unique insert's one-step commands, in the orders late delivery and operators produce: each
-// reply, and what the row holds after it, as the reference table has them. The claim's
-// "current" values are the live cells as the step found them, held lock or not: a waiter
-// claims again from the counter it was shown.
+// Unique insert's one-step commands, in the orders late delivery and operators produce (the
+// script is shared with the Cassandra tests).
 per_db!(
     claims_and_guarded_releases_match_the_reference_table,
     |url: String| async move {
         let store = open(&url);
         let reference = MemoryStore::new();
-        let (a1, b1, a2) = ("owner=a att=1", "owner=b att=1", "owner=a att=2");
-        let script = vec![
-            // A name's first claim, and a second claimant while it is held.
-            claim(a1, None, "token=1 owner=a"),
-            claim(b1, None, "token=1 owner=b"),
-            claim(b1, Some("token=1 owner=a"), "token=2 owner=b"),
-            read("job", ColumnFilter::All),
-            // A release, then the same release again (a resend, or a copy applied late).
-            guarded(a1, None, "token=1 owner=a"),
-            guarded(a1, None, "token=1 owner=a"),
-            // A claim from an expectation that is old (no counter), then from the right one.
-            claim(b1, None, "token=1 owner=b"),
-            claim(b1, Some("token=1 owner=a"), "token=2 owner=b"),
-            // A's claim from before B's grant, applied late: the counter has moved.
-            claim(a2, Some("token=1 owner=a"), "token=2 owner=a"),
-            // A renewal-like guarded change of B's record, then one guarded on an old counter.
-            guarded(b1, Some(b1), "token=2 owner=b"),
-            guarded(b1, Some("owner=b att=9"), "token=1 owner=a"),
-            // A forced release: the counter moves on (no TTL, as every counter write), then the
-            // record goes.
-            Command::CompareAndSet {
-                row: "job".into(),
-                column: "_LOCK_".into(),
-                expected: "token=2 owner=b".into(),
-                new: Some("token=3 owner=forced-release forced=1".into()),
-                ttl: None,
-                serial: SerialConsistency::Serial,
-                consistency: Consistency::Quorum,
-            },
-            cas("job", "lock", b1, None),
-            // B's release after it: not applied, and the reply shows why.
-            guarded(b1, None, "token=2 owner=b"),
-            read("job", ColumnFilter::All),
-            read("job", ColumnFilter::Prefix("_LOCK_".into())),
-            read("job", ColumnFilter::Exact("_LOCK_".into())),
-            // The next holder claims from the forced value.
-            claim(
-                a2,
-                Some("token=3 owner=forced-release forced=1"),
-                "token=4 owner=a forced=1",
-            ),
-            Command::Purge {
-                row: Some("job".into()),
-            },
-            read("job", ColumnFilter::All),
-            Command::Scan {
-                after: None,
-                limit: 10,
-                consistency: Consistency::Quorum,
-            },
-        ];
-        for command in script {
+        for command in claims::claims_and_guarded_releases() {
             let want = normalized(reference.apply(&command));
             let got = normalized(store.execute(command.clone()).await);
             assert_eq!(got, want, "{command:?} on {url}");

@@ -5,6 +5,8 @@
 
 #![cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 
+#[path = "../shared/claims.rs"]
+mod claims;
 mod commands;
 mod common;
 #[cfg(feature = "postgres")]
