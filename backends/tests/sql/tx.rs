@@ -253,6 +253,43 @@ macro_rules! tx_tests {
                 cleanup.run().await;
             }
 
+            /// A lock taken late in a long transaction of the caller's expires a whole TTL after
+            /// the statement that took it, not after the transaction began: an expiry counted
+            /// from the transaction's start (PostgreSQL's `now()`) would be in the past already,
+            /// and the next client would get the lock while this one believes it holds it.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_lock_taken_late_in_a_long_transaction_lasts_its_ttl() {
+                let Some((locker, store, _data, cleanup)) = setup($db).await else {
+                    return;
+                };
+                let ttl = Duration::from_secs(2);
+                let pool = store.pool().$pool().expect("pool").clone();
+                let mut tx = pool.begin().await.expect("begin");
+                sqlx::query("SELECT 1")
+                    .execute(&mut *tx)
+                    .await
+                    .expect("the transaction has begun");
+                // The scenario itself: the transaction grows older than the lease.
+                tokio::time::sleep(ttl + Duration::from_millis(300)).await;
+                let guard = locker
+                    .lock_in(&mut *tx, "invoice", LockRequest::new().ttl(ttl))
+                    .await
+                    .expect("lock in the old transaction");
+                tx.commit().await.expect("commit");
+                assert!(guard.is_held());
+                assert!(
+                    held(&locker, "invoice").await,
+                    "the lock is live right after its commit"
+                );
+                let e = locker
+                    .try_lock("invoice")
+                    .await
+                    .expect_err("another client must not get the lock");
+                assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+                drop(guard);
+                cleanup.run().await;
+            }
+
             /// A release in the caller's transaction writes with the same stamp rules as any
             /// other: the plain deletes of bakery and column prefix carry a fresh stamp, newer
             /// than the version they remove, so the lock is free after the commit.

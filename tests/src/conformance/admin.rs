@@ -16,6 +16,19 @@ const HANG: Duration = Duration::from_secs(30);
 /// Three clients take turns on one lock, several times each: no two are ever inside at once,
 /// and tokens strictly increase in the order the critical sections ran.
 pub async fn fencing_tokens_increase(table: Table, strategy: Strategy) {
+    take_turns(table, strategy, false).await;
+}
+
+/// The same with a purge of the whole table after every release, racing the other clients'
+/// acquisitions of the lock just freed: a purge removes only expired entries, never a lock being
+/// taken over nor the fencing counter, so tokens still strictly increase (a counter lost to a
+/// purge would start them again from 1).
+pub async fn tokens_increase_while_purging(table: Table, strategy: Strategy) {
+    take_turns(table, strategy, true).await;
+}
+
+/// [`fencing_tokens_increase`]; with `purging`, each client purges the table after each release.
+async fn take_turns(table: Table, strategy: Strategy, purging: bool) {
     const CLIENTS: usize = 3;
     const ROUNDS: usize = 4;
     let inside = Arc::new(AtomicBool::new(false));
@@ -54,6 +67,13 @@ pub async fn fencing_tokens_increase(table: Table, strategy: Strategy) {
                     .release()
                     .await
                     .unwrap_or_else(|e| panic!("client {client} round {round}: release: {e}"));
+                if purging {
+                    // Racing the other clients' acquisitions of the lock just freed.
+                    locker
+                        .purge(None)
+                        .await
+                        .unwrap_or_else(|e| panic!("client {client} round {round}: purge: {e}"));
+                }
             }
         }));
     }

@@ -22,6 +22,8 @@
 //!   not touch the new holder's lock.
 //! - [`admin::fencing_tokens_increase`]: three clients, twelve handoffs: mutual exclusion and
 //!   strictly increasing tokens.
+//! - [`admin::tokens_increase_while_purging`]: the same with a purge of the whole table after
+//!   every release, racing the next acquisition.
 //! - [`admin::purge_removes_expired_entries`]: purge removes expired entries only, and keeps
 //!   the fencing counter.
 //! - [`admin::list_shows_holders`]: name, strategy, owner, token, state, remaining TTL.
@@ -68,6 +70,7 @@ behaviours![
     expiry::renew_extends_the_lease,
     expiry::expired_holder_cannot_release,
     admin::fencing_tokens_increase,
+    admin::tokens_increase_while_purging,
     admin::purge_removes_expired_entries,
     admin::list_shows_holders,
 ];
@@ -141,6 +144,7 @@ macro_rules! conformance_tests {
             renew_extends_the_lease = expiry::renew_extends_the_lease,
             expired_holder_cannot_release = expiry::expired_holder_cannot_release,
             fencing_tokens_increase = admin::fencing_tokens_increase,
+            tokens_increase_while_purging = admin::tokens_increase_while_purging,
             purge_removes_expired_entries = admin::purge_removes_expired_entries,
             list_shows_holders = admin::list_shows_holders,
         );
