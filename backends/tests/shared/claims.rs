@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use baton::{Command, Consistency, SerialConsistency};
+use baton_kernel::strategy::{unique::LOCK_COLUMN, COUNTER_COLUMN};
 use baton_kernel::{ColumnFilter, ReadConsistency};
 
 const LONG: Option<Duration> = Some(Duration::from_secs(600));
@@ -32,10 +33,10 @@ fn cas(column: &str, expected: &str, new: Option<&str>) -> Command {
 fn claim(value: &str, expected: Option<&str>, next: &str) -> Command {
     Command::Claim {
         row: "job".into(),
-        column: "lock".into(),
+        column: LOCK_COLUMN.into(),
         value: value.into(),
         ttl: LONG,
-        counter: "_LOCK_".into(),
+        counter: COUNTER_COLUMN.into(),
         counter_expected: expected.map(String::from),
         counter_next: next.into(),
         serial: SerialConsistency::Serial,
@@ -46,11 +47,11 @@ fn claim(value: &str, expected: Option<&str>, next: &str) -> Command {
 fn guarded(expected: &str, new: Option<&str>, guard_value: &str) -> Command {
     Command::GuardedSet {
         row: "job".into(),
-        column: "lock".into(),
+        column: LOCK_COLUMN.into(),
         expected: expected.into(),
         new: new.map(String::from),
         ttl: LONG,
-        guard: "_LOCK_".into(),
+        guard: COUNTER_COLUMN.into(),
         guard_value: guard_value.into(),
         serial: SerialConsistency::Serial,
         consistency: Consistency::Quorum,
@@ -83,16 +84,16 @@ pub fn claims_and_guarded_releases() -> Vec<Command> {
         // A forced release: the counter moves on (no TTL, as every counter write), then the
         // record goes.
         cas(
-            "_LOCK_",
+            COUNTER_COLUMN,
             "token=2 owner=b",
             Some("token=3 owner=forced-release forced=1"),
         ),
-        cas("lock", b1, None),
+        cas(LOCK_COLUMN, b1, None),
         // B's release after it: not applied, and the reply shows why.
         guarded(b1, None, "token=2 owner=b"),
         read(ColumnFilter::All),
-        read(ColumnFilter::Prefix("_LOCK_".into())),
-        read(ColumnFilter::Exact("_LOCK_".into())),
+        read(ColumnFilter::Prefix(COUNTER_COLUMN.into())),
+        read(ColumnFilter::Exact(COUNTER_COLUMN.into())),
         // The next holder claims from the forced value.
         claim(
             a2,

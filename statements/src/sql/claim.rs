@@ -161,10 +161,9 @@ pub(crate) fn claim_statements(d: Dialect, table: &str) -> Result<Claims> {
 /// one taken over, only if that value is the expected one (`ok`, `l`); the counter is written
 /// only if the insert happened (`b`). The last two columns are the live lock value at the
 /// statement's start and the counter: its locked value, or, when the lock is held (nothing was
-/// locked), its value at the statement's start. A waiter claims again from that value once
-/// the lock is free: without it (an empty counter, as this statement answered before) its next
-/// claim expected "no counter", failed, and took a second round trip to claim from the value
-/// that one showed.
+/// locked), its value at the statement's start, as the claim's contract asks. A waiter claims
+/// again from that value once the lock is free (when answered with no counter, its next claim
+/// expected none and, if the counter had not moved meanwhile, failed once first).
 ///
 /// A lock live at the statement's start is left alone without locking anything: a claim that
 /// finds the lock held writes nothing (no transaction id, no WAL, no commit to flush), so
