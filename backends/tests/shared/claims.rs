@@ -10,16 +10,24 @@ use baton_kernel::{ColumnFilter, ReadConsistency};
 const LONG: Option<Duration> = Some(Duration::from_secs(600));
 
 fn read(filter: ColumnFilter) -> Command {
+    read_in("job", filter)
+}
+
+fn read_in(row: &str, filter: ColumnFilter) -> Command {
     Command::Read {
-        row: "job".into(),
+        row: row.into(),
         filter,
         consistency: ReadConsistency::Plain(Consistency::Quorum),
     }
 }
 
 fn cas(column: &str, expected: &str, new: Option<&str>) -> Command {
+    cas_in("job", column, expected, new)
+}
+
+fn cas_in(row: &str, column: &str, expected: &str, new: Option<&str>) -> Command {
     Command::CompareAndSet {
-        row: "job".into(),
+        row: row.into(),
         column: column.into(),
         expected: expected.into(),
         new: new.map(String::from),
@@ -31,11 +39,21 @@ fn cas(column: &str, expected: &str, new: Option<&str>) -> Command {
 }
 
 fn claim(value: &str, expected: Option<&str>, next: &str) -> Command {
+    claim_in("job", LONG, value, expected, next)
+}
+
+fn claim_in(
+    row: &str,
+    ttl: Option<Duration>,
+    value: &str,
+    expected: Option<&str>,
+    next: &str,
+) -> Command {
     Command::Claim {
-        row: "job".into(),
+        row: row.into(),
         column: LOCK_COLUMN.into(),
         value: value.into(),
-        ttl: LONG,
+        ttl,
         counter: COUNTER_COLUMN.into(),
         counter_expected: expected.map(String::from),
         counter_next: next.into(),
@@ -45,8 +63,12 @@ fn claim(value: &str, expected: Option<&str>, next: &str) -> Command {
 }
 
 fn guarded(expected: &str, new: Option<&str>, guard_value: &str) -> Command {
+    guarded_in("job", expected, new, guard_value)
+}
+
+fn guarded_in(row: &str, expected: &str, new: Option<&str>, guard_value: &str) -> Command {
     Command::GuardedSet {
-        row: "job".into(),
+        row: row.into(),
         column: LOCK_COLUMN.into(),
         expected: expected.into(),
         new: new.map(String::from),
@@ -110,4 +132,179 @@ pub fn claims_and_guarded_releases() -> Vec<Command> {
             consistency: Consistency::Quorum,
         },
     ]
+}
+
+/// The stamp of a [`Command::DeleteVersion`] in a script that stands for the stamp of its cell
+/// in the reply to the read before it, which only the store running the script knows: see
+/// [`with_read_stamp`]. (A stamp no read returned is not something the kernel sends; on
+/// Cassandra one above the clock would leave a tombstone that hides later writes of the cell.)
+pub const READ_STAMP: u64 = 0;
+
+/// `command`, with a [`READ_STAMP`] replaced by the stamp its cell has in `last`, the reply to
+/// the command before it on the same store.
+pub fn with_read_stamp(command: &Command, last: Option<&baton::Reply>) -> Command {
+    match (command, last) {
+        (
+            Command::DeleteVersion {
+                row,
+                column,
+                stamp: READ_STAMP,
+                consistency,
+            },
+            Some(baton::Reply::Cells(cells)),
+        ) => Command::DeleteVersion {
+            row: row.clone(),
+            column: column.clone(),
+            stamp: cells
+                .iter()
+                .find(|c| &c.column == column)
+                .map(|c| c.stamp)
+                .expect("the read before a delete-version returns its cell"),
+            consistency: *consistency,
+        },
+        _ => command.clone(),
+    }
+}
+
+/// Every way a `lock` cell is removed, each after a grant, on the row `removals`: a release
+/// (a guarded delete), the removal of an own record (a compare-and-set to nothing), a plain
+/// delete, a batch delete, the delete of a version, a vacate, and a forced release. The counter
+/// must survive each one as the reference table says, and the next claim, made from it, gets
+/// the next token. A layout that keeps the counter in the lock's own row (see
+/// `docs/one-row-claim.md`) is checked by this script.
+pub fn removals_keep_the_counter() -> Vec<Command> {
+    const ROW: &str = "removals";
+    let token = |n: u32| format!("token={n} owner=a");
+    let owner = |n: u32| format!("owner=a att={n}");
+    let counter = || read_in(ROW, ColumnFilter::Exact(COUNTER_COLUMN.into()));
+    let claim_after = |n: u32| {
+        let expected = (n > 1).then(|| token(n - 1));
+        claim_in(ROW, LONG, &owner(n), expected.as_deref(), &token(n))
+    };
+    let removals: Vec<Command> = vec![
+        guarded_in(ROW, &owner(1), None, &token(1)),
+        cas_in(ROW, LOCK_COLUMN, &owner(2), None),
+        Command::Delete {
+            row: ROW.into(),
+            column: LOCK_COLUMN.into(),
+            consistency: Consistency::Quorum,
+        },
+        Command::Batch {
+            row: ROW.into(),
+            writes: vec![baton_kernel::Write::Delete {
+                column: LOCK_COLUMN.into(),
+            }],
+            consistency: Consistency::Quorum,
+            after: 0,
+        },
+        // The version just read (see `with_read_stamp`): as a forced release removes it.
+        Command::DeleteVersion {
+            row: ROW.into(),
+            column: LOCK_COLUMN.into(),
+            stamp: READ_STAMP,
+            consistency: Consistency::Quorum,
+        },
+        Command::Vacate {
+            row: ROW.into(),
+            column: LOCK_COLUMN.into(),
+            read: ColumnFilter::All,
+            consistency: Consistency::Quorum,
+        },
+    ];
+    let mut script = Vec::new();
+    let mut n = 0;
+    for removal in removals {
+        n += 1;
+        script.push(claim_after(n));
+        script.push(read_in(ROW, ColumnFilter::Exact(LOCK_COLUMN.into())));
+        script.push(removal);
+        script.push(counter());
+        script.push(read_in(ROW, ColumnFilter::All));
+    }
+    // A forced release: the counter moves on first, then the record goes; the next claim is
+    // made from the forced value and gets a larger token.
+    n += 1;
+    script.push(claim_after(n));
+    let forced = format!("token={} owner=forced-release forced=1", n + 1);
+    script.push(cas_in(ROW, COUNTER_COLUMN, &token(n), Some(&forced)));
+    script.push(cas_in(ROW, LOCK_COLUMN, &owner(n), None));
+    script.push(counter());
+    script.push(claim_in(
+        ROW,
+        LONG,
+        &owner(n + 2),
+        Some(&forced),
+        &format!("token={} owner=a", n + 2),
+    ));
+    script.push(read_in(ROW, ColumnFilter::All));
+    script
+}
+
+/// Expectations that differ from what is stored only in case or in trailing spaces, on the row
+/// `bytes`: none of them matches. Values compare as bytes (MariaDB: a `NO PAD` binary
+/// collation), the counter's as the lock's.
+pub fn expectations_compare_bytes() -> Vec<Command> {
+    const ROW: &str = "bytes";
+    let (ours, token) = ("owner=a", "token=1 owner=a");
+    let mut script = vec![claim_in(ROW, LONG, ours, None, token)];
+    for wrong in ["OWNER=A", "owner=a ", "Owner=a"] {
+        script.push(guarded_in(ROW, wrong, None, token));
+        script.push(cas_in(ROW, LOCK_COLUMN, wrong, None));
+    }
+    for wrong in ["TOKEN=1 owner=a", "token=1 owner=a ", "token=1 owner=A"] {
+        script.push(guarded_in(ROW, ours, None, wrong));
+        script.push(cas_in(ROW, COUNTER_COLUMN, wrong, Some("token=9")));
+    }
+    script.push(read_in(ROW, ColumnFilter::All));
+    script.push(guarded_in(ROW, ours, None, token));
+    for wrong in ["TOKEN=1 owner=a", "token=1 owner=a ", "token=1 owner=A"] {
+        script.push(claim_in(
+            ROW,
+            LONG,
+            "owner=b",
+            Some(wrong),
+            "token=2 owner=b",
+        ));
+    }
+    script.push(claim_in(
+        ROW,
+        LONG,
+        "owner=b",
+        Some(token),
+        "token=2 owner=b",
+    ));
+    script.push(read_in(ROW, ColumnFilter::All));
+    script
+}
+
+/// A holder that stalled past its lease, on the row `late`: `before` grants it a lock of `ttl`.
+/// Once that lock has expired, `after` delivers the stalled holder's renewal and release: an
+/// expired record is nobody's, so neither applies (a renewal that did would bring back a lease
+/// its holder had lost). Then another client is granted the lock from the counter the first
+/// one left, and the stalled holder's commands arrive again, with its first claim: none
+/// applies, and the other holder's cell and counter stay.
+pub fn late_after_expiry(ttl: Duration) -> (Vec<Command>, Vec<Command>) {
+    const ROW: &str = "late";
+    let (a, b) = ("owner=a att=1", "owner=b att=1");
+    let (ta, tb) = ("token=1 owner=a", "token=2 owner=b");
+    let before = vec![claim_in(ROW, Some(ttl), a, None, ta)];
+    let after = vec![
+        read_in(ROW, ColumnFilter::All),
+        guarded_in(ROW, a, Some(a), ta),
+        guarded_in(ROW, a, None, ta),
+        cas_in(ROW, LOCK_COLUMN, a, Some(a)),
+        read_in(ROW, ColumnFilter::All),
+        claim_in(ROW, LONG, b, Some(ta), tb),
+        guarded_in(ROW, a, None, ta),
+        guarded_in(ROW, a, Some(a), ta),
+        claim_in(ROW, Some(ttl), a, None, ta),
+        cas_in(ROW, LOCK_COLUMN, a, None),
+        read_in(ROW, ColumnFilter::All),
+    ];
+    (before, after)
+}
+
+/// The lock cell of [`late_after_expiry`], to wait on until it has expired.
+pub fn late_lock() -> Command {
+    read_in("late", ColumnFilter::Exact(LOCK_COLUMN.into()))
 }
