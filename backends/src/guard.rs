@@ -197,8 +197,10 @@ impl Guard {
 
     /// Releases the lock and, in the same batch, applies `writes` to data columns of the lock's
     /// row (Astyanax's `releaseWithMutation`). The kernel decides which strategies share their
-    /// row with data (column prefix); other strategies, and writes to the lock's own columns,
-    /// give [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) and leave the lock held.
+    /// row with data (column prefix); other strategies, writes to the lock's own columns, and
+    /// writes to `_LOCK_` or `lock` (every strategy's fencing counter and unique insert's lock
+    /// cell, reserved on every name) give
+    /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) and leave the lock held.
     pub async fn release_with(&mut self, writes: Vec<Write>) -> Result<()> {
         if let Some(e) = self.forked() {
             return Err(e);

@@ -66,6 +66,7 @@ mod op;
 mod options;
 mod owner;
 mod record;
+mod reserved;
 mod retry;
 pub mod strategy;
 mod time;

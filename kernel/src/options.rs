@@ -8,6 +8,7 @@ use core::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::{Consistency, SerialConsistency};
+use crate::reserved;
 use crate::retry::RetryPolicy;
 
 /// Which lock algorithm to run. Every name must be used with one strategy only: locks of
@@ -82,7 +83,8 @@ pub enum Wait {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PrefixOptions {
     /// The prefix that tells lock columns from data columns (`withColumnPrefix`); default `_LOCK_`.
-    /// The column named exactly the prefix holds the fencing counter.
+    /// The column named exactly the prefix holds the fencing counter. `lock` is refused: it is
+    /// unique insert's lock cell on every name.
     pub prefix: String,
     /// TTL of the lock cell, at least the lease TTL (`withTtl`). A cell older than the lease TTL
     /// but still alive is *stale*. Default: the lease TTL, so cells vanish when leases end.
@@ -94,7 +96,9 @@ pub struct PrefixOptions {
     /// `acquireLockAndReadRow`).
     pub read_row: bool,
     /// Override the generated unique part of the lock column (`withLockId`). The caller then
-    /// promises it is unique among concurrent contenders.
+    /// promises it is unique among concurrent contenders. One that makes the column `_LOCK_` or
+    /// `lock` (prefix `_LOCK` and id `_`, say) is refused: those cells are the same on every
+    /// name, whatever the strategy.
     pub lock_id: Option<String>,
 }
 
@@ -293,6 +297,21 @@ impl LockOptions {
                     "lock id {id:?} must be 1 to 128 bytes without NUL"
                 )));
             }
+            let entry = format!("{}{id}", p.prefix);
+            if reserved::is_reserved(&entry) {
+                return Err(Error::invalid_option(format!(
+                    "lock id {id:?} after the column prefix {:?} names the cell {entry:?}, which is reserved on every lock name ({}); choose another lock id",
+                    p.prefix,
+                    reserved::why(&entry)
+                )));
+            }
+        }
+        if p.prefix == reserved::LOCK_COLUMN {
+            return Err(Error::invalid_option(format!(
+                "column prefix {:?} is reserved on every lock name ({}): it would be this lock's fencing counter; choose another prefix",
+                p.prefix,
+                reserved::why(&p.prefix)
+            )));
         }
         Ok(())
     }

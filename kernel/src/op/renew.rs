@@ -11,6 +11,7 @@ use crate::lease::Lease;
 use crate::model::{Command, ReadConsistency, Reply, Write};
 use crate::options::{Sabotage, Strategy};
 use crate::record::Fence;
+use crate::reserved;
 use crate::retry::SplitMix64;
 use crate::strategy::{unique, Layout};
 use crate::time::Instant;
@@ -418,6 +419,15 @@ impl Release {
                 return Err(Error::new(
                     ErrorKind::InvalidOption,
                     format!("mutation writes column {column:?} twice; write each column once"),
+                ));
+            }
+            if reserved::is_reserved(column) {
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "mutation column {column:?} is reserved on every lock name ({}); use another name",
+                        reserved::why(column)
+                    ),
                 ));
             }
             if column == &layout.fence || layout.is_entry(column) || column.is_empty() {

@@ -37,10 +37,7 @@ pub(crate) struct Layout {
     pub strategy: Strategy,
 }
 
-/// The fencing counter's column for every strategy but column prefix with a custom prefix:
-/// the default column prefix itself, so one name has one counter whichever strategy grants it
-/// (tokens stay ordered even on a name misused by two strategies, which exclude nothing).
-pub const COUNTER_COLUMN: &str = "_LOCK_";
+pub use crate::reserved::COUNTER_COLUMN;
 
 impl Layout {
     pub fn of(opts: &LockOptions) -> Layout {

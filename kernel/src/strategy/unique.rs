@@ -85,8 +85,7 @@ use alloc::string::String;
 use crate::error::{Error, ErrorKind};
 use crate::record::LockRecord;
 
-/// The column holding the lock record.
-pub const LOCK_COLUMN: &str = "lock";
+pub use crate::reserved::LOCK_COLUMN;
 
 /// The error for an insert that found `current` in the way.
 pub(crate) fn busy(name: &str, current: Option<&str>) -> Error {

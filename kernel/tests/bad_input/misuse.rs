@@ -233,10 +233,15 @@ fn release_with_mutation_is_checked() {
 
     let mut h = Harness::new();
     let p = hold(&mut h, Strategy::ColumnPrefix, "a");
-    for bad in ["_LOCK_", "_LOCK_x", ""] {
+    for bad in ["_LOCK_", "_LOCK_x", "", "lock"] {
         let e = Release::with_mutation(&p.lease, vec![put(bad)]).expect_err(bad);
         assert_eq!(e.kind(), ErrorKind::InvalidOption, "{bad:?}: {e}");
     }
+    let e = Release::with_mutation(&p.lease, vec![put("lock")]).expect_err("lock");
+    assert!(
+        e.message().contains("reserved") && e.message().contains("unique insert's lock cell"),
+        "{e}"
+    );
     let release = Release::with_mutation(&p.lease, vec![put("data")]).expect("a data column");
     drive(&mut h, "A", release).expect("release with mutation");
     assert_transcript(
@@ -256,4 +261,48 @@ fn release_with_mutation_is_checked() {
         t=0ms A: => ok
         "#,
     );
+}
+
+/// With a custom column prefix, `_LOCK_` is not the lock's own counter, but it is every other
+/// strategy's on the same name: a release's data column may not take it (a put would replace
+/// the counter, a delete would take tokens back to 1), nor may an entry (lock id) or a prefix
+/// name a reserved cell.
+#[test]
+fn reserved_cells_are_refused_with_a_custom_prefix() {
+    let custom = |o: &mut LockOptions, prefix: &str, lock_id: Option<&str>| {
+        o.prefix.prefix = prefix.into();
+        o.prefix.lock_id = lock_id.map(String::from);
+    };
+    let mut h = Harness::new();
+    let a = drive(
+        &mut h,
+        "A",
+        acquire(Strategy::ColumnPrefix, "a", |o| custom(o, "t/", None)),
+    )
+    .expect("granted");
+    for bad in ["_LOCK_", "lock"] {
+        let delete = Write::Delete { column: bad.into() };
+        let e = Release::with_mutation(&a.lease, vec![delete]).expect_err(bad);
+        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{bad:?}: {e}");
+        assert!(e.message().contains("reserved"), "{e}");
+    }
+    drive(&mut h, "A", Release::new(&a.lease)).expect("release");
+    let bad = [
+        ("_LOCK", Some("_")),
+        ("_", Some("LOCK_")),
+        ("lo", Some("ck")),
+        ("lock", None),
+    ];
+    for (prefix, id) in bad {
+        let o = options(Strategy::ColumnPrefix, "a", |o| custom(o, prefix, id));
+        let e = o.validate().expect_err(prefix);
+        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{prefix:?} {id:?}: {e}");
+        assert!(e.message().contains("reserved"), "{prefix:?} {id:?}: {e}");
+    }
+    // Near misses are fine.
+    for (prefix, id) in [("_LOCK", Some("__")), ("lock/", None), ("loc", Some("kx"))] {
+        options(Strategy::ColumnPrefix, "a", |o| custom(o, prefix, id))
+            .validate()
+            .expect(prefix);
+    }
 }

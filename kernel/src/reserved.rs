@@ -1,0 +1,27 @@
+//! The two cell names whose meaning is the same on every lock name, whichever strategy locks
+//! it: the fencing counter and unique insert's lock cell. No other cell may take either name,
+//! so that a column-prefix entry or a release's data column never overwrites or removes the
+//! counter (tokens would go back) or unique insert's record, even on a name misused by two
+//! strategies. A leaf module: options and strategies both check against it.
+
+/// The fencing counter's column for every strategy but column prefix with a custom prefix:
+/// the default column prefix itself, so one name has one counter whichever strategy grants it
+/// (tokens stay ordered even on a name misused by two strategies, which exclude nothing).
+pub const COUNTER_COLUMN: &str = "_LOCK_";
+
+/// The column holding unique insert's lock record.
+pub const LOCK_COLUMN: &str = "lock";
+
+/// Whether `column` is one of the reserved cells.
+pub(crate) fn is_reserved(column: &str) -> bool {
+    column == COUNTER_COLUMN || column == LOCK_COLUMN
+}
+
+/// Why a reserved `column` cannot be used, for error messages.
+pub(crate) fn why(column: &str) -> &'static str {
+    if column == COUNTER_COLUMN {
+        "every strategy's fencing counter"
+    } else {
+        "unique insert's lock cell"
+    }
+}
