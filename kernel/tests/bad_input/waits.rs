@@ -164,3 +164,29 @@ fn prefix_gives_up_after_max_attempts() {
 fn bakery_gives_up_after_max_attempts() {
     gives_up_after_max_attempts(Strategy::Bakery);
 }
+
+/// A unique-insert claim made without knowing the counter finds the lock free but the counter
+/// elsewhere, and claims again from the counter it was shown; another client is granted (and
+/// releases) in between. A try-once attempt then fails `Busy`, saying what happened rather
+/// than that the lock is held (it is free again).
+#[test]
+fn a_grant_between_two_claims_is_busy_and_says_so() {
+    let mut h = Harness::new();
+    let b = hold(&mut h, Strategy::UniqueInsert, "b");
+    drive(&mut h, "B", Release::new(&b.lease)).expect("release");
+    let mut a = Actor::new("A", acquire(Strategy::UniqueInsert, "a", |_| {}));
+    // A's first claim expects no counter: not applied, the lock free, the counter at B's grant.
+    assert_eq!(h.step(&mut a), Step::Sent);
+    assert!(a.peek().is_none(), "the first claim was answered");
+    // C is granted and releases before A's second claim reaches the store.
+    let c = hold(&mut h, Strategy::UniqueInsert, "c");
+    drive(&mut h, "C", Release::new(&c.lease)).expect("release");
+    let e = h.finish(&mut a).expect_err("busy");
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert!(
+        e.message()
+            .contains("granted to another client while this attempt claimed it"),
+        "{e}"
+    );
+    assert!(owners(&mut h, Strategy::UniqueInsert).is_empty());
+}

@@ -1,10 +1,12 @@
 //! Unique insert's steps of an acquisition: the claim (the lock cell and the counter in one
 //! step), a late insert of our own, and the serial read when the counter is unknown.
 
+use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{millis, Acquire, Phase};
+use crate::error::{Error, ErrorKind};
 use crate::model::{Command, ReadConsistency, Reply};
 use crate::options::Sabotage;
 use crate::record::{Fence, LockRecord};
@@ -144,7 +146,14 @@ impl Acquire {
                     None => {
                         // Someone took and released the lock between our two claims.
                         self.aging.found(seen);
-                        self.contended(now, unique::busy(self.name.as_str(), None));
+                        let busy = Error::new(
+                            ErrorKind::Busy,
+                            format!(
+                                "lock {:?} was granted to another client while this attempt claimed it (its fencing counter moved between the attempt's two claims)",
+                                self.name.as_str()
+                            ),
+                        );
+                        self.contended(now, busy);
                     }
                     Some(current) => self.unique_taken(current, seen, now),
                 }
