@@ -83,8 +83,10 @@ pub enum Wait {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PrefixOptions {
     /// The prefix that tells lock columns from data columns (`withColumnPrefix`); default `_LOCK_`.
-    /// The column named exactly the prefix holds the fencing counter. `lock` is refused: it is
-    /// unique insert's lock cell on every name.
+    /// The column named exactly the prefix holds the fencing counter. A prefix that `_LOCK_` or
+    /// `lock` starts with (`_`, `_LOCK`, `lo`, `lock`...), other than the default, is refused:
+    /// the lock would take every strategy's counter, or unique insert's lock cell, for one of
+    /// its entries.
     pub prefix: String,
     /// TTL of the lock cell, at least the lease TTL (`withTtl`). A cell older than the lease TTL
     /// but still alive is *stale*. Default: the lease TTL, so cells vanish when leases end.
@@ -96,9 +98,8 @@ pub struct PrefixOptions {
     /// `acquireLockAndReadRow`).
     pub read_row: bool,
     /// Override the generated unique part of the lock column (`withLockId`). The caller then
-    /// promises it is unique among concurrent contenders. One that makes the column `_LOCK_` or
-    /// `lock` (prefix `_LOCK` and id `_`, say) is refused: those cells are the same on every
-    /// name, whatever the strategy.
+    /// promises it is unique among concurrent contenders. (It cannot make the column `_LOCK_`
+    /// or `lock`: the prefixes that could are refused.)
     pub lock_id: Option<String>,
 }
 
@@ -297,21 +298,19 @@ impl LockOptions {
                     "lock id {id:?} must be 1 to 128 bytes without NUL"
                 )));
             }
-            let entry = format!("{}{id}", p.prefix);
-            if reserved::is_reserved(&entry) {
+        }
+        // A prefix that a reserved name starts with would count that cell as one of its
+        // entries (`_LOCK` sees `_LOCK_`, `lo` sees `lock`): inspect and forced release would
+        // list and delete it, and a lock id could name it exactly. The default prefix is the
+        // counter itself, and its entries are longer than it.
+        if p.prefix != reserved::COUNTER_COLUMN {
+            if let Some(cell) = reserved::starting_with(&p.prefix) {
                 return Err(Error::invalid_option(format!(
-                    "lock id {id:?} after the column prefix {:?} names the cell {entry:?}, which is reserved on every lock name ({}); choose another lock id",
+                    "column prefix {:?} is reserved: the cell {cell:?} ({}) starts with it, so the lock would take that cell for one of its own; choose a prefix that no cell named _LOCK_ or lock starts with",
                     p.prefix,
-                    reserved::why(&entry)
+                    reserved::why(cell)
                 )));
             }
-        }
-        if p.prefix == reserved::LOCK_COLUMN {
-            return Err(Error::invalid_option(format!(
-                "column prefix {:?} is reserved on every lock name ({}): it would be this lock's fencing counter; choose another prefix",
-                p.prefix,
-                reserved::why(&p.prefix)
-            )));
         }
         Ok(())
     }

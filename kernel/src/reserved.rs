@@ -17,8 +17,17 @@ pub(crate) fn is_reserved(column: &str) -> bool {
     column == COUNTER_COLUMN || column == LOCK_COLUMN
 }
 
+/// The reserved cell that starts with `prefix` (itself included), if any: a column prefix that
+/// would count it among its entries.
+pub(crate) fn starting_with(prefix: &str) -> Option<&'static str> {
+    [COUNTER_COLUMN, LOCK_COLUMN]
+        .into_iter()
+        .find(|cell| cell.starts_with(prefix))
+}
+
 /// Why a reserved `column` cannot be used, for error messages.
 pub(crate) fn why(column: &str) -> &'static str {
+    debug_assert!(is_reserved(column), "{column:?} is not reserved");
     if column == COUNTER_COLUMN {
         "every strategy's fencing counter"
     } else {

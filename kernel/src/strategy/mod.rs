@@ -76,7 +76,13 @@ impl Layout {
     pub fn is_entry(&self, column: &str) -> bool {
         match self.strategy {
             Strategy::UniqueInsert => column == self.entries,
-            _ => column.len() > self.entries.len() && column.starts_with(self.entries.as_str()),
+            // A reserved cell is never an entry, even for options that skipped validation (the
+            // admin operations take them as given).
+            _ => {
+                column.len() > self.entries.len()
+                    && column.starts_with(self.entries.as_str())
+                    && !crate::reserved::is_reserved(column)
+            }
         }
     }
 

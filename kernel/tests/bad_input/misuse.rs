@@ -292,6 +292,11 @@ fn reserved_cells_are_refused_with_a_custom_prefix() {
         ("_", Some("LOCK_")),
         ("lo", Some("ck")),
         ("lock", None),
+        // A proper prefix of a reserved cell would take it for an entry, whatever the id.
+        ("_LOCK", Some("__")),
+        ("_", None),
+        ("l", None),
+        ("loc", Some("kx")),
     ];
     for (prefix, id) in bad {
         let o = options(Strategy::ColumnPrefix, "a", |o| custom(o, prefix, id));
@@ -299,8 +304,14 @@ fn reserved_cells_are_refused_with_a_custom_prefix() {
         assert_eq!(e.kind(), ErrorKind::InvalidOption, "{prefix:?} {id:?}: {e}");
         assert!(e.message().contains("reserved"), "{prefix:?} {id:?}: {e}");
     }
-    // Near misses are fine.
-    for (prefix, id) in [("_LOCK", Some("__")), ("lock/", None), ("loc", Some("kx"))] {
+    // Near misses, and the default prefix, are fine.
+    for (prefix, id) in [
+        ("lock/", None),
+        ("_LOCKS", Some("_")),
+        ("_LOCK_", Some("x")),
+        ("Lock", None),
+        ("_lock", None),
+    ] {
         options(Strategy::ColumnPrefix, "a", |o| custom(o, prefix, id))
             .validate()
             .expect(prefix);

@@ -296,3 +296,25 @@ fn an_unreadable_counter_fails_every_strategy_at_once() {
         );
     }
 }
+
+/// An operator's forced release with a column prefix that `_LOCK_` starts with (options the
+/// admin operations take without validation) on a name unique insert holds: neither the shared
+/// counter nor unique insert's record counts as one of its entries, so nothing is removed.
+#[test]
+fn a_forced_release_never_takes_a_reserved_cell_for_an_entry() {
+    let mut h = Harness::new();
+    let a = hold(&mut h, Strategy::UniqueInsert, "a");
+    let before = h.table.read(NAME, &ColumnFilter::All, h.now());
+    for prefix in ["_LOCK", "_", "lo", "l"] {
+        let mut o = opts(Strategy::ColumnPrefix, 0);
+        o.prefix.prefix = prefix.into();
+        let removed = drive(&mut h, "F", ForceRelease::new(name(NAME), &o)).expect("force");
+        assert!(removed.is_empty(), "{prefix:?}: {removed:?}");
+        assert_eq!(
+            h.table.read(NAME, &ColumnFilter::All, h.now()),
+            before,
+            "{prefix:?}"
+        );
+    }
+    drive(&mut h, "A", Release::new(&a.lease)).expect("still ours");
+}
