@@ -185,7 +185,7 @@ fn a_grant_between_two_claims_is_busy_and_says_so() {
     assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
     assert!(
         e.message()
-            .contains("granted to another client while this attempt claimed it"),
+            .contains("moved between this attempt's two claims"),
         "{e}"
     );
     assert!(owners(&mut h, Strategy::UniqueInsert).is_empty());

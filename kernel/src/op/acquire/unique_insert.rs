@@ -149,7 +149,7 @@ impl Acquire {
                         let busy = Error::new(
                             ErrorKind::Busy,
                             format!(
-                                "lock {:?} was granted to another client while this attempt claimed it (its fencing counter moved between the attempt's two claims)",
+                                "the fencing counter of lock {:?} moved between this attempt's two claims (another client was granted the lock, or it was force-released)",
                                 self.name.as_str()
                             ),
                         );
