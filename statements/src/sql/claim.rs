@@ -239,14 +239,20 @@ BEGIN
     SELECT value INTO v_counter FROM {t} WHERE lock_name = p_row AND cell = p_counter;
     SELECT CAST(0 AS SIGNED), CAST(0 AS SIGNED), v_lock, COALESCE(v_counter, '');
   ELSE
-  IF v_outer THEN SAVEPOINT baton_claim; ELSE START TRANSACTION; END IF;
+  -- Its own transaction runs at READ COMMITTED: at MariaDB's default REPEATABLE READ, the
+  -- FOR UPDATE reads of a name's missing rows take gap locks, which claimants racing for a
+  -- name's first lock all hold, and their inserts into the gap then deadlock.
+  IF v_outer THEN SAVEPOINT baton_claim; ELSE SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; END IF;
   SELECT value INTO v_counter FROM {t} WHERE lock_name = p_row AND cell = p_counter FOR UPDATE;
   SELECT IF({expired}, NULL, value) INTO v_lock FROM {t} WHERE lock_name = p_row AND cell = p_cell FOR UPDATE;
   IF v_lock IS NULL AND v_counter <=> p_expected THEN
-    INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (p_row, p_cell, p_value, TIMESTAMPADD(MICROSECOND, p_ttl * 1000, {now}), p_stamp)
-      ON DUPLICATE KEY UPDATE value = IF({expired}, VALUES(value), value), stamp = IF({expired}, VALUES(stamp), stamp), expires_at = IF({expired}, VALUES(expires_at), expires_at);
+    -- The counter row first, as the FOR UPDATE reads lock them: when both rows were missing,
+    -- these inserts are the first locks taken, and the opposite order deadlocks with a claim
+    -- that found the counter and locked it.
     INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (p_row, p_counter, p_next, NULL, p_stamp)
       ON DUPLICATE KEY UPDATE stamp = IF(value <=> p_expected, VALUES(stamp), stamp), value = IF(value <=> p_expected, VALUES(value), value);
+    INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES (p_row, p_cell, p_value, TIMESTAMPADD(MICROSECOND, p_ttl * 1000, {now}), p_stamp)
+      ON DUPLICATE KEY UPDATE value = IF({expired}, VALUES(value), value), stamp = IF({expired}, VALUES(stamp), stamp), expires_at = IF({expired}, VALUES(expires_at), expires_at);
     SELECT COUNT(*) INTO v_done FROM {t} WHERE lock_name = p_row AND ((cell = p_cell AND value = p_value AND stamp = p_stamp) OR (cell = p_counter AND value = p_next));
   END IF;
   IF v_done = 2 THEN
