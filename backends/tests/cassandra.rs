@@ -327,7 +327,7 @@ async fn claims_and_guarded_releases_match_the_reference_table() {
     let now = Instant::from_nanos(1_000_000_000);
     let scripts = [
         claims::claims_and_guarded_releases(),
-        claims::removals_keep_the_counter(),
+        claims::removals_keep_the_counter(false),
         claims::expectations_compare_bytes(),
     ];
     // A `claims::READ_STAMP` is each side's own stamp from the read before it.

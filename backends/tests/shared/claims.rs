@@ -162,6 +162,12 @@ pub fn with_read_stamp(command: &Command, last: Option<&baton::Reply>) -> Comman
                 .expect("the read before a delete-version returns its cell"),
             consistency: *consistency,
         },
+        (
+            Command::DeleteVersion {
+                stamp: READ_STAMP, ..
+            },
+            other,
+        ) => panic!("a delete-version of the read stamp must follow a read, not {other:?}"),
         _ => command.clone(),
     }
 }
@@ -172,7 +178,12 @@ pub fn with_read_stamp(command: &Command, last: Option<&baton::Reply>) -> Comman
 /// must survive each one as the reference table says, and the next claim, made from it, gets
 /// the next token. A layout that keeps the counter in the lock's own row (see
 /// `docs/one-row-claim.md`) is checked by this script.
-pub fn removals_keep_the_counter() -> Vec<Command> {
+///
+/// `plain_writes: false` leaves out the removals stamped by the client (delete, batch, delete
+/// of a version, vacate): the kernel never sends them to `lock` (its name is reserved), and on
+/// Cassandra they would meet a cell written by a lightweight transaction at the server's ballot
+/// time, so the outcome would depend on how the two clocks agree.
+pub fn removals_keep_the_counter(plain_writes: bool) -> Vec<Command> {
     const ROW: &str = "removals";
     let token = |n: u32| format!("token={n} owner=a");
     let owner = |n: u32| format!("owner=a att={n}");
@@ -211,9 +222,10 @@ pub fn removals_keep_the_counter() -> Vec<Command> {
             consistency: Consistency::Quorum,
         },
     ];
+    let kept = if plain_writes { removals.len() } else { 2 };
     let mut script = Vec::new();
     let mut n = 0;
-    for removal in removals {
+    for removal in removals.into_iter().take(kept) {
         n += 1;
         script.push(claim_after(n));
         script.push(read_in(ROW, ColumnFilter::Exact(LOCK_COLUMN.into())));

@@ -251,7 +251,7 @@ per_db!(
         let reference = MemoryStore::new();
         for script in [
             claims::claims_and_guarded_releases(),
-            claims::removals_keep_the_counter(),
+            claims::removals_keep_the_counter(true),
             claims::expectations_compare_bytes(),
         ] {
             same_as_reference(&store, &reference, script).await;
@@ -286,17 +286,21 @@ per_db!(
     }
 );
 
-// Claimants racing for an expired or released lock row, each from the counter it read: exactly
-// one is granted, the others are told it is held, and none fails (no deadlock, no error).
+// Claimants racing for a name's first claim, then for a lock row that its last holder
+// released or let expire, each from the counter it read: exactly one is granted, and none fails
+// (no deadlock, no error). Each loser's reply shows the winner's record or its counter (a
+// PostgreSQL claim reads the lock from its statement's snapshot, so a loser that started before
+// the winner committed sees the lock free and the counter moved, or, racing a name's first
+// claim, no counter at all: the next claim learns it, as `Command::Claim` allows).
 per_db!(
     racing_claims_on_a_free_row_grant_exactly_one,
     |url: String| async move {
         let store = open(&url);
-        let claim = |owner: &str, expected: Option<String>, ttl: Duration| Command::Claim {
+        let claim = |owner: &str, expected: Option<String>| Command::Claim {
             row: "race".into(),
             column: "lock".into(),
             value: owner.into(),
-            ttl: Some(ttl),
+            ttl: LONG,
             counter: "_LOCK_".into(),
             counter_expected: expected,
             counter_next: format!("token {owner}"),
@@ -314,34 +318,41 @@ per_db!(
             assert_eq!(task.await.expect("no panic"), Reply::Cells(vec![]));
         }
         let mut counter: Option<String> = None;
-        for round in 0..12 {
-            // Even rounds find the last winner's lock expired, odd ones released.
-            let ttl = if round % 2 == 0 {
-                Duration::from_millis(100)
-            } else {
-                LONG.expect("a TTL")
-            };
+        for round in 0..8 {
             let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(6));
             let tasks: Vec<_> = (0..6)
                 .map(|i| {
                     let (store, barrier) = (store.clone(), barrier.clone());
-                    let command = claim(&format!("r{round}c{i}"), counter.clone(), ttl);
+                    let command = claim(&format!("r{round}c{i}"), counter.clone());
                     tokio::spawn(async move {
                         barrier.wait().await;
                         store.execute(command).await
                     })
                 })
                 .collect();
-            let mut winners = Vec::new();
+            let mut replies = Vec::new();
             for (i, task) in tasks.into_iter().enumerate() {
                 match task.await.expect("no panic") {
-                    Reply::Guarded { applied: true, .. } => winners.push(i),
-                    Reply::Guarded { applied: false, .. } => {}
+                    Reply::Guarded {
+                        applied,
+                        current,
+                        guard,
+                    } => replies.push((i, applied, current, guard)),
                     other => panic!("round {round}, claimant {i}: {other:?} on {url}"),
                 }
             }
-            assert_eq!(winners.len(), 1, "round {round}: {winners:?} on {url}");
+            let winners: Vec<usize> = replies.iter().filter(|r| r.1).map(|r| r.0).collect();
+            assert_eq!(winners.len(), 1, "round {round}: {replies:?} on {url}");
             let owner = format!("r{round}c{}", winners[0]);
+            let token = format!("token {owner}");
+            for (i, _, current, guard) in replies.iter().filter(|r| !r.1) {
+                assert!(
+                    current.as_deref() == Some(owner.as_str())
+                        || guard.as_deref() == Some(token.as_str())
+                        || (round == 0 && current.is_none() && guard.is_none()),
+                    "round {round}, loser {i}: {current:?} {guard:?} on {url}"
+                );
+            }
             let Reply::Cells(cells) = store.execute(read("race", ColumnFilter::All)).await else {
                 panic!("cells")
             };
@@ -349,7 +360,6 @@ per_db!(
                 .iter()
                 .map(|c| (c.column.as_str(), c.value.as_str()))
                 .collect();
-            let token = format!("token {owner}");
             assert_eq!(
                 values,
                 vec![("_LOCK_", token.as_str()), ("lock", owner.as_str())],
@@ -357,7 +367,21 @@ per_db!(
             );
             counter = Some(token.clone());
             if round % 2 == 0 {
-                // Wait for the lease to run out, by the store's clock.
+                // The next round finds the lease expired: the holder renews it with a short
+                // TTL (as a renewal would), then the store's clock runs it out.
+                let shorten = Command::CompareAndSet {
+                    row: "race".into(),
+                    column: "lock".into(),
+                    expected: owner.clone(),
+                    new: Some(owner.clone()),
+                    ttl: Some(Duration::from_millis(50)),
+                    serial: SerialConsistency::Serial,
+                    consistency: Consistency::Quorum,
+                };
+                assert!(matches!(
+                    store.execute(shorten).await,
+                    Reply::Conditional { applied: true, .. }
+                ));
                 let deadline = std::time::Instant::now() + Duration::from_secs(10);
                 while !matches!(
                     store.execute(read("race", ColumnFilter::Exact("lock".into()))).await,
