@@ -320,3 +320,75 @@ pub fn late_after_expiry(ttl: Duration) -> (Vec<Command>, Vec<Command>) {
 pub fn late_lock() -> Command {
     read_in("late", ColumnFilter::Exact(LOCK_COLUMN.into()))
 }
+
+/// The counter among other cells, on the row `mixed`: a name's first counter made by
+/// insert-if-absent (no row yet, then again while it exists, then beside a live lock), and
+/// reads and a vacate of a row whose data cells sort on both sides of `_LOCK_` and `lock`
+/// (bytes: `A` < `_A` < `_LOCK_` < `lock` < `ticket/1` < `zz`). Then a released name that holds
+/// only its counter, as a scan lists it.
+pub fn the_counter_among_other_cells() -> Vec<Command> {
+    const ROW: &str = "mixed";
+    let put = |column: &str| Command::Put {
+        row: ROW.into(),
+        column: column.into(),
+        value: format!("data {column}"),
+        ttl: None,
+        consistency: Consistency::Quorum,
+    };
+    let first_counter = |value: &str| Command::InsertIfAbsent {
+        row: ROW.into(),
+        column: COUNTER_COLUMN.into(),
+        value: value.into(),
+        ttl: None,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::Quorum,
+    };
+    let mut script = vec![
+        first_counter("token=1 owner=a"),
+        first_counter("token=1 owner=b"),
+        read_in(ROW, ColumnFilter::Exact(COUNTER_COLUMN.into())),
+        claim_in(
+            ROW,
+            LONG,
+            "owner=a",
+            Some("token=1 owner=a"),
+            "token=2 owner=a",
+        ),
+        first_counter("token=1 owner=c"),
+    ];
+    for column in ["A", "_A", "ticket/1", "zz"] {
+        script.push(put(column));
+    }
+    for filter in [
+        ColumnFilter::All,
+        ColumnFilter::Prefix("_".into()),
+        ColumnFilter::Prefix(COUNTER_COLUMN.into()),
+        ColumnFilter::Prefix("l".into()),
+        ColumnFilter::Prefix("lock".into()),
+        ColumnFilter::Exact(COUNTER_COLUMN.into()),
+        ColumnFilter::Exact(LOCK_COLUMN.into()),
+    ] {
+        script.push(read_in(ROW, filter));
+    }
+    script.push(Command::Vacate {
+        row: ROW.into(),
+        column: "ticket/1".into(),
+        read: ColumnFilter::All,
+        consistency: Consistency::Quorum,
+    });
+    script.push(guarded_in(ROW, "owner=a", None, "token=2 owner=a"));
+    for column in ["A", "_A", "zz"] {
+        script.push(Command::Delete {
+            row: ROW.into(),
+            column: column.into(),
+            consistency: Consistency::Quorum,
+        });
+    }
+    script.push(read_in(ROW, ColumnFilter::All));
+    script.push(Command::Scan {
+        after: None,
+        limit: 100,
+        consistency: Consistency::Quorum,
+    });
+    script
+}

@@ -253,6 +253,7 @@ per_db!(
             claims::claims_and_guarded_releases(),
             claims::removals_keep_the_counter(true),
             claims::expectations_compare_bytes(),
+            claims::the_counter_among_other_cells(),
         ] {
             same_as_reference(&store, &reference, script).await;
         }
