@@ -8,6 +8,8 @@
 //! particular replication make their own keyspace.
 #![cfg(feature = "cassandra")]
 
+#[path = "cassandra_tests/claim_scripts.rs"]
+mod claim_scripts;
 #[path = "shared/claims.rs"]
 mod claims;
 
@@ -322,62 +324,6 @@ async fn every_command_matches_the_reference_table() {
         })
         .await;
     assert!(matches!(&all, Reply::Rows(r) if r.len() == 3), "{all:?}");
-}
-
-/// Unique insert's one-step commands (a conditional batch each) in the orders late delivery and
-/// operators produce, as the SQL stores are checked with the same script.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claims_and_guarded_releases_match_the_reference_table() {
-    let Some(base) = base_url() else { return };
-    let store = store(&fresh_url(&base));
-    let mut reference = MemoryTable::new();
-    let now = Instant::from_nanos(1_000_000_000);
-    let scripts = [
-        claims::claims_and_guarded_releases(),
-        claims::removals_keep_the_counter(false),
-        claims::expectations_compare_bytes(),
-        claims::the_counter_among_other_cells(),
-    ];
-    // A `claims::READ_STAMP` is each side's own stamp from the read before it.
-    let (mut got, mut want) = (None, None);
-    for command in scripts.into_iter().flatten() {
-        let g = store
-            .execute(claims::with_read_stamp(&command, got.as_ref()))
-            .await;
-        let w = reference.apply(&claims::with_read_stamp(&command, want.as_ref()), now);
-        assert_eq!(shape(g.clone()), shape(w.clone()), "{command:?}");
-        (got, want) = (Some(g), Some(w));
-    }
-}
-
-/// A stalled holder's release, renewal and claim, delivered after its lease expired and another
-/// client was granted the lock: none applies (the script the SQL stores run too).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn late_commands_of_an_expired_holder_change_nothing() {
-    let Some(base) = base_url() else { return };
-    let store = store(&fresh_url(&base));
-    let mut reference = MemoryTable::new();
-    let ttl = Duration::from_secs(1);
-    let (before, after) = claims::late_after_expiry(ttl);
-    let start = Instant::from_nanos(1_000_000_000);
-    for command in before {
-        let got = shape(store.execute(command.clone()).await);
-        assert_eq!(got, shape(reference.apply(&command, start)), "{command:?}");
-    }
-    // Cassandra's TTL runs out by itself; the reference table's clock is moved past it.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !matches!(store.execute(claims::late_lock()).await, Reply::Cells(c) if c.is_empty()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lock never expired"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let later = Instant::from_nanos(1_000_000_000 + 2 * ttl.as_nanos() as u64);
-    for command in after {
-        let got = shape(store.execute(command.clone()).await);
-        assert_eq!(got, shape(reference.apply(&command, later)), "{command:?}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

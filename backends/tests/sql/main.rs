@@ -5,6 +5,7 @@
 
 #![cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 
+mod claim_scripts;
 #[path = "../shared/claims.rs"]
 mod claims;
 mod commands;

@@ -1,0 +1,196 @@
+//! Unique insert's one-step commands on each database, from the scripts shared with the
+//! Cassandra tests (`backends/tests/shared/claims.rs`), against the kernel's reference table;
+//! and claimants racing for one free lock row.
+
+use std::time::Duration;
+
+use baton::{Command, Consistency, MemoryStore, Reply, SerialConsistency, SqlStore, Store};
+use baton_kernel::ColumnFilter;
+
+use crate::commands::{normalized, open, read, LONG};
+use crate::{claims, per_db};
+
+/// Applies `script` to the store and to the reference table, comparing every reply.
+/// A [`claims::READ_STAMP`] is each side's own stamp from the read before it.
+async fn same_as_reference(store: &SqlStore, reference: &MemoryStore, script: Vec<Command>) {
+    let (mut got, mut want) = (None, None);
+    for command in script {
+        let w = reference.apply(&claims::with_read_stamp(&command, want.as_ref()));
+        let g = store
+            .execute(claims::with_read_stamp(&command, got.as_ref()))
+            .await;
+        assert_eq!(normalized(g.clone()), normalized(w.clone()), "{command:?}");
+        (got, want) = (Some(g), Some(w));
+    }
+}
+
+// Unique insert's one-step commands, in the orders late delivery and operators produce, every
+// removal of a lock cell, and expectations that differ only in case or trailing spaces (the
+// scripts are shared with the Cassandra tests).
+per_db!(
+    claims_and_guarded_releases_match_the_reference_table,
+    |url: String| async move {
+        let store = open(&url);
+        let reference = MemoryStore::new();
+        for script in [
+            claims::claims_and_guarded_releases(),
+            claims::removals_keep_the_counter(true),
+            claims::expectations_compare_bytes(),
+            claims::the_counter_among_other_cells(),
+        ] {
+            same_as_reference(&store, &reference, script).await;
+        }
+    }
+);
+
+// A stalled holder's release, renewal and claim, delivered after its lease expired and another
+// client was granted the lock: none applies (shared with the Cassandra tests).
+per_db!(
+    late_commands_of_an_expired_holder_change_nothing,
+    |url: String| async move {
+        let store = open(&url);
+        let reference = MemoryStore::new();
+        let (before, after) = claims::late_after_expiry(Duration::from_millis(200));
+        same_as_reference(&store, &reference, before).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
+            if expired(reference.apply(&claims::late_lock()))
+                && expired(store.execute(claims::late_lock()).await)
+            {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lock never expired"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        same_as_reference(&store, &reference, after).await;
+    }
+);
+
+// Claimants racing for a name's first claim, then for a lock row that its last holder
+// released or let expire, each from the counter it read: exactly one is granted, and none fails
+// (no deadlock, no error). Each loser's reply shows the winner's record or its counter (a
+// PostgreSQL claim reads the lock from its statement's snapshot, so a loser that started before
+// the winner committed sees the lock free and the counter moved, or, racing a name's first
+// claim, no counter at all: the next claim learns it, as `Command::Claim` allows).
+per_db!(
+    racing_claims_on_a_free_row_grant_exactly_one,
+    |url: String| async move {
+        let store = open(&url);
+        let claim = |owner: &str, expected: Option<String>| Command::Claim {
+            row: "race".into(),
+            column: "lock".into(),
+            value: owner.into(),
+            ttl: LONG,
+            counter: "_LOCK_".into(),
+            counter_expected: expected,
+            counter_next: format!("token {owner}"),
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        };
+        // Open a connection for each claimant first, so that the first round races too.
+        let warm: Vec<_> = (0..6)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.execute(read("warm", ColumnFilter::All)).await })
+            })
+            .collect();
+        for task in warm {
+            assert_eq!(task.await.expect("no panic"), Reply::Cells(vec![]));
+        }
+        let mut counter: Option<String> = None;
+        for round in 0..8 {
+            let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(6));
+            let tasks: Vec<_> = (0..6)
+                .map(|i| {
+                    let (store, barrier) = (store.clone(), barrier.clone());
+                    let command = claim(&format!("r{round}c{i}"), counter.clone());
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        store.execute(command).await
+                    })
+                })
+                .collect();
+            let mut replies = Vec::new();
+            for (i, task) in tasks.into_iter().enumerate() {
+                match task.await.expect("no panic") {
+                    Reply::Guarded {
+                        applied,
+                        current,
+                        guard,
+                    } => replies.push((i, applied, current, guard)),
+                    other => panic!("round {round}, claimant {i}: {other:?} on {url}"),
+                }
+            }
+            let winners: Vec<usize> = replies.iter().filter(|r| r.1).map(|r| r.0).collect();
+            assert_eq!(winners.len(), 1, "round {round}: {replies:?} on {url}");
+            let owner = format!("r{round}c{}", winners[0]);
+            let token = format!("token {owner}");
+            for (i, _, current, guard) in replies.iter().filter(|r| !r.1) {
+                assert!(
+                    current.as_deref() == Some(owner.as_str())
+                        || guard.as_deref() == Some(token.as_str())
+                        || (round == 0 && current.is_none() && guard.is_none()),
+                    "round {round}, loser {i}: {current:?} {guard:?} on {url}"
+                );
+            }
+            let Reply::Cells(cells) = store.execute(read("race", ColumnFilter::All)).await else {
+                panic!("cells")
+            };
+            let values: Vec<(&str, &str)> = cells
+                .iter()
+                .map(|c| (c.column.as_str(), c.value.as_str()))
+                .collect();
+            assert_eq!(
+                values,
+                vec![("_LOCK_", token.as_str()), ("lock", owner.as_str())],
+                "round {round} on {url}"
+            );
+            counter = Some(token.clone());
+            if round % 2 == 0 {
+                // The next round finds the lease expired: the holder renews it with a short
+                // TTL (as a renewal would), then the store's clock runs it out.
+                let shorten = Command::CompareAndSet {
+                    row: "race".into(),
+                    column: "lock".into(),
+                    expected: owner.clone(),
+                    new: Some(owner.clone()),
+                    ttl: Some(Duration::from_millis(50)),
+                    serial: SerialConsistency::Serial,
+                    consistency: Consistency::Quorum,
+                };
+                assert!(matches!(
+                    store.execute(shorten).await,
+                    Reply::Conditional { applied: true, .. }
+                ));
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while !matches!(
+                    store.execute(read("race", ColumnFilter::Exact("lock".into()))).await,
+                    Reply::Cells(c) if c.is_empty()
+                ) {
+                    assert!(std::time::Instant::now() < deadline, "never expired");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            } else {
+                let release = Command::GuardedSet {
+                    row: "race".into(),
+                    column: "lock".into(),
+                    expected: owner.clone(),
+                    new: None,
+                    ttl: None,
+                    guard: "_LOCK_".into(),
+                    guard_value: token,
+                    serial: SerialConsistency::Serial,
+                    consistency: Consistency::Quorum,
+                };
+                assert!(matches!(
+                    store.execute(release).await,
+                    Reply::Guarded { applied: true, .. }
+                ));
+            }
+        }
+    }
+);
