@@ -20,8 +20,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use baton_kernel::{
-    Command, CommandId, Error, Failure, Grant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
-    Reply, Result, Write,
+    Command, CommandId, Error, Failure, Grant, Instant, Lease, LifeEvent, LifePoll, LifeStatus,
+    LockLife, Reply, Result, Write,
 };
 use tokio::sync::{watch, Notify};
 
@@ -331,7 +331,7 @@ impl Life {
                     }
                 }
                 LifePoll::WaitUntil(until) => {
-                    let sleep = tokio::time::sleep_until(self.clock.to_tokio(until));
+                    let sleep = timer(&self.clock, until);
                     match inflight.as_mut() {
                         Some(flight) => {
                             tokio::select! {
@@ -449,9 +449,21 @@ fn absorb_own_change(rx: &mut watch::Receiver<u64>, (pending, before): (bool, u6
     }
 }
 
+/// Ends at `until`, or never for [`Instant::MAX`] (what the machine asks for while its command
+/// is on its way and nothing else is due): no timer is registered for a wait that has no end.
+/// A new timer earlier than every other one makes tokio wake the thread that waits in its
+/// driver; on a multi-thread runtime that is another worker, woken for nothing with every
+/// command (`bench_sql`'s CPU table counts it in the client's CPU per lock).
+async fn timer(clock: &Clock, until: Instant) {
+    if until == Instant::MAX {
+        std::future::pending::<()>().await;
+    }
+    tokio::time::sleep_until(clock.to_tokio(until)).await;
+}
+
 /// Sleeps until `sleep` ends, a request, or a change; returns whether a change ended the wait.
 async fn wait(
-    sleep: tokio::time::Sleep,
+    sleep: impl std::future::Future<Output = ()>,
     kick: &Notify,
     changes: &mut Option<watch::Receiver<u64>>,
 ) -> bool {

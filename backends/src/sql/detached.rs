@@ -15,6 +15,9 @@
 //! inside a transaction. The pool itself stays the caller's, for transactions
 //! ([`SqlStore::pool`](super::SqlStore::pool)); its connections and these are counted apart.
 //!
+//! Each connection keeps its statement timer ([`Deadline`]) with it, so that its statements'
+//! client-side time limit costs no new timer each.
+//!
 //! SQLite is not detached: its pings cross no network, and the in-memory database lives in the
 //! pool's only connection.
 //!
@@ -25,9 +28,12 @@ use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Idle detached connections of one store, and the permits that bound how many exist.
+use super::deadline::Deadline;
+
+/// Idle detached connections of one store, each with its statement timer, and the permits that
+/// bound how many exist.
 pub(crate) struct Detached<C> {
-    idle: Mutex<Vec<C>>,
+    idle: Mutex<Vec<(C, Deadline)>>,
     permits: std::sync::Arc<Semaphore>,
 }
 
@@ -63,7 +69,7 @@ impl<C> Detached<C> {
             .pop();
         let conn = match idle {
             Some(conn) => conn,
-            None => Box::pin(connect()).await?,
+            None => (Box::pin(connect()).await?, Deadline::default()),
         };
         Ok(Checkout {
             home: self,
@@ -76,11 +82,18 @@ impl<C> Detached<C> {
 /// A checked-out connection: dropped (closed) unless [`Checkout::keep`] puts it back.
 pub(crate) struct Checkout<'a, C> {
     home: &'a Detached<C>,
-    conn: Option<C>,
+    conn: Option<(C, Deadline)>,
     _permit: Option<OwnedSemaphorePermit>,
 }
 
 impl<C> Checkout<'_, C> {
+    /// The connection and its statement timer, to run a statement within a time limit.
+    pub fn with_deadline(&mut self) -> (&mut C, &mut Deadline) {
+        // Present until `keep` consumes the checkout.
+        let (conn, deadline) = self.conn.as_mut().expect("a checked-out connection");
+        (conn, deadline)
+    }
+
     /// Puts the connection back for the next command (after a command that succeeded).
     pub fn keep(mut self) {
         if let Some(conn) = self.conn.take() {
@@ -98,13 +111,13 @@ impl<C> Deref for Checkout<'_, C> {
 
     fn deref(&self) -> &C {
         // Present until `keep` consumes the checkout.
-        self.conn.as_ref().expect("a checked-out connection")
+        &self.conn.as_ref().expect("a checked-out connection").0
     }
 }
 
 impl<C> DerefMut for Checkout<'_, C> {
     fn deref_mut(&mut self) -> &mut C {
-        self.conn.as_mut().expect("a checked-out connection")
+        &mut self.conn.as_mut().expect("a checked-out connection").0
     }
 }
 

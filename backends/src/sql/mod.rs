@@ -53,6 +53,8 @@
 
 mod conn;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
+mod deadline;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod detached;
 pub(crate) mod dialect;
 mod errors;
@@ -354,9 +356,10 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp, true);
-        match tokio::time::timeout(self.client_timeout(), run).await {
-            Ok(outcome) => {
+        let (on, deadline) = conn.with_deadline();
+        let run = exec::execute(on, &self.inner.statements, command, stamp, true);
+        match deadline.within(self.client_timeout(), run).await {
+            Some(outcome) => {
                 let reply = self.reply(outcome);
                 if !matches!(reply, Reply::Failed(_)) {
                     conn.keep();
@@ -364,7 +367,7 @@ impl SqlStore {
                 reply
             }
             // The statement may still be running on the server: the connection is dropped.
-            Err(_) => Reply::Failed(self.client_timed_out()),
+            None => Reply::Failed(self.client_timed_out()),
         }
     }
 

@@ -20,4 +20,6 @@ mod notify;
 #[cfg(feature = "sqlite")]
 mod process;
 mod schema;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod stalled;
 mod tx;
