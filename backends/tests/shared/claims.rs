@@ -392,3 +392,92 @@ pub fn the_counter_among_other_cells() -> Vec<Command> {
     });
     script
 }
+
+/// Expired cells beside counters, on names under `scan/` (SQL only: Cassandra removes an
+/// expired cell by itself, so it has nothing to purge where the reference lists it, and it pages
+/// a scan in token order, which the reference does not model). `before` makes, with `ttl`
+/// where it says short:
+///
+/// - `scan/1`: a lock released, so only its counter is left;
+/// - `scan/2`: a short lock beside its counter;
+/// - `scan/3`: only a short data cell;
+/// - `scan/4`: a held lock and its counter;
+/// - `scan/5`: only a counter, made by insert-if-absent.
+///
+/// Once the short cells have expired ([`expired_probe`]), `after` lists the names a page at a
+/// time (`scan/3`, all of whose cells have expired, is in no page), renews the expired lock
+/// (not applied) and purges `scan/2` twice: the first lists its expired lock and keeps the
+/// counter, the second finds nothing. A claim from that counter then gets the next token.
+#[allow(
+    dead_code,
+    reason = "SQL only; the Cassandra tests include this file too"
+)]
+pub fn expired_beside_counters(ttl: Duration) -> (Vec<Command>, Vec<Command>) {
+    let short = Some(ttl);
+    let before = vec![
+        claim_in("scan/1", LONG, "owner=a", None, "token=1 owner=a"),
+        guarded_in("scan/1", "owner=a", None, "token=1 owner=a"),
+        claim_in("scan/2", short, "owner=b", None, "token=1 owner=b"),
+        Command::Put {
+            row: "scan/3".into(),
+            column: "data".into(),
+            value: "short".into(),
+            ttl: short,
+            consistency: Consistency::Quorum,
+        },
+        claim_in("scan/4", LONG, "owner=d", None, "token=1 owner=d"),
+        Command::InsertIfAbsent {
+            row: "scan/5".into(),
+            column: COUNTER_COLUMN.into(),
+            value: "token=1 owner=e".into(),
+            ttl: None,
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        },
+    ];
+    let page = |after: Option<&str>, limit: u32| Command::Scan {
+        after: after.map(String::from),
+        limit,
+        consistency: Consistency::Quorum,
+    };
+    let purge = || Command::Purge {
+        row: Some("scan/2".into()),
+    };
+    let after = vec![
+        page(Some("scan/"), 1),
+        page(Some("scan/1"), 2),
+        page(Some("scan/2"), 2),
+        page(Some("scan/4"), 1),
+        page(Some("scan/5"), 1),
+        cas_in("scan/2", LOCK_COLUMN, "owner=b", Some("owner=b")),
+        purge(),
+        read_in("scan/2", ColumnFilter::All),
+        read_in("scan/2", ColumnFilter::Exact(COUNTER_COLUMN.into())),
+        purge(),
+        Command::Purge {
+            row: Some("scan/3".into()),
+        },
+        page(Some("scan/1"), 3),
+        claim_in(
+            "scan/2",
+            LONG,
+            "owner=c",
+            Some("token=1 owner=b"),
+            "token=2 owner=c",
+        ),
+        read_in("scan/2", ColumnFilter::All),
+    ];
+    (before, after)
+}
+
+/// A read that is empty once the short cells of [`expired_beside_counters`] have expired.
+#[allow(
+    dead_code,
+    reason = "SQL only; the Cassandra tests include this file too"
+)]
+pub fn expired_probe() -> Vec<Command> {
+    vec![
+        read_in("scan/2", ColumnFilter::Exact(LOCK_COLUMN.into())),
+        read_in("scan/3", ColumnFilter::All),
+    ]
+}

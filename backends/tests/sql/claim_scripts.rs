@@ -70,6 +70,33 @@ per_db!(
     }
 );
 
+// Expired cells beside counters: scans a page at a time, and purges that take an expired lock
+// and keep its counter (SQL only, see the script).
+per_db!(
+    expired_cells_beside_counters_page_and_purge_as_the_reference,
+    |url: String| async move {
+        let store = open(&url);
+        let reference = MemoryStore::new();
+        let (before, after) = claims::expired_beside_counters(Duration::from_millis(200));
+        same_as_reference(&store, &reference, before).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for probe in claims::expired_probe() {
+            loop {
+                let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
+                if expired(reference.apply(&probe)) && expired(store.execute(probe.clone()).await) {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "never expired: {probe:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        same_as_reference(&store, &reference, after).await;
+    }
+);
+
 // Claimants racing for a name's first claim, then for a lock row that its last holder
 // released or let expire, each from the counter it read: exactly one is granted, and none fails
 // (no deadlock, no error). Each loser's reply shows the winner's record or its counter (a
