@@ -17,19 +17,55 @@
 
 use alloc::format;
 use alloc::string::{String, ToString};
-use core::fmt::Write;
 
 use crate::error::{Error, ErrorKind, Result};
 
+/// The fields of `value`, in order: `(key, text)` for each space-separated `key=text`.
+fn fields(value: &str) -> impl Iterator<Item = (&str, &str)> {
+    value.split(' ').filter_map(|part| part.split_once('='))
+}
+
+/// The text of the first field named `key`.
 fn field<'a>(value: &'a str, key: &str) -> Option<&'a str> {
-    value.split(' ').find_map(|part| {
-        part.strip_prefix(key)
-            .and_then(|rest| rest.strip_prefix('='))
-    })
+    fields(value).find_map(|(k, v)| (k == key).then_some(v))
 }
 
 fn number(value: &str, key: &str) -> Option<u64> {
     field(value, key).and_then(|v| v.parse().ok())
+}
+
+/// The first text of each of `keys` in `value`, read in one pass (a value is decoded on every
+/// reply of a lock's hot path).
+fn first_of<'a, const N: usize>(value: &'a str, keys: [&str; N]) -> [Option<&'a str>; N] {
+    let mut found = [None; N];
+    for (k, v) in fields(value) {
+        if let Some(i) = keys.iter().position(|key| *key == k) {
+            found[i].get_or_insert(v);
+        }
+    }
+    found
+}
+
+fn parsed(text: Option<&str>) -> Option<u64> {
+    text.and_then(|v| v.parse().ok())
+}
+
+/// Appends ` key=` and `n` in decimal. (Written by hand: `write!` goes through the formatting
+/// machinery, about ten times the instructions, on every command of a lock's hot path.)
+fn push_number(out: &mut String, key: &str, n: u64) {
+    out.push_str(key);
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 fn malformed(what: &str, value: &str) -> Error {
@@ -54,15 +90,14 @@ pub(crate) struct LockRecord {
 impl LockRecord {
     pub fn encode(&self) -> String {
         let mut out = String::with_capacity(self.owner.len() + 96);
-        // Writing to a String cannot fail.
-        let _ = write!(
-            out,
-            "owner={} ttl_ms={} cell_ttl_ms={} created_ms={}",
-            self.owner, self.ttl_ms, self.cell_ttl_ms, self.created_ms
-        );
+        out.push_str("owner=");
+        out.push_str(&self.owner);
+        push_number(&mut out, " ttl_ms=", self.ttl_ms);
+        push_number(&mut out, " cell_ttl_ms=", self.cell_ttl_ms);
+        push_number(&mut out, " created_ms=", self.created_ms);
         push_acq(&mut out, self.acq);
         if self.att > 1 {
-            let _ = write!(out, " att={}", self.att);
+            push_number(&mut out, " att=", u64::from(self.att));
         }
         out
     }
@@ -75,17 +110,19 @@ impl LockRecord {
 
     pub fn decode(value: &str) -> Result<Self> {
         let bad = || malformed("lock record", value);
+        let [owner, ttl_ms, cell_ttl_ms, created_ms, acq, att] = first_of(
+            value,
+            ["owner", "ttl_ms", "cell_ttl_ms", "created_ms", "acq", "att"],
+        );
         Ok(LockRecord {
-            owner: field(value, "owner").ok_or_else(bad)?.to_string(),
-            ttl_ms: number(value, "ttl_ms").ok_or_else(bad)?,
-            cell_ttl_ms: number(value, "cell_ttl_ms")
-                .or_else(|| number(value, "ttl_ms"))
+            owner: owner.ok_or_else(bad)?.to_string(),
+            ttl_ms: parsed(ttl_ms).ok_or_else(bad)?,
+            cell_ttl_ms: parsed(cell_ttl_ms)
+                .or_else(|| parsed(ttl_ms))
                 .ok_or_else(bad)?,
-            created_ms: number(value, "created_ms").unwrap_or(0),
-            acq: acq_of(value),
-            att: number(value, "att")
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1),
+            created_ms: parsed(created_ms).unwrap_or(0),
+            acq: hex(acq),
+            att: parsed(att).and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
         })
     }
 }
@@ -102,16 +139,25 @@ pub(crate) enum BakeryState {
 /// Appends the acquisition id field (` acq=<16 hex digits>`), nothing for 0.
 fn push_acq(out: &mut String, acq: u64) {
     if acq != 0 {
-        let _ = write!(out, " acq={acq:016x}");
+        out.push_str(" acq=");
+        out.extend((0..16).rev().map(|i| {
+            let nibble = ((acq >> (4 * i)) & 0xf) as u8;
+            char::from(if nibble < 10 {
+                b'0' + nibble
+            } else {
+                b'a' + nibble - 10
+            })
+        }));
     }
 }
 
 pub(crate) fn encode_bakery(state: BakeryState, created_ms: u64, acq: u64) -> String {
     let mut out = String::with_capacity(64);
-    let _ = match state {
-        BakeryState::Entering => write!(out, "entering created_ms={created_ms}"),
-        BakeryState::Ticket(n) => write!(out, "ticket={n} created_ms={created_ms}"),
-    };
+    match state {
+        BakeryState::Entering => out.push_str("entering"),
+        BakeryState::Ticket(n) => push_number(&mut out, "ticket=", n),
+    }
+    push_number(&mut out, " created_ms=", created_ms);
     push_acq(&mut out, acq);
     out
 }
@@ -147,21 +193,24 @@ pub(crate) const FORCED: &str = "forced-release";
 impl Fence {
     pub fn encode(&self) -> String {
         let mut out = String::with_capacity(self.owner.len() + 64);
-        let _ = write!(out, "token={} owner={}", self.token, self.owner);
+        push_number(&mut out, "token=", self.token);
+        out.push_str(" owner=");
+        out.push_str(&self.owner);
         push_acq(&mut out, self.acq);
         if self.forced > 0 {
-            let _ = write!(out, " forced={}", self.forced);
+            push_number(&mut out, " forced=", self.forced);
         }
         out
     }
 
     pub fn decode(value: &str) -> Result<Self> {
         let bad = || malformed("fencing counter", value);
+        let [token, owner, acq, forced] = first_of(value, ["token", "owner", "acq", "forced"]);
         Ok(Fence {
-            token: number(value, "token").ok_or_else(bad)?,
-            owner: field(value, "owner").ok_or_else(bad)?.to_string(),
-            acq: acq_of(value),
-            forced: number(value, "forced").unwrap_or(0),
+            token: parsed(token).ok_or_else(bad)?,
+            owner: owner.ok_or_else(bad)?.to_string(),
+            acq: hex(acq),
+            forced: parsed(forced).unwrap_or(0),
         })
     }
 }
@@ -173,11 +222,15 @@ pub(crate) fn forced_count(value: Option<&str>) -> u64 {
         .map_or(0, |f| f.forced)
 }
 
+/// An acquisition id's text (hex) as a number, 0 when absent or malformed.
+fn hex(text: Option<&str>) -> u64 {
+    text.and_then(|v| u64::from_str_radix(v, 16).ok())
+        .unwrap_or(0)
+}
+
 /// The acquisition id written in a value (0 when absent).
 pub(crate) fn acq_of(value: &str) -> u64 {
-    field(value, "acq")
-        .and_then(|v| u64::from_str_radix(v, 16).ok())
-        .unwrap_or(0)
+    hex(field(value, "acq"))
 }
 
 #[cfg(test)]
@@ -252,6 +305,49 @@ mod tests {
             encode_bakery(BakeryState::Ticket(17), 1763700000000, 0),
             "ticket=17 created_ms=1763700000000"
         );
+    }
+
+    /// Numbers by hand, as `format!` writes them, at the edges.
+    #[test]
+    fn numbers_are_written_as_format_writes_them() {
+        for n in [0, 1, 9, 10, 99, 100, 12345, u64::from(u32::MAX), u64::MAX] {
+            let f = Fence {
+                token: n,
+                owner: "o".into(),
+                acq: n,
+                forced: n,
+            };
+            let want = if n == 0 {
+                String::from("token=0 owner=o")
+            } else {
+                format!("token={n} owner=o acq={n:016x} forced={n}")
+            };
+            assert_eq!(f.encode(), want);
+            assert_eq!(Fence::decode(&want), Ok(f));
+            assert_eq!(
+                encode_bakery(BakeryState::Ticket(n), n, 0),
+                format!("ticket={n} created_ms={n}")
+            );
+        }
+    }
+
+    /// A field that appears twice counts the first time, parsed or not.
+    #[test]
+    fn the_first_of_a_repeated_field_counts() {
+        let f = Fence::decode("token=2 owner=a token=3 owner=b acq=ff acq=1 forced=x forced=2")
+            .expect("valid");
+        assert_eq!(
+            f,
+            Fence {
+                token: 2,
+                owner: "a".into(),
+                acq: 0xff,
+                forced: 0,
+            }
+        );
+        assert_eq!(acq_of("acq=zz acq=1"), 0);
+        let r = LockRecord::decode("owner=x=y ttl_ms=5 att=1 att=4").expect("valid");
+        assert_eq!((r.owner.as_str(), r.cell_ttl_ms, r.att), ("x=y", 5, 1));
     }
 
     #[test]
