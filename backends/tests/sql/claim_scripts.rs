@@ -97,6 +97,74 @@ per_db!(
     }
 );
 
+// A put of the lock cell stamped before its release, applied after it (a write from an earlier
+// build's client that a pooler held; today's kernel sends no put to `lock`): the cell is gone,
+// so the put recreates it whatever its stamp, as in the reference table, and the counter is
+// untouched. A layout that ends the cell in place rather than deleting its row must do the
+// same (docs/one-row-claim.md, the command x cell table).
+per_db!(
+    a_late_put_after_a_release_recreates_the_cell,
+    |url: String| async move {
+        let store = open(&url);
+        let reference = MemoryStore::new();
+        let (a, token) = ("owner=a att=1", "token=1 owner=a");
+        let claim = Command::Claim {
+            row: "lateput".into(),
+            column: "lock".into(),
+            value: a.into(),
+            ttl: LONG,
+            counter: "_LOCK_".into(),
+            counter_expected: None,
+            counter_next: token.into(),
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        };
+        same_as_reference(&store, &reference, vec![claim]).await;
+        let Reply::Cells(cells) = store
+            .execute(read("lateput", ColumnFilter::Exact("lock".into())))
+            .await
+        else {
+            panic!("a read");
+        };
+        let claimed = cells.first().expect("the lock cell").stamp;
+        let release = Command::GuardedSet {
+            row: "lateput".into(),
+            column: "lock".into(),
+            expected: a.into(),
+            new: None,
+            ttl: LONG,
+            guard: "_LOCK_".into(),
+            guard_value: token.into(),
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        };
+        same_as_reference(&store, &reference, vec![release]).await;
+        let put = Command::Put {
+            row: "lateput".into(),
+            column: "lock".into(),
+            value: "late".into(),
+            ttl: LONG,
+            consistency: Consistency::Quorum,
+        };
+        // Stamped between the claim and the release: older than the release.
+        assert_eq!(
+            store.execute_stamped(put.clone(), claimed + 1).await,
+            Reply::Written
+        );
+        assert_eq!(reference.apply(&put), Reply::Written);
+        same_as_reference(&store, &reference, vec![read("lateput", ColumnFilter::All)]).await;
+        let Reply::Cells(cells) = store.execute(read("lateput", ColumnFilter::All)).await else {
+            panic!("a read");
+        };
+        let values: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(
+            values,
+            [token, "late"],
+            "the counter, then the recreated cell"
+        );
+    }
+);
+
 // Claimants racing for a name's first claim, then for a lock row that its last holder
 // released or let expire, each from the counter it read: exactly one is granted, and none fails
 // (no deadlock, no error). Each loser's reply shows the winner's record or its counter (a
