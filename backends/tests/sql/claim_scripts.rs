@@ -24,6 +24,21 @@ async fn same_as_reference(store: &SqlStore, reference: &MemoryStore, script: Ve
     }
 }
 
+/// Waits (up to 10 s) until each of `probes`, reads, answers no cell on both sides.
+async fn until_expired(store: &SqlStore, reference: &MemoryStore, probes: Vec<Command>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
+    for probe in probes {
+        while !(expired(reference.apply(&probe)) && expired(store.execute(probe.clone()).await)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never expired: {probe:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 // Unique insert's one-step commands, in the orders late delivery and operators produce, every
 // removal of a lock cell, and expectations that differ only in case or trailing spaces (the
 // scripts are shared with the Cassandra tests).
@@ -52,20 +67,7 @@ per_db!(
         let reference = MemoryStore::new();
         let (before, after) = claims::late_after_expiry(Duration::from_millis(200));
         same_as_reference(&store, &reference, before).await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
-            if expired(reference.apply(&claims::late_lock()))
-                && expired(store.execute(claims::late_lock()).await)
-            {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the lock never expired"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        until_expired(&store, &reference, vec![claims::late_lock()]).await;
         same_as_reference(&store, &reference, after).await;
     }
 );
@@ -79,20 +81,7 @@ per_db!(
         let reference = MemoryStore::new();
         let (before, after) = claims::expired_beside_counters(Duration::from_millis(200));
         same_as_reference(&store, &reference, before).await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        for probe in claims::expired_probe() {
-            loop {
-                let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
-                if expired(reference.apply(&probe)) && expired(store.execute(probe.clone()).await) {
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "never expired: {probe:?}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+        until_expired(&store, &reference, claims::expired_probe()).await;
         same_as_reference(&store, &reference, after).await;
     }
 );
