@@ -31,7 +31,7 @@ fn field<'a>(value: &'a str, key: &str) -> Option<&'a str> {
 }
 
 fn number(value: &str, key: &str) -> Option<u64> {
-    field(value, key).and_then(|v| v.parse().ok())
+    parsed(field(value, key))
 }
 
 /// The first text of each of `keys` in `value`, read in one pass (a value is decoded on every

@@ -24,8 +24,16 @@ async fn same_as_reference(store: &SqlStore, reference: &MemoryStore, script: Ve
     }
 }
 
-/// Waits (up to 10 s) until each of `probes`, reads, answers no cell on both sides.
-async fn until_expired(store: &SqlStore, reference: &MemoryStore, probes: Vec<Command>) {
+/// Runs `before` on a fresh reference and the store at `url`, waits (up to 10 s) until each of
+/// `probes`, reads, answers no cell on both sides, then runs `after`.
+async fn across_expiry(
+    url: &str,
+    (before, after): (Vec<Command>, Vec<Command>),
+    probes: Vec<Command>,
+) {
+    let store = open(url);
+    let reference = MemoryStore::new();
+    same_as_reference(&store, &reference, before).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let expired = |reply: Reply| matches!(reply, Reply::Cells(c) if c.is_empty());
     for probe in probes {
@@ -37,6 +45,7 @@ async fn until_expired(store: &SqlStore, reference: &MemoryStore, probes: Vec<Co
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+    same_as_reference(&store, &reference, after).await;
 }
 
 // Unique insert's one-step commands, in the orders late delivery and operators produce, every
@@ -63,12 +72,8 @@ per_db!(
 per_db!(
     late_commands_of_an_expired_holder_change_nothing,
     |url: String| async move {
-        let store = open(&url);
-        let reference = MemoryStore::new();
-        let (before, after) = claims::late_after_expiry(Duration::from_millis(200));
-        same_as_reference(&store, &reference, before).await;
-        until_expired(&store, &reference, vec![claims::late_lock()]).await;
-        same_as_reference(&store, &reference, after).await;
+        let scripts = claims::late_after_expiry(Duration::from_millis(200));
+        across_expiry(&url, scripts, vec![claims::late_lock()]).await;
     }
 );
 
@@ -77,12 +82,8 @@ per_db!(
 per_db!(
     expired_cells_beside_counters_page_and_purge_as_the_reference,
     |url: String| async move {
-        let store = open(&url);
-        let reference = MemoryStore::new();
-        let (before, after) = claims::expired_beside_counters(Duration::from_millis(200));
-        same_as_reference(&store, &reference, before).await;
-        until_expired(&store, &reference, claims::expired_probe()).await;
-        same_as_reference(&store, &reference, after).await;
+        let scripts = claims::expired_beside_counters(Duration::from_millis(200));
+        across_expiry(&url, scripts, claims::expired_probe()).await;
     }
 );
 
