@@ -64,6 +64,8 @@ export interface SqlAdapter {
   readonly dialect: 'postgres' | 'mysql' | 'sqlite';
   readonly table?: string;
   readonly create?: boolean;
+  /** The layout of a table this store creates: `'one-row'` (PostgreSQL's default) or `'two-rows'`. */
+  readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;
   query(sql: string, params: (string | number | bigint | null)[]): Promise<{

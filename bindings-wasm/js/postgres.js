@@ -26,15 +26,15 @@ function classified(e, phase) {
 /**
  * Wraps a `pg.Pool` (or a single `pg.Client`) as a baton store.
  * @param {import('pg').Pool | import('pg').Client} client
- * @param {{ table?: string, create?: boolean }} [options]
+ * @param {{ table?: string, create?: boolean, layout?: 'one-row' | 'two-rows' }} [options]
  */
 export function postgresStore(client, options = {}) {
   if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).query) !== 'function') {
     throw new InvalidOptionError('postgresStore needs a pg.Pool or pg.Client');
   }
-  const { table = 'baton_locks', create = true, ...unknown } = options;
+  const { table = 'baton_locks', create = true, layout = 'one-row', ...unknown } = options;
   const extra = Object.keys(unknown);
-  if (extra.length > 0) throw new InvalidOptionError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create)`);
+  if (extra.length > 0) throw new InvalidOptionError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create, layout)`);
   const isPool = typeof (/** @type {any} */ (client).totalCount) === 'number';
   // A single client is shared: run one thing at a time on it, so that no other lock's
   // statement can land inside a transaction.
@@ -76,6 +76,7 @@ export function postgresStore(client, options = {}) {
     dialect: 'postgres',
     table,
     create,
+    layout,
     host: hostname(),
     description: `${where(client)} (table ${table})`,
 

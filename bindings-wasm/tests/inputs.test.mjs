@@ -146,7 +146,37 @@ describe('refused before any I/O (memory)', () => {
     }
     const pool = new pg.Pool();
     assert.throws(() => postgresStore(pool, /** @type {any} */ ({ tabel: 'x' })), is(InvalidOptionError, 'postgresStore unknown option'));
+    // A table layout: checked by the Rust core when the locker is made.
+    assert.throws(() => new Locker(postgresStore(pool, /** @type {any} */ ({ layout: 'diagonal' }))), is(InvalidOptionError, 'layout diagonal'));
+    const mysql = { ...postgresStore(pool), dialect: 'mysql', layout: 'one-row' };
+    assert.throws(() => new Locker(/** @type {any} */ (mysql)), is(InvalidOptionError, 'one-row on MariaDB'));
   });
+});
+
+describe('the table layout a PostgreSQL store creates', () => {
+  const url = process.env.BATON_POSTGRES_URL;
+  for (const [layout, counterRows] of [[undefined, 0], ['two-rows', 1]]) {
+    test(`${layout ?? 'default (one-row)'}: the fencing counter ${counterRows ? 'in a row of its own' : "in the lock's row"}`, { skip: !url && 'BATON_POSTGRES_URL is not set' }, async () => {
+      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      const table = `js_layout_${process.pid}_${counterRows}`;
+      try {
+        await pool.query(`DROP TABLE IF EXISTS ${table}`);
+        const locker = new Locker(postgresStore(pool, layout ? { table, layout: /** @type {any} */ (layout) } : { table }));
+        for (let i = 0; i < 2; i += 1) {
+          const lock = await locker.lock('job');
+          assert.equal(lock.token, BigInt(i + 1));
+          await lock.release();
+        }
+        const counters = await pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE cell = '_LOCK_'`);
+        assert.equal(counters.rows[0].n, counterRows);
+        const columns = await pool.query(`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = $1 AND column_name = 'fence'`, [table]);
+        assert.equal(columns.rows[0].n, 1 - counterRows);
+      } finally {
+        await pool.query(`DROP TABLE IF EXISTS ${table}`);
+        await pool.end();
+      }
+    });
+  }
 });
 
 describe('valid names at the limits work on every store', () => {

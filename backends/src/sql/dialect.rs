@@ -4,17 +4,18 @@
 //! the server clocks they use and the stamps they compare).
 
 use baton_kernel::Result;
-pub use baton_statements::sql::{validate_table, Dialect, DEFAULT_TABLE};
+pub use baton_statements::sql::{validate_table, Dialect, Layout, DEFAULT_TABLE};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 /// Every statement a store runs, as sqlx statements, built once per store.
 pub(crate) type Statements = baton_statements::sql::Statements<SqlStr>;
 
-/// The statements of `dialect` on `table` (validated: [`ErrorKind::InvalidOption`] otherwise).
+/// The statements of `dialect` on `table` in `layout` (validated: [`ErrorKind::InvalidOption`]
+/// otherwise).
 ///
 /// [`ErrorKind::InvalidOption`]: crate::ErrorKind::InvalidOption
-pub(crate) fn statements(dialect: Dialect, table: &str) -> Result<Statements> {
-    let text = baton_statements::sql::Statements::new(dialect, table)?;
+pub(crate) fn statements(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
+    let text = baton_statements::sql::Statements::in_layout(dialect, table, layout)?;
     // Safe: built from constant text and the validated, quoted table name only; every value
     // travels as a bound parameter.
     Ok(text.map(|sql| AssertSqlSafe(sql).into_sql_str()))

@@ -40,7 +40,9 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         Some(g) if floor == 0 => g,
         Some(g) => g.max(floor.saturating_add(1)),
     };
-    let mut op = Operation::new(st.dialect, command, stamp).map_err(ExecError::Invalid)?;
+    let mut op = Operation::new(st.dialect, command, stamp)
+        .map_err(ExecError::Invalid)?
+        .in_layout(st.layout);
     if own {
         op = op.on_own_connection();
     }

@@ -70,11 +70,11 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_kernel::{Command, Error, Failure, Reply, Result};
+use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use tokio::sync::{watch, OnceCell};
 
 pub use conn::SqlConn;
-pub use dialect::{Dialect, DEFAULT_TABLE};
+pub use dialect::{Dialect, Layout, DEFAULT_TABLE};
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 
@@ -103,10 +103,15 @@ struct Inner {
     pg_conns: Detached<sqlx::PgConnection>,
     #[cfg(feature = "mysql")]
     my_conns: Detached<sqlx::MySqlConnection>,
+    /// The statements of a two-row table (and the table-level ones of every layout).
     statements: Statements,
+    /// PostgreSQL: the statements of a one-row table.
+    one_row: Option<Statements>,
+    /// The layout of a table this store creates.
+    new_table: Layout,
     options: SqlOptions,
-    /// Set once the table is known to exist with every column.
-    ready: OnceCell<()>,
+    /// Set, to the table's layout, once the table is known to exist with every column.
+    ready: OnceCell<Layout>,
     /// Bumped when a lock of this store may have been freed (by this process, or, on
     /// PostgreSQL, by another: see [`listen`]).
     changes: Arc<watch::Sender<u64>>,
@@ -145,7 +150,28 @@ impl SqlStore {
     }
 
     fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
-        let statements = dialect::statements(pool.dialect(), &options.table)?;
+        let dialect = pool.dialect();
+        let statements = dialect::statements(dialect, &options.table, Layout::TwoRows)?;
+        let one_row = match dialect {
+            Dialect::Postgres => Some(dialect::statements(
+                dialect,
+                &options.table,
+                Layout::OneRow,
+            )?),
+            Dialect::Sqlite | Dialect::MySql => None,
+        };
+        let new_table = options
+            .layout
+            .unwrap_or_else(|| Layout::for_new_table(dialect));
+        if new_table == Layout::OneRow && one_row.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "layout=one-row: the one-row table layout exists on PostgreSQL only, not on {}",
+                    dialect.name()
+                ),
+            ));
+        }
         let describe = format!("{}, table {}", pool.describe(), options.table);
         #[cfg(any(feature = "postgres", feature = "mysql"))]
         let size = pool.max_connections();
@@ -157,6 +183,8 @@ impl SqlStore {
                 my_conns: Detached::new(size),
                 pool,
                 statements,
+                one_row,
+                new_table,
                 options,
                 ready: OnceCell::new(),
                 changes: Arc::new(watch::Sender::new(0)),
@@ -208,8 +236,8 @@ impl SqlStore {
         Box::pin(self.check_schema()).await
     }
 
-    /// The first use's schema check, shared by concurrent first commands, remembered once it
-    /// succeeded.
+    /// The first use's schema check, shared by concurrent first commands, remembered (with the
+    /// table's layout, which [`SqlStore::statements`] follows) once it succeeded.
     async fn check_schema(&self) -> std::result::Result<(), Failure> {
         self.inner
             .ready
@@ -233,7 +261,7 @@ impl SqlStore {
     /// meet: a connection switching the file to WAL, or a read transaction that must become a
     /// write while another connection writes. Nothing was applied then, so trying again is
     /// safe. Other databases and other failures are not retried here.
-    async fn ensure_schema_retrying_busy(&self) -> std::result::Result<(), Failure> {
+    async fn ensure_schema_retrying_busy(&self) -> std::result::Result<Layout, Failure> {
         let deadline = tokio::time::Instant::now() + self.inner.options.timeout;
         let mut pause = Duration::from_millis(5);
         loop {
@@ -251,14 +279,14 @@ impl SqlStore {
         }
     }
 
-    async fn ensure_schema_once(&self) -> std::result::Result<(), Failure> {
+    async fn ensure_schema_once(&self) -> std::result::Result<Layout, Failure> {
         let inner = &self.inner;
-        let st = &inner.statements;
         let (create, table) = (inner.options.create, &inner.options.table);
         match &inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
                 let mut conn = self.acquire(p).await?;
+                let st = self.statements_of(inner.new_table);
                 schema::ensure(&mut *conn, st, create, table).await
             }
             // On a connection the store then keeps for its statements: the check opens none of
@@ -317,7 +345,7 @@ impl SqlStore {
         &self,
         pool: &sqlx::Pool<DB>,
         conns: &Detached<DB::Connection>,
-    ) -> std::result::Result<(), Failure>
+    ) -> std::result::Result<Layout, Failure>
     where
         DB: sqlx::Database,
         DB::Connection: conn::Sealed,
@@ -329,9 +357,10 @@ impl SqlStore {
         };
         let mut conn = conns.checkout(connect).await?;
         let (create, table) = (inner.options.create, &inner.options.table);
-        schema::ensure(&mut *conn, &inner.statements, create, table).await?;
+        let st = self.statements_of(inner.new_table);
+        let layout = schema::ensure(&mut *conn, st, create, table).await?;
         conn.keep();
-        Ok(())
+        Ok(layout)
     }
 
     /// Runs `command` on one of the store's detached connections (no ping before or after),
@@ -357,7 +386,7 @@ impl SqlStore {
             Err(f) => return Reply::Failed(f),
         };
         let (on, deadline) = conn.with_deadline();
-        let run = exec::execute(on, &self.inner.statements, command, stamp, true);
+        let run = exec::execute(on, self.statements(), command, stamp, true);
         match deadline.within(self.client_timeout(), run).await {
             Some(outcome) => {
                 let reply = self.reply(outcome);
@@ -385,7 +414,7 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, &self.inner.statements, command, stamp, true);
+        let run = exec::execute(&mut *conn, self.statements(), command, stamp, true);
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(reply) => self.reply(reply),
             Err(_) => {
@@ -422,8 +451,25 @@ impl SqlStore {
         }
     }
 
+    /// The statements of the table's layout (two-row ones until the first check read it:
+    /// every command runs after [`SqlStore::ready`]).
     pub(crate) fn statements(&self) -> &Statements {
-        &self.inner.statements
+        self.statements_of(self.inner.ready.get().copied().unwrap_or_default())
+    }
+
+    /// The statements of `layout` (every set has the same table-level statements; their
+    /// `create` makes a table of that layout).
+    fn statements_of(&self, layout: Layout) -> &Statements {
+        match (layout, &self.inner.one_row) {
+            (Layout::OneRow, Some(one_row)) => one_row,
+            _ => &self.inner.statements,
+        }
+    }
+
+    /// The table's layout ([`Layout`]: where it keeps each name's fencing counter), once the
+    /// first use (or [`SqlStore::ensure_schema`]) read it; `None` before.
+    pub fn layout(&self) -> Option<Layout> {
+        self.inner.ready.get().copied()
     }
 
     /// Tells this process's waiters that a lock may have been freed.

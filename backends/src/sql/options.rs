@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use baton_kernel::{Error, ErrorKind, Result};
 
-use super::dialect::{validate_table, DEFAULT_TABLE};
+use super::dialect::{validate_table, Layout, DEFAULT_TABLE};
 use crate::url_text::{params, redact};
 
 /// How a SQL store uses its database.
@@ -39,6 +39,11 @@ pub struct SqlOptions {
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
     pub pool: Option<u32>,
+    /// The layout of a table this store creates (default: [`Layout::OneRow`] on PostgreSQL,
+    /// [`Layout::TwoRows`] elsewhere, where it is the only one). An existing table keeps its
+    /// own, whatever this says: [`Layout::TwoRows`] is for a new PostgreSQL table that earlier
+    /// versions of baton must share, which read only that layout.
+    pub layout: Option<Layout>,
 }
 
 impl Default for SqlOptions {
@@ -48,6 +53,7 @@ impl Default for SqlOptions {
             create: true,
             timeout: Duration::from_secs(5),
             pool: None,
+            layout: None,
         }
     }
 }
@@ -79,6 +85,12 @@ impl SqlOptions {
     /// The most pooled connections.
     pub fn pool(mut self, connections: u32) -> Self {
         self.pool = Some(connections);
+        self
+    }
+
+    /// The layout of a table this store creates.
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = Some(layout);
         self
     }
 
@@ -158,9 +170,20 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
                         bad(&format!("pool={value:?} is not a number of connections"))
                     })?)
             }
+            "layout" => {
+                options.layout = Some(match value {
+                    "one-row" => Layout::OneRow,
+                    "two-rows" => Layout::TwoRows,
+                    _ => {
+                        return Err(bad(&format!(
+                            "layout={value:?} is not a table layout (one-row or two-rows)"
+                        )))
+                    }
+                })
+            }
             other => {
                 return Err(bad(&format!(
-                "unknown parameter {other:?} (SQL store URLs take table, create, timeout and pool)"
+                "unknown parameter {other:?} (SQL store URLs take table, create, timeout, pool and layout)"
             )))
             }
         }
@@ -222,6 +245,8 @@ mod tests {
                 .timeout(Duration::from_millis(250))
                 .pool(3)
         );
+        let (_, o) = parse("postgres://h/db?layout=two-rows").expect("valid");
+        assert_eq!(o.layout, Some(Layout::TwoRows));
         let (target, o) = parse("mariadb://u@h/db?timeout=2").expect("valid");
         assert_eq!(target, Target::MySql("mysql://u@h/db".into()));
         assert_eq!(o.timeout, Duration::from_secs(2));
@@ -237,6 +262,7 @@ mod tests {
             "postgres://app:s3cret@db1/locks?timeout=0s",
             "postgres://app:s3cret@db1/locks?pool=0",
             "postgres://app:s3cret@db1/locks?pool=x",
+            "postgres://app:s3cret@db1/locks?layout=one_row",
             "postgres://",
         ] {
             let e = parse(url).expect_err(url);

@@ -4,7 +4,9 @@
 //! statement.
 
 use baton_kernel::Failure;
-use baton_statements::sql::{add_stamp_failed, missing_columns, Kind, Param, SchemaCheck, Val};
+use baton_statements::sql::{
+    add_stamp_failed, missing_columns, Kind, Layout, Param, SchemaCheck, Val,
+};
 
 use super::conn::Sealed;
 use super::dialect::Statements;
@@ -14,16 +16,20 @@ use super::errors::{failure, Phase};
 /// when missing and `create` is on (race-safe: concurrent creators across processes all
 /// succeed), adds the `stamp` column when it is the only one missing and `create` is on
 /// (race-safe too), and fails with [`Failure::Rejected`] naming the table, the missing column
-/// and the DDL otherwise. Runs once per store (the caller caches success).
+/// and the DDL otherwise. Then reads the table's layout ([`Layout::of_table`]). Runs once per
+/// store (the caller caches success and the layout).
 pub(crate) async fn ensure<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     create: bool,
     table: &str,
-) -> Result<(), Failure> {
+) -> Result<Layout, Failure> {
     let present = columns(conn, st).await?;
     match SchemaCheck::of(&present, create, table, &st.ddl, &st.add_stamp_ddl) {
-        SchemaCheck::Ready => return routines(conn, st, create).await,
+        SchemaCheck::Ready => {
+            routines(conn, st, create).await?;
+            return layout(conn, st, table, &present).await;
+        }
         SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
         SchemaCheck::Create => {
             for statement in &st.create {
@@ -61,8 +67,12 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
             );
         }
     }
-    match SchemaCheck::verify(&columns(conn, st).await?, table, &st.ddl) {
-        SchemaCheck::Ready => routines(conn, st, create).await,
+    let present = columns(conn, st).await?;
+    match SchemaCheck::verify(&present, table, &st.ddl) {
+        SchemaCheck::Ready => {
+            routines(conn, st, create).await?;
+            layout(conn, st, table, &present).await
+        }
         SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
         other => Err(Failure::Rejected(format!(
             "internal error: the lock table {table:?} still needs {other:?} after it was changed"
@@ -87,6 +97,22 @@ async fn routines<C: Sealed + ?Sized>(
             .map_err(|e| failure(&e, st.dialect, Phase::Connect))?;
     }
     Ok(())
+}
+
+/// The layout of the table with columns `present`, from its flag.
+async fn layout<C: Sealed + ?Sized>(
+    conn: &mut C,
+    st: &Statements,
+    table: &str,
+    present: &[String],
+) -> Result<Layout, Failure> {
+    let flag = conn
+        .fetch(&st.layout_flag, &[], &[Kind::Text])
+        .await
+        .map_err(|e| failure(&e, st.dialect, Phase::Connect))?
+        .into_iter()
+        .find_map(|r| r.into_iter().next().map(Val::into_text));
+    Layout::of_table(st.dialect, table, flag.as_deref(), present).map_err(Failure::Rejected)
 }
 
 /// The table's column names (empty when the table does not exist).

@@ -98,60 +98,68 @@ per_db!(
         let store = open(&url);
         let reference = MemoryStore::new();
         let (a, token) = ("owner=a att=1", "token=1 owner=a");
-        let claim = Command::Claim {
-            row: "lateput".into(),
-            column: "lock".into(),
-            value: a.into(),
-            ttl: LONG,
-            counter: "_LOCK_".into(),
-            counter_expected: None,
-            counter_next: token.into(),
-            serial: SerialConsistency::Serial,
-            consistency: Consistency::Quorum,
-        };
-        same_as_reference(&store, &reference, vec![claim]).await;
-        let Reply::Cells(cells) = store
-            .execute(read("lateput", ColumnFilter::Exact("lock".into())))
-            .await
-        else {
-            panic!("a read");
-        };
-        let claimed = cells.first().expect("the lock cell").stamp;
-        let release = Command::GuardedSet {
-            row: "lateput".into(),
-            column: "lock".into(),
-            expected: a.into(),
-            new: None,
-            ttl: LONG,
-            guard: "_LOCK_".into(),
-            guard_value: token.into(),
-            serial: SerialConsistency::Serial,
-            consistency: Consistency::Quorum,
-        };
-        same_as_reference(&store, &reference, vec![release]).await;
-        let put = Command::Put {
-            row: "lateput".into(),
-            column: "lock".into(),
-            value: "late".into(),
-            ttl: LONG,
-            consistency: Consistency::Quorum,
-        };
-        // Stamped between the claim and the release: older than the release.
-        assert_eq!(
-            store.execute_stamped(put.clone(), claimed + 1).await,
-            Reply::Written
-        );
-        assert_eq!(reference.apply(&put), Reply::Written);
-        same_as_reference(&store, &reference, vec![read("lateput", ColumnFilter::All)]).await;
-        let Reply::Cells(cells) = store.execute(read("lateput", ColumnFilter::All)).await else {
-            panic!("a read");
-        };
-        let values: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
-        assert_eq!(
-            values,
-            [token, "late"],
-            "the counter, then the recreated cell"
-        );
+        // Stamped between the claim and the release (older than the release), and before the
+        // claim (older than every write the cell had): either recreates it.
+        for (row, after_the_claim) in [("lateput", true), ("oldput", false)] {
+            let claim = Command::Claim {
+                row: row.into(),
+                column: "lock".into(),
+                value: a.into(),
+                ttl: LONG,
+                counter: "_LOCK_".into(),
+                counter_expected: None,
+                counter_next: token.into(),
+                serial: SerialConsistency::Serial,
+                consistency: Consistency::Quorum,
+            };
+            same_as_reference(&store, &reference, vec![claim]).await;
+            let Reply::Cells(cells) = store
+                .execute(read(row, ColumnFilter::Exact("lock".into())))
+                .await
+            else {
+                panic!("a read");
+            };
+            let claimed = cells.first().expect("the lock cell").stamp;
+            let release = Command::GuardedSet {
+                row: row.into(),
+                column: "lock".into(),
+                expected: a.into(),
+                new: None,
+                ttl: LONG,
+                guard: "_LOCK_".into(),
+                guard_value: token.into(),
+                serial: SerialConsistency::Serial,
+                consistency: Consistency::Quorum,
+            };
+            same_as_reference(&store, &reference, vec![release]).await;
+            let put = Command::Put {
+                row: row.into(),
+                column: "lock".into(),
+                value: "late".into(),
+                ttl: LONG,
+                consistency: Consistency::Quorum,
+            };
+            let stamp = if after_the_claim {
+                claimed + 1
+            } else {
+                claimed - 1
+            };
+            assert_eq!(
+                store.execute_stamped(put.clone(), stamp).await,
+                Reply::Written
+            );
+            assert_eq!(reference.apply(&put), Reply::Written);
+            same_as_reference(&store, &reference, vec![read(row, ColumnFilter::All)]).await;
+            let Reply::Cells(cells) = store.execute(read(row, ColumnFilter::All)).await else {
+                panic!("a read");
+            };
+            let values: Vec<&str> = cells.iter().map(|c| c.value.as_str()).collect();
+            assert_eq!(
+                values,
+                [token, "late"],
+                "the counter, then the recreated cell, put at {stamp} after a claim at {claimed}"
+            );
+        }
     }
 );
 

@@ -117,6 +117,14 @@ pub fn url(db: Db) -> Option<String> {
     base_url(db).map(|base| with_param(&base, &format!("table={}", table())))
 }
 
+/// The URL parameter that makes a store create a table of `layout`.
+pub fn layout_param(layout: baton::sql::Layout) -> &'static str {
+    match layout {
+        baton::sql::Layout::OneRow => "layout=one-row",
+        baton::sql::Layout::TwoRows => "layout=two-rows",
+    }
+}
+
 /// `url` with one more query parameter.
 pub fn with_param(url: &str, param: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
@@ -163,7 +171,7 @@ pub async fn drop_table(url: &str) {
     let _ = exec_raw(&store, &routine).await;
 }
 
-/// Three tests, one per database, running `$body` (an async closure over the URL with a fresh
+/// Four tests, one per database and PostgreSQL's second layout, running `$body` (an async closure over the URL with a fresh
 /// table) on each that is available, then dropping the table.
 #[macro_export]
 macro_rules! per_db {
@@ -183,6 +191,19 @@ macro_rules! per_db {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
+                }
+            }
+
+            /// PostgreSQL with a table of the two-row layout, which earlier versions made.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_two_rows() {
+                if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
+                    let url = $crate::common::with_param(
+                        &url,
+                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
+                    );
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;
                 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use baton::sqlx::{self, AssertSqlSafe, PgConnection};
 use baton::{LockRequest, Locker, SqlPool, SqlStore};
-use baton_statements::sql::{Dialect, Statements};
+use baton_statements::sql::{Dialect, Layout, Statements};
 
 use crate::common::{self, Db};
 
@@ -20,7 +20,7 @@ async fn synchronous_commit(conn: &mut PgConnection) -> String {
         .expect("SHOW synchronous_commit")
 }
 
-/// Runs the claim `sql` of `value` on row `job` (fencing counter `counter`, expected to hold
+/// Runs the claim `sql` of `value` on row `job` (fencing counter `_LOCK_`, expected to hold
 /// `expected`, `''` for none, moved to `next`) in the open transaction on `conn`; returns how
 /// many lock cells it inserted.
 async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, next: &str) -> i64 {
@@ -31,7 +31,7 @@ async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, 
             .bind(value)
             .bind(60_000i64)
             .bind(1i64)
-            .bind("counter")
+            .bind("_LOCK_")
             .bind(expected)
             .bind(next)
             .fetch_one(conn)
@@ -42,16 +42,27 @@ async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_claims_and_backing_off_deletes_skip_the_flush() {
+    losing_claims_skip_the_flush(Layout::OneRow).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_claims_and_backing_off_deletes_skip_the_flush_on_two_rows() {
+    losing_claims_skip_the_flush(Layout::TwoRows).await;
+}
+
+async fn losing_claims_skip_the_flush(layout: Layout) {
     let Some(url) = common::url(Db::Postgres) else {
         return;
     };
+    let url = common::with_param(&url, common::layout_param(layout));
     let store = SqlStore::open(&url).expect("valid URL");
     store.ensure_schema().await.expect("lock table");
+    assert_eq!(store.layout(), Some(layout));
     let SqlPool::Postgres(pool) = store.pool() else {
         panic!("a PostgreSQL store")
     };
-    let statements =
-        Statements::new(Dialect::Postgres, &store.options().table).expect("statements");
+    let statements = Statements::in_layout(Dialect::Postgres, &store.options().table, layout)
+        .expect("statements");
 
     // A claim that takes the free lock: durable.
     let mut tx = pool.begin().await.expect("begin");
@@ -62,26 +73,32 @@ async fn losing_claims_and_backing_off_deletes_skip_the_flush() {
     assert_eq!(synchronous_commit(&mut tx).await, "on");
     tx.commit().await.expect("commit");
 
-    // A claim that finds it held: nothing to flush.
+    // A claim that finds it held: nothing written, not even a row lock (no transaction id),
+    // and nothing to flush.
     let mut tx = pool.begin().await.expect("begin");
     assert_eq!(
         claim(&mut tx, &statements.claim_async, "b", "1", "2").await,
         0
     );
     assert_eq!(synchronous_commit(&mut tx).await, "off");
+    let xid: Option<String> = sqlx::query_scalar("SELECT pg_current_xact_id_if_assigned()::text")
+        .fetch_one(&mut *tx)
+        .await
+        .expect("xid");
+    assert_eq!(xid, None, "a waiter's claim wrote or locked something");
     tx.rollback().await.expect("rollback");
 
-    // The lock freed, a claim that expected an older counter: it locked the counter row and
-    // inserted nothing, so it does not flush either.
+    // The lock expired, a claim that expected an older counter: it locked a row and inserted
+    // nothing, so it does not flush either.
     common::exec_raw(
         &store,
         &format!(
-            "DELETE FROM {} WHERE lock_name = 'job' AND cell = 'lock'",
+            "UPDATE {} SET expires_at = now() - interval '1 second' WHERE lock_name = 'job' AND cell = 'lock'",
             store.options().table
         ),
     )
     .await
-    .expect("free the lock");
+    .expect("expire the lock");
     let mut tx = pool.begin().await.expect("begin");
     assert_eq!(
         claim(&mut tx, &statements.claim_async, "c", "", "1").await,

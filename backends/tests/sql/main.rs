@@ -17,6 +17,8 @@ mod locks;
 mod mariadb;
 #[cfg(feature = "postgres")]
 mod notify;
+#[cfg(feature = "postgres")]
+mod one_row;
 #[cfg(feature = "sqlite")]
 mod process;
 mod schema;

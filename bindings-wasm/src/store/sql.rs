@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    add_stamp_failed, failure, missing_columns, Dialect, Done, DriverError, Kind, Operation, Param,
-    Phase, SchemaCheck, Statements, Val,
+    add_stamp_failed, failure, missing_columns, Dialect, Done, DriverError, Kind, Layout,
+    Operation, Param, Phase, SchemaCheck, Statements, Val,
 };
 use js_sys::{Array, BigInt, Object};
 use wasm_bindgen::{JsCast, JsValue};
@@ -30,7 +30,14 @@ use crate::js;
 /// A SQL adapter and the statements of its dialect and table.
 pub(crate) struct SqlHost {
     adapter: JsValue,
+    /// The statements of a two-row table (and the table-level ones of every layout).
     statements: Statements,
+    /// PostgreSQL: the statements of a one-row table.
+    one_row: Option<Statements>,
+    /// The layout of a table this host creates.
+    new_table: Layout,
+    /// The table's layout, as its first check found it.
+    layout: Cell<Layout>,
     table: String,
     create: bool,
     timeout: Duration,
@@ -39,7 +46,9 @@ pub(crate) struct SqlHost {
 
 impl SqlHost {
     /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
-    /// (default `baton_locks`) and `create` (default true: create the table when missing).
+    /// (default `baton_locks`), `create` (default true: create the table when missing) and
+    /// `layout` (`"one-row"`, PostgreSQL's default, or `"two-rows"`, the only one elsewhere:
+    /// the layout of a table this store creates; an existing table keeps its own).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
         super::require_methods(adapter, "SQL", &["query", "transaction"])?;
         let dialect = match js::string_field(adapter, "dialect").as_deref() {
@@ -56,10 +65,28 @@ impl SqlHost {
         let table = js::string_field(adapter, "table")
             .unwrap_or_else(|| baton_statements::sql::DEFAULT_TABLE.to_owned());
         let statements = Statements::new(dialect, &table)?;
+        let one_row = match dialect {
+            Dialect::Postgres => Some(Statements::in_layout(dialect, &table, Layout::OneRow)?),
+            Dialect::Sqlite | Dialect::MySql => None,
+        };
+        let new_table = match js::string_field(adapter, "layout").as_deref() {
+            None => Layout::for_new_table(dialect),
+            Some("one-row") if one_row.is_some() => Layout::OneRow,
+            Some("two-rows") => Layout::TwoRows,
+            Some(other) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!("a SQL store's layout must be \"two-rows\", or \"one-row\" on PostgreSQL, not {other:?} on {}", dialect.name()),
+                ))
+            }
+        };
         let create = js::field(adapter, "create").is_none_or(|v| v.is_truthy());
         Ok(SqlHost {
             adapter: adapter.clone(),
             statements,
+            one_row,
+            new_table,
+            layout: Cell::new(Layout::TwoRows),
             table,
             create,
             timeout,
@@ -76,16 +103,22 @@ impl SqlHost {
         super::schema_then(&self.ready, self.ensure_schema(), self.run(command)).await
     }
 
+    /// The statements of `layout`.
+    fn statements_of(&self, layout: Layout) -> &Statements {
+        match (layout, &self.one_row) {
+            (Layout::OneRow, Some(one_row)) => one_row,
+            _ => &self.statements,
+        }
+    }
+
     async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
-        let dialect = self.statements.dialect;
-        let mut op = Operation::new(dialect, command, next_stamp_after)?;
+        let st = self.statements_of(self.layout.get());
+        let mut op = Operation::new(st.dialect, command, next_stamp_after)?.in_layout(st.layout);
         let phase = Phase::Statement;
         loop {
             match op.step() {
                 baton_statements::sql::Step::Execute { statement, params } => {
-                    let out = self
-                        .query(self.statements.get(statement), &params, phase)
-                        .await?;
+                    let out = self.query(st.get(statement), &params, phase).await?;
                     op.executed(done(&out));
                 }
                 baton_statements::sql::Step::Fetch {
@@ -93,9 +126,7 @@ impl SqlHost {
                     params,
                     columns,
                 } => {
-                    let out = self
-                        .query(self.statements.get(statement), &params, phase)
-                        .await?;
+                    let out = self.query(st.get(statement), &params, phase).await?;
                     op.fetched(rows(&out, columns)?);
                 }
                 baton_statements::sql::Step::Transaction(statements) => {
@@ -103,7 +134,7 @@ impl SqlHost {
                         .iter()
                         .map(|(statement, params)| {
                             let item = Object::new();
-                            js::set(&item, "sql", self.statements.get(*statement).as_str());
+                            js::set(&item, "sql", st.get(*statement).as_str());
                             js::set(&item, "params", params_array(params));
                             JsValue::from(item)
                         })
@@ -177,9 +208,9 @@ impl SqlHost {
 
     /// Creates the table when it is missing (and allowed), and the routines its statements call,
     /// adds the stamp column to a table of an older baton, or refuses a table that is not
-    /// baton's, as the native SQL stores do.
+    /// baton's, as the native SQL stores do; then reads the table's layout.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
-        let st = &self.statements;
+        let st = self.statements_of(self.new_table);
         if self.create {
             // MariaDB's claim procedure, made whether or not the table was.
             for routine in &st.routines {
@@ -194,7 +225,7 @@ impl SqlHost {
             &st.ddl,
             &st.add_stamp_ddl,
         ) {
-            SchemaCheck::Ready => return Ok(()),
+            SchemaCheck::Ready => return self.read_layout(&present).await,
             SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
             SchemaCheck::Create => {
                 for statement in &st.create {
@@ -221,14 +252,34 @@ impl SqlHost {
                 }
             }
         }
-        match SchemaCheck::verify(&self.columns().await?, &self.table, &st.ddl) {
-            SchemaCheck::Ready => Ok(()),
+        let present = self.columns().await?;
+        match SchemaCheck::verify(&present, &self.table, &st.ddl) {
+            SchemaCheck::Ready => self.read_layout(&present).await,
             SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
             other => Err(Failure::Rejected(format!(
                 "internal error: the lock table {:?} still needs {other:?} after it was changed",
                 self.table
             ))),
         }
+    }
+
+    /// Reads the layout flag of the table with columns `present`, and keeps its layout.
+    async fn read_layout(&self, present: &[String]) -> std::result::Result<(), Failure> {
+        let out = self
+            .query(&self.statements.layout_flag, &[], Phase::Connect)
+            .await?;
+        let flag = rows(&out, &[Kind::Text])?
+            .into_iter()
+            .find_map(|r| r.into_iter().next().map(Val::into_text));
+        let layout = Layout::of_table(
+            self.statements.dialect,
+            &self.table,
+            flag.as_deref(),
+            present,
+        )
+        .map_err(Failure::Rejected)?;
+        self.layout.set(layout);
+        Ok(())
     }
 
     async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {

@@ -24,6 +24,12 @@
 //! (`… AND stamp <= ?`). Conditional statements write their stamp too, so that reads return a
 //! meaningful one. A delete removes the row: no tombstone is kept, so a put that arrives after
 //! a delete of a newer version recreates the cell (as in the kernel's reference table).
+//!
+//! Layouts ([`Layout`]): every statement above is written for a two-row table, where each
+//! name's fencing counter is a row of its own. A one-row PostgreSQL table keeps it in the
+//! `lock` row's `fence` column; [`Statements::in_layout`] then puts the mapped statements of
+//! `one_row.rs` in their place, with the same parameters and results, so that an
+//! [`Operation`] runs either.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
@@ -35,11 +41,14 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 mod claim;
 mod errors;
+mod layout;
+mod one_row;
 mod operation;
 mod schema;
 
 use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
+pub use layout::{Layout, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck};
 
@@ -260,6 +269,8 @@ pub enum Statement {
 pub struct Statements<S = String> {
     /// The database they are written for.
     pub dialect: Dialect,
+    /// The table layout they are written for (see [`Layout`]).
+    pub layout: Layout,
     /// `(row)` → `(cell, value, remaining_ms, stamp)` of every live cell.
     pub read_all: S,
     /// `(row, from, to)` → live cells with `from <= cell < to`.
@@ -361,6 +372,8 @@ pub struct Statements<S = String> {
     pub routines_ddl: String,
     /// `(table)` → the names of the table's columns (no rows if it does not exist).
     pub columns: S,
+    /// `()` → `(value)` of the table's layout flag, if it has one ([`Layout::of_table`]).
+    pub layout_flag: S,
     /// The statements that create the table.
     pub create: Vec<S>,
     /// The same, as text to show an operator.
@@ -374,8 +387,65 @@ pub struct Statements<S = String> {
 }
 
 impl Statements {
-    /// The statements of `dialect` on `table` (validated here).
+    /// The statements of `dialect` on a two-row `table` (validated here).
     pub fn new(dialect: Dialect, table: &str) -> Result<Statements> {
+        Statements::in_layout(dialect, table, Layout::TwoRows)
+    }
+
+    /// The statements of `dialect` on `table` (validated here) in `layout`
+    /// ([`ErrorKind::InvalidOption`] for a one-row layout on a database other than
+    /// PostgreSQL). The table-level statements (`columns`, `layout_flag`, `create`, …) are the
+    /// same in every layout.
+    pub fn in_layout(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
+        let mut st = Statements::two_rows(dialect, table)?;
+        if layout == Layout::OneRow {
+            if dialect != Dialect::Postgres {
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "the one-row table layout exists on PostgreSQL only, not on {}",
+                        dialect.name()
+                    ),
+                ));
+            }
+            let o = one_row::one_row_statements(table);
+            st.layout = Layout::OneRow;
+            st.read_all = o.read_all;
+            st.read_range = o.read_range;
+            st.read_from = o.read_from;
+            st.read_exact = o.read_exact;
+            st.current = o.current;
+            st.put = o.put;
+            st.delete = o.delete;
+            st.delete_async = o.delete_async;
+            st.delete_notify = o.delete_notify;
+            st.delete_notify_async = o.delete_notify_async;
+            st.insert_if_absent = o.insert_if_absent;
+            st.cas_update = o.cas_update;
+            st.cas_delete = o.cas_delete;
+            st.purge_all = o.purge_all;
+            st.purge_row = o.purge_row;
+            st.scan_first = o.scan_first;
+            st.scan_after = o.scan_after;
+            st.scan_cells = o.scan_cells;
+            st.claim = o.claim;
+            st.claim_async = o.claim_async;
+            st.guarded_delete = o.guarded_delete;
+            st.guarded_delete_async = o.guarded_delete_async;
+            st.guarded_update = o.guarded_update;
+            st.guarded_current = o.guarded_current;
+            st.vacate_all = o.vacate_all;
+            st.vacate_range = o.vacate_range;
+            st.vacate_all_async = o.vacate_all_async;
+            st.vacate_range_async = o.vacate_range_async;
+            let create = create_table(dialect, table, layout);
+            st.ddl = ddl_with_routines(&create, &st.routines);
+            st.create = create;
+        }
+        Ok(st)
+    }
+
+    fn two_rows(dialect: Dialect, table: &str) -> Result<Statements> {
         validate_table(table)?;
         let d = dialect;
         let t = d.quote(table);
@@ -443,11 +513,12 @@ impl Statements {
             ),
         };
         let claims = claim_statements(d, table)?;
-        let create_sql = create_table(d, table);
+        let create_sql = create_table(d, table, Layout::TwoRows);
         let add_stamp = add_stamp_column(d, table);
         let delete = format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?");
         Ok(Statements {
             dialect: d,
+            layout: Layout::TwoRows,
             read_all: d.finish(&format!("{select} AND {live} ORDER BY cell")),
             read_range: d.finish(&format!(
                 "{select} AND cell >= ? AND cell < ? AND {live} ORDER BY cell"
@@ -508,7 +579,9 @@ impl Statements {
             ddl: ddl_with_routines(&create_sql, &claims.routines),
             routines: claims.routines,
             columns: d.finish(&columns),
-
+            layout_flag: format!(
+                "SELECT value FROM {t} WHERE lock_name = '{FLAG_ROW}' AND cell = '{FLAG_CELL}'"
+            ),
             create: create_sql.iter().map(|s| d.finish(s)).collect(),
             add_stamp_ddl: format!("{add_stamp};"),
             add_stamp: d.finish(&add_stamp),
@@ -522,6 +595,7 @@ impl<S> Statements<S> {
     pub fn map<T>(self, mut f: impl FnMut(S) -> T) -> Statements<T> {
         Statements {
             dialect: self.dialect,
+            layout: self.layout,
             read_all: f(self.read_all),
             read_range: f(self.read_range),
             read_from: f(self.read_from),
@@ -555,6 +629,7 @@ impl<S> Statements<S> {
             routines: self.routines.into_iter().map(&mut f).collect(),
             routines_ddl: self.routines_ddl,
             columns: f(self.columns),
+            layout_flag: f(self.layout_flag),
             create: self.create.into_iter().map(&mut f).collect(),
             ddl: self.ddl,
             add_stamp: f(self.add_stamp),
@@ -630,7 +705,8 @@ fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
     ddl
 }
 
-/// `CREATE TABLE IF NOT EXISTS`, for `dialect`.
+/// `CREATE TABLE IF NOT EXISTS`, for `dialect`, in `layout` (one row: PostgreSQL only, and
+/// with the table's layout flag; see [`Layout`]).
 ///
 /// The primary key is the table's only index. Every statement but a table-wide purge finds its
 /// rows by `(lock_name, cell)`; an index on `expires_at` would be written by every claim (a new
@@ -638,21 +714,31 @@ fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
 /// needs no indexed column changed), to speed up only that purge, an operator's occasional
 /// command that reads the whole table without it. Tables made by earlier builds have one,
 /// `<table>_expires`, which the store leaves alone; README "The lock table" says how to drop it.
-pub fn create_table(dialect: Dialect, table: &str) -> Vec<String> {
+pub fn create_table(dialect: Dialect, table: &str, layout: Layout) -> Vec<String> {
     let t = dialect.quote(table);
     let stamp = stamp_definition(dialect);
-    match dialect {
-        Dialect::Sqlite => vec![
+    match (dialect, layout) {
+        (Dialect::Sqlite, _) => vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
             ),
         ],
-        Dialect::Postgres => vec![
+        (Dialect::Postgres, Layout::TwoRows) => vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n)"
             ),
         ],
-        Dialect::MySql => vec![format!(
+        // The table and its layout flag in one transaction (a `DO` block), so no client sees
+        // the table without its flag. The flag's insert names `fence`: run in a race against
+        // an earlier version's creator of a two-row table, it fails, and the block changes
+        // nothing. The check refuses a counter row, which an earlier version's client would
+        // write (its claims then fail rather than count apart).
+        (Dialect::Postgres, Layout::OneRow) => vec![
+            format!(
+                "DO $baton$ BEGIN\nCREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  fence text,\n  fence_stamp bigint,\n  PRIMARY KEY (lock_name, cell),\n  CHECK (cell <> '_LOCK_')\n);\nINSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence) VALUES ('{FLAG_ROW}', '{FLAG_CELL}', '{ONE_ROW_FLAG}', NULL, 0, NULL) ON CONFLICT DO NOTHING;\nEND $baton$"
+            ),
+        ],
+        (Dialect::MySql, _) => vec![format!(
             "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) ENGINE=InnoDB"
         )],
     }

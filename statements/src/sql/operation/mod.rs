@@ -29,9 +29,10 @@ use alloc::vec::Vec;
 
 use baton_kernel::{Cell, Command, Failure, Reply, Write};
 
-use super::{Dialect, Statement};
+use super::{Dialect, Layout, Statement};
 
 use guarded::claimed;
+use one_row::one_row_refusal;
 pub use params::ttl_ms;
 use params::{cell, check_keys, execute, fetch, present, put, read_step, sql_stamp, text};
 use scan::Scan;
@@ -178,6 +179,7 @@ enum State {
 }
 
 mod guarded;
+mod one_row;
 mod params;
 mod scan;
 #[cfg(test)]
@@ -198,6 +200,8 @@ pub struct Operation<'c> {
     /// Whether each statement is its own transaction (the store's own connection, not a
     /// caller's transaction): releases may then commit without waiting for the disk.
     own: bool,
+    /// The table's layout.
+    layout: Layout,
 }
 
 impl<'c> Operation<'c> {
@@ -245,7 +249,16 @@ impl<'c> Operation<'c> {
             state: State::Start,
             reply: None,
             own: false,
+            layout: Layout::TwoRows,
         })
+    }
+
+    /// Says that the table has `layout` (the statements' [`Statements::layout`](super::Statements)):
+    /// on a one-row table, a command the layout cannot hold is answered with
+    /// [`Failure::Rejected`] before any statement (see [`one_row_refusal`]).
+    pub fn in_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// Says that the host runs each statement as its own transaction, on a connection of its
@@ -442,6 +455,12 @@ impl<'c> Operation<'c> {
 
     /// The first statement of the command.
     fn first(&mut self) -> Step<'c> {
+        if self.layout == Layout::OneRow {
+            if let Some(why) = one_row_refusal(self.command) {
+                self.state = State::Finished;
+                return Step::Reply(Reply::Failed(Failure::Rejected(why)));
+            }
+        }
         let stamp = Param::Int(Some(self.stamp));
         let (state, step) = match self.command {
             Command::Read { row, filter, .. } => (State::Read, read_step(row, filter)),

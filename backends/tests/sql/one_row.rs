@@ -1,0 +1,193 @@
+//! PostgreSQL's one-row layout: where a new table keeps each name's fencing counter (the `fence`
+//! column of its `lock` row), that a table keeps the layout it was made with, and what the
+//! layout refuses. That the layout answers every command as the kernel's reference table does
+//! is checked by the shared scripts and the command tests, which run on both layouts
+//! (`per_db!`'s `postgres` and `postgres_two_rows`).
+
+use std::time::Duration;
+
+use baton::baton_kernel::strategy::{unique::LOCK_COLUMN, COUNTER_COLUMN};
+use baton::baton_kernel::{ColumnFilter, ReadConsistency};
+use baton::sql::Layout;
+use baton::sqlx::{self, AssertSqlSafe};
+use baton::{Command, Consistency, ErrorKind, Locker, Reply, SqlPool, SqlStore, Store};
+
+use crate::common::{self, exec_raw, layout_param, with_param, Db};
+
+/// `(lock_name, cell, value, fence, released)` of every row of the store's table, sorted;
+/// `released`: `expires_at` is `-infinity`; `fence` NULL where the table has no such column.
+async fn rows(store: &SqlStore) -> Vec<(String, String, String, Option<String>, bool)> {
+    let SqlPool::Postgres(pool) = store.pool() else {
+        panic!("a PostgreSQL store")
+    };
+    let sql = format!(
+        "SELECT lock_name::text, cell::text, value, to_jsonb(r) ->> 'fence', COALESCE(expires_at = '-infinity', false) FROM {} AS r ORDER BY 1, 2",
+        store.options().table
+    );
+    sqlx::query_as(AssertSqlSafe(sql))
+        .fetch_all(pool)
+        .await
+        .expect("rows")
+}
+
+fn read_counter(row: &str) -> Command {
+    Command::Read {
+        row: row.into(),
+        filter: ColumnFilter::Exact(COUNTER_COLUMN.into()),
+        consistency: ReadConsistency::Plain(Consistency::Quorum),
+    }
+}
+
+/// A fresh PostgreSQL table's URL with `params`, or `None` to skip.
+fn url(params: &[&str]) -> Option<String> {
+    let url = common::url(Db::Postgres)?;
+    Some(params.iter().fold(url, |u, p| with_param(&u, p)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_table_keeps_the_counter_in_the_lock_row() {
+    let Some(url) = url(&[]) else { return };
+    let locker = Locker::open(&url).expect("valid");
+    let mut first = locker.lock("job").await.expect("lock");
+    let token = first.token();
+    first.release().await.expect("release");
+    let mut second = locker.lock("job").await.expect("lock again");
+    assert!(second.token() > token);
+    let second_token = second.token();
+    second.release().await.expect("release");
+
+    let store = locker.sql_store().expect("a SQL store").clone();
+    assert_eq!(store.layout(), Some(Layout::OneRow));
+    let found = rows(&store).await;
+    assert_eq!(
+        found.len(),
+        2,
+        "the flag and one row for the name: {found:?}"
+    );
+    assert_eq!(
+        found[0],
+        (String::new(), "layout".into(), "fence".into(), None, false)
+    );
+    let (name, cell, value, fence, released) = &found[1];
+    assert_eq!((name.as_str(), cell.as_str()), ("job", LOCK_COLUMN));
+    assert!(
+        value.is_empty() && *released,
+        "released in place: {found:?}"
+    );
+    // The kernel reads the counter where the layout keeps it.
+    let Reply::Cells(cells) = store.execute(read_counter("job")).await else {
+        panic!("a read")
+    };
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    assert_eq!(Some(&cells[0].value), fence.as_ref());
+    assert!(cells[0].ttl_remaining.is_none());
+    assert!(
+        cells[0].value.contains(&second_token.to_string()),
+        "{cells:?} for token {second_token}"
+    );
+    common::drop_table(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_keeps_the_layout_it_was_made_with() {
+    let Some(url) = url(&[layout_param(Layout::TwoRows)]) else {
+        return;
+    };
+    let locker = Locker::open(&url).expect("valid");
+    let mut guard = locker.lock("job").await.expect("lock");
+    guard.release().await.expect("release");
+    let store = locker.sql_store().expect("a SQL store").clone();
+    assert_eq!(store.layout(), Some(Layout::TwoRows));
+    let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
+    assert_eq!(cells, [COUNTER_COLUMN], "a counter row, no flag");
+
+    // A store that would make a one-row table uses the existing one as it is.
+    let plain = url.replace(&format!("&{}", layout_param(Layout::TwoRows)), "");
+    assert_ne!(plain, url);
+    let other = Locker::open(&plain).expect("valid");
+    let mut guard = other.lock("job").await.expect("lock");
+    let other_store = other.sql_store().expect("a SQL store").clone();
+    assert_eq!(other_store.layout(), Some(Layout::TwoRows));
+    let cells: Vec<String> = rows(&other_store).await.into_iter().map(|r| r.1).collect();
+    assert_eq!(cells, [COUNTER_COLUMN, LOCK_COLUMN]);
+    guard.release().await.expect("release");
+    common::drop_table(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_layout_is_refused_by_name() {
+    let Some(url) = url(&[]) else { return };
+    let store = SqlStore::open(&url).expect("valid");
+    store.ensure_schema().await.expect("created");
+    let table = store.options().table.clone();
+    exec_raw(
+        &store,
+        &format!("UPDATE {table} SET value = 'v9' WHERE lock_name = '' AND cell = 'layout'"),
+    )
+    .await
+    .expect("a later version's flag");
+    let e = SqlStore::open(&url)
+        .expect("valid")
+        .ensure_schema()
+        .await
+        .expect_err("an unknown layout");
+    assert_eq!(e.kind(), ErrorKind::StoreError, "{e}");
+    assert!(e.message().contains("does not know (\"v9\""), "{e}");
+    assert!(e.message().contains(&table), "{e}");
+    common::drop_table(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
+    let Some(url) = url(&[]) else { return };
+    let locker = Locker::open(&url).expect("valid");
+    let mut guard = locker.lock("job").await.expect("lock");
+    guard.release().await.expect("release");
+    let store = locker.sql_store().expect("a SQL store").clone();
+    let before = rows(&store).await;
+    let refused = [
+        Command::Delete {
+            row: "job".into(),
+            column: COUNTER_COLUMN.into(),
+            consistency: Consistency::Quorum,
+        },
+        Command::Put {
+            row: "job".into(),
+            column: COUNTER_COLUMN.into(),
+            value: "9".into(),
+            ttl: Some(Duration::from_secs(60)),
+            consistency: Consistency::Quorum,
+        },
+    ];
+    for command in refused {
+        let reply = store.execute(command.clone()).await;
+        assert!(
+            matches!(&reply, Reply::Failed(baton::Failure::Rejected(m)) if m.contains(COUNTER_COLUMN)),
+            "{command:?}: {reply:?}"
+        );
+    }
+    assert_eq!(rows(&store).await, before, "nothing changed");
+    // An earlier version's client would write the counter as a row of its own: refused.
+    let table = &store.options().table;
+    let e = exec_raw(
+        &store,
+        &format!("INSERT INTO {table} (lock_name, cell, value) VALUES ('job', '_LOCK_', '9')"),
+    )
+    .await
+    .expect_err("a counter row");
+    assert!(e.to_string().contains("check constraint"), "{e}");
+    common::drop_table(&url).await;
+}
+
+#[test]
+fn one_row_is_refused_where_it_does_not_exist() {
+    for url in [
+        "sqlite::memory:?layout=one-row",
+        "mysql://u@h/db?layout=one-row",
+    ] {
+        let e = SqlStore::open(url).expect_err(url);
+        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+        assert!(e.message().contains("PostgreSQL only"), "{e}");
+    }
+    assert!(SqlStore::open("sqlite::memory:?layout=two-rows").is_ok());
+}

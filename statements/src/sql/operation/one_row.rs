@@ -1,0 +1,70 @@
+//! The commands a one-row table ([`Layout::OneRow`](crate::sql::Layout)) cannot hold: it keeps
+//! each name's fencing counter `_LOCK_` in the columns of its `lock` row, without a TTL, and
+//! claims, and guards changes of, only unique insert's pair of cells (a statement each, which
+//! a general one would slow: PostgreSQL prepares every branch of a statement on every call). The kernel sends none of these (the counter has
+//! no TTL and is never removed, `kernel/src/reserved.rs`); a store answers them
+//! [`Failure::Rejected`](baton_kernel::Failure::Rejected) rather than store something else.
+
+use alloc::format;
+use alloc::string::String;
+
+use baton_kernel::strategy::unique::LOCK_COLUMN;
+use baton_kernel::strategy::COUNTER_COLUMN;
+use baton_kernel::{Command, Write};
+
+/// Why `command` cannot run on a one-row table, if it cannot.
+pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
+    let counter = |c: &str| c == COUNTER_COLUMN;
+    let with_ttl = match command {
+        Command::Put { column, ttl, .. }
+        | Command::InsertIfAbsent { column, ttl, .. }
+        | Command::CompareAndSet {
+            column,
+            ttl,
+            new: Some(_),
+            ..
+        } => counter(column) && ttl.is_some(),
+        Command::Batch { writes, .. } => writes
+            .iter()
+            .any(|w| matches!(w, Write::Put { column, ttl: Some(_), .. } if counter(column))),
+        _ => false,
+    };
+    if with_ttl {
+        return Some(format!(
+            "the one-row lock table keeps the fencing counter {COUNTER_COLUMN:?} without a TTL; a write of it with one is refused"
+        ));
+    }
+    let removed = match command {
+        Command::Delete { column, .. }
+        | Command::DeleteVersion { column, .. }
+        | Command::CompareAndSet {
+            column, new: None, ..
+        }
+        | Command::GuardedSet { column, .. }
+        | Command::Vacate { column, .. } => counter(column),
+        Command::Batch { writes, .. } => writes
+            .iter()
+            .any(|w| matches!(w, Write::Delete { column } if counter(column))),
+        _ => false,
+    };
+    if removed {
+        return Some(format!(
+            "the one-row lock table never removes or guards a change of the fencing counter {COUNTER_COLUMN:?}"
+        ));
+    }
+    match command {
+        Command::Claim {
+            column, counter, ..
+        } if column != LOCK_COLUMN || counter != COUNTER_COLUMN => Some(format!(
+            "the one-row lock table claims only the cells {LOCK_COLUMN:?} and {COUNTER_COLUMN:?}, not {column:?} and {counter:?}"
+        )),
+        Command::GuardedSet { column, guard, .. }
+            if column != LOCK_COLUMN || guard != COUNTER_COLUMN =>
+        {
+            Some(format!(
+                "the one-row lock table guards only a change of {LOCK_COLUMN:?} by {COUNTER_COLUMN:?}, not of {column:?} by {guard:?}"
+            ))
+        }
+        _ => None,
+    }
+}
