@@ -67,7 +67,7 @@ async fn losing_claims_skip_the_flush(layout: Layout) {
     // A claim that takes the free lock: durable.
     let mut tx = pool.begin().await.expect("begin");
     assert_eq!(
-        claim(&mut tx, &statements.claim_async, "a", "", "1").await,
+        claim(&mut tx, &statements.claim_first_async, "a", "", "1").await,
         1
     );
     assert_eq!(synchronous_commit(&mut tx).await, "on");
@@ -101,7 +101,7 @@ async fn losing_claims_skip_the_flush(layout: Layout) {
     .expect("expire the lock");
     let mut tx = pool.begin().await.expect("begin");
     assert_eq!(
-        claim(&mut tx, &statements.claim_async, "c", "", "1").await,
+        claim(&mut tx, &statements.claim_first_async, "c", "", "1").await,
         0
     );
     assert_eq!(synchronous_commit(&mut tx).await, "off");
@@ -126,7 +126,10 @@ async fn losing_claims_skip_the_flush(layout: Layout) {
 
     // The plain claim, for a caller's transaction, leaves the setting alone either way.
     let mut tx = pool.begin().await.expect("begin");
-    assert_eq!(claim(&mut tx, &statements.claim, "c", "", "1").await, 0);
+    assert_eq!(
+        claim(&mut tx, &statements.claim_first, "c", "", "1").await,
+        0
+    );
     assert_eq!(synchronous_commit(&mut tx).await, "on");
     tx.rollback().await.expect("rollback");
     common::drop_table(&url).await;

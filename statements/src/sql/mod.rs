@@ -237,6 +237,10 @@ pub enum Statement {
     Claim,
     /// [`Statements::claim_async`].
     ClaimAsync,
+    /// [`Statements::claim_first`].
+    ClaimFirst,
+    /// [`Statements::claim_first_async`].
+    ClaimFirstAsync,
     /// [`Statements::claim_counter`].
     ClaimCounter,
     /// [`Statements::claim_state`].
@@ -318,7 +322,8 @@ pub struct Statements<S = String> {
     /// PostgreSQL (a data-modifying `WITH`, the counter row locked first) and MariaDB (a call
     /// of the routine in [`Statements::routines`]): `(row, cell, value, ttl_ms, stamp, counter,
     /// expected, next)` → `(inserted, bumped, lock, counter)`, the last two the live values
-    /// found (`''`: none; an `expected` of `''` means no counter yet). SQLite: the lock cell's half of a claim, run in one transaction with
+    /// found (`''`: none; an `expected` of `''` means no counter yet; a one-row table answers
+    /// `''` for both: see [`Statements::claim_first`]). SQLite: the lock cell's half of a claim, run in one transaction with
     /// [`Statements::claim_counter`]: `(row, cell, value, ttl_ms, stamp, row, counter,
     /// expected)`, inserted (or an expired row taken over) only if the counter holds `expected`
     /// (NULL: absent).
@@ -328,6 +333,14 @@ pub struct Statements<S = String> {
     /// for the disk (it wrote nothing, but the counter row's lock it may have taken would make
     /// its commit wait for a flush). Elsewhere the same text as `claim`.
     pub claim_async: S,
+    /// A claim that expects no counter (a name's first, or the first this client makes):
+    /// [`Statements::claim`], but on a one-row table the only claim that may insert the row
+    /// (there [`Statements::claim`] updates an existing row only, and both answer only
+    /// whether they applied: `(applied, applied, '', '')`, the cells as found read after by
+    /// [`Statements::guarded_current`]). The same text as `claim` on a two-row table.
+    pub claim_first: S,
+    /// [`Statements::claim_first`] as [`Statements::claim_async`] is [`Statements::claim`].
+    pub claim_first_async: S,
     /// SQLite: the counter's half of a claim: `(row, counter, next, stamp, row, cell, value,
     /// stamp, expected)`, written only if the lock cell holds this claim's value and stamp.
     pub claim_counter: S,
@@ -430,6 +443,8 @@ impl Statements {
             st.scan_cells = o.scan_cells;
             st.claim = o.claim;
             st.claim_async = o.claim_async;
+            st.claim_first = o.claim_first;
+            st.claim_first_async = o.claim_first_async;
             st.guarded_delete = o.guarded_delete;
             st.guarded_delete_async = o.guarded_delete_async;
             st.guarded_update = o.guarded_update;
@@ -563,6 +578,8 @@ impl Statements {
             )),
             claim: d.finish(&claims.claim),
             claim_async: d.finish(&claims.claim_async),
+            claim_first: d.finish(&claims.claim),
+            claim_first_async: d.finish(&claims.claim_async),
             claim_counter: d.finish(&claims.counter),
             claim_state: d.finish(&claims.state),
             guarded_delete: d.finish(&claims.guarded_delete),
@@ -614,6 +631,8 @@ impl<S> Statements<S> {
             scan_cells: f(self.scan_cells),
             claim: f(self.claim),
             claim_async: f(self.claim_async),
+            claim_first: f(self.claim_first),
+            claim_first_async: f(self.claim_first_async),
             claim_counter: f(self.claim_counter),
             claim_state: f(self.claim_state),
             guarded_delete: f(self.guarded_delete),
@@ -659,6 +678,8 @@ impl<S> Statements<S> {
             Statement::ScanCells => &self.scan_cells,
             Statement::Claim => &self.claim,
             Statement::ClaimAsync => &self.claim_async,
+            Statement::ClaimFirst => &self.claim_first,
+            Statement::ClaimFirstAsync => &self.claim_first_async,
             Statement::ClaimCounter => &self.claim_counter,
             Statement::ClaimState => &self.claim_state,
             Statement::GuardedDelete => &self.guarded_delete,

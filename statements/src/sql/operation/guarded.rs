@@ -34,8 +34,12 @@ impl<'c> Operation<'c> {
         let ttl = Param::Int(ttl_ms(*ttl));
         if self.dialect != Dialect::Sqlite {
             self.state = State::ClaimOne;
+            let statement = match counter_expected {
+                Some(_) => self.release(Statement::Claim, Statement::ClaimAsync),
+                None => self.release(Statement::ClaimFirst, Statement::ClaimFirstAsync),
+            };
             return fetch(
-                self.release(Statement::Claim, Statement::ClaimAsync),
+                statement,
                 vec![
                     text(row),
                     text(column),
@@ -207,11 +211,18 @@ impl<'c> Operation<'c> {
         }
     }
 
-    /// The read of both cells after a guarded change that was not applied.
+    /// The read of both cells after a guarded change, or a one-row claim, that was not
+    /// applied.
     pub(super) fn guarded_current(&mut self) -> Step<'c> {
-        let Command::GuardedSet {
+        let (Command::GuardedSet {
             row, column, guard, ..
-        } = self.command
+        }
+        | Command::Claim {
+            row,
+            column,
+            counter: guard,
+            ..
+        }) = self.command
         else {
             self.unexpected();
             return self.step();

@@ -160,7 +160,7 @@ enum State {
     ClaimTx,
     /// The read after a claim's transaction was sent.
     ClaimLeft,
-    /// A guarded change was sent.
+    /// A guarded change was sent (or a one-row claim that was not applied: its read is next).
     Guarded,
     /// The read after a guarded change that was not applied was sent.
     GuardedCurrent,
@@ -255,7 +255,8 @@ impl<'c> Operation<'c> {
 
     /// Says that the table has `layout` (the statements' [`Statements::layout`](super::Statements)):
     /// on a one-row table, a command the layout cannot hold is answered with
-    /// [`Failure::Rejected`] before any statement (see [`one_row_refusal`]).
+    /// [`Failure::Rejected`] before any statement (a `_LOCK_` with a TTL or removed; a claim or
+    /// a guarded change of other cells than `lock` and `_LOCK_`).
     pub fn in_layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
         self
@@ -387,7 +388,14 @@ impl<'c> Operation<'c> {
                 });
             }
             State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
-            State::ClaimOne => self.reply = Some(claimed(self.command, rows)),
+            State::ClaimOne => match claimed(self.command, rows) {
+                // A one-row claim answers only whether it applied: the cells as found come
+                // from a read after it (the next step).
+                Reply::Guarded { applied: false, .. } if self.layout == Layout::OneRow => {
+                    self.state = State::Guarded;
+                }
+                reply => self.reply = Some(reply),
+            },
             State::VacateOne => {
                 self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect()))
             }

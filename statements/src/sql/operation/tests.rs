@@ -149,3 +149,126 @@ fn a_scan_skips_rows_that_expired_and_tops_up_its_page() {
     assert_eq!(names, ["a", "c"]);
     assert_eq!(rows[0].1[0].stamp, 3);
 }
+
+fn claim(expected: Option<&str>) -> Command {
+    Command::Claim {
+        row: "r".into(),
+        column: "lock".into(),
+        value: "mine".into(),
+        ttl: Some(Duration::from_secs(60)),
+        counter: "_LOCK_".into(),
+        counter_expected: expected.map(String::from),
+        counter_next: "token=2".into(),
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::default(),
+    }
+}
+
+#[test]
+fn a_one_row_claim_reads_the_cells_only_when_it_did_not_apply() {
+    let applied_row = |n: i64| {
+        vec![vec![
+            Val::Int(Some(n)),
+            Val::Int(Some(n)),
+            Val::Text(String::new()),
+            Val::Text(String::new()),
+        ]]
+    };
+    // A claim that expects a counter updates the row; one that expects none may insert it.
+    for (expected, statement) in [
+        (Some("token=1"), Statement::ClaimAsync),
+        (None, Statement::ClaimFirstAsync),
+    ] {
+        let command = claim(expected);
+        let mut op = Operation::new(Dialect::Postgres, &command, |_| 5)
+            .expect("valid")
+            .in_layout(Layout::OneRow)
+            .on_own_connection();
+        let Step::Fetch { statement: s, .. } = op.step() else {
+            panic!("a claim is one statement");
+        };
+        assert_eq!(s, statement);
+        op.fetched(applied_row(1));
+        assert_eq!(
+            op.step(),
+            Step::Reply(Reply::Guarded {
+                applied: true,
+                current: Some("mine".into()),
+                guard: Some("token=2".into()),
+            })
+        );
+    }
+    // Not applied: a read of both cells, which the reply shows.
+    let command = claim(Some("token=1"));
+    let mut op = Operation::new(Dialect::Postgres, &command, |_| 5)
+        .expect("valid")
+        .in_layout(Layout::OneRow);
+    assert!(matches!(
+        op.step(),
+        Step::Fetch {
+            statement: Statement::Claim,
+            ..
+        }
+    ));
+    op.fetched(applied_row(0));
+    assert_eq!(
+        op.step(),
+        fetch(
+            Statement::GuardedCurrent,
+            vec![text("r"), text("lock"), text("r"), text("_LOCK_")],
+            TWO_TEXTS
+        )
+    );
+    op.fetched(vec![vec![
+        Val::Text("theirs".into()),
+        Val::Text("token=7".into()),
+    ]]);
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Guarded {
+            applied: false,
+            current: Some("theirs".into()),
+            guard: Some("token=7".into()),
+        })
+    );
+    // A two-row claim's one statement answers with the cells as found.
+    let mut op = Operation::new(Dialect::Postgres, &command, |_| 5).expect("valid");
+    op.step();
+    op.fetched(vec![vec![
+        Val::Int(Some(0)),
+        Val::Int(Some(0)),
+        Val::Text("theirs".into()),
+        Val::Text("token=7".into()),
+    ]]);
+    assert!(matches!(
+        op.step(),
+        Step::Reply(Reply::Guarded { applied: false, .. })
+    ));
+}
+
+#[test]
+fn a_one_row_table_refuses_what_it_cannot_hold_before_any_statement() {
+    let counter_put = Command::Put {
+        row: "r".into(),
+        column: "_LOCK_".into(),
+        value: "token=1".into(),
+        ttl: Some(Duration::from_secs(1)),
+        consistency: Consistency::default(),
+    };
+    let mut other = claim(None);
+    if let Command::Claim { column, .. } = &mut other {
+        *column = "other".into();
+    }
+    for command in [counter_put, other] {
+        let mut op = Operation::new(Dialect::Postgres, &command, |_| 5)
+            .expect("valid")
+            .in_layout(Layout::OneRow);
+        assert!(
+            matches!(op.step(), Step::Reply(Reply::Failed(Failure::Rejected(_)))),
+            "{command:?}"
+        );
+        // The same command on a two-row table is a statement.
+        let mut op = Operation::new(Dialect::Postgres, &command, |_| 5).expect("valid");
+        assert!(!matches!(op.step(), Step::Reply(_)), "{command:?}");
+    }
+}
