@@ -64,7 +64,7 @@ export interface SqlAdapter {
   readonly dialect: 'postgres' | 'mysql' | 'sqlite';
   readonly table?: string;
   readonly create?: boolean;
-  /** The layout of a table this store creates: `'one-row'` (PostgreSQL's default) or `'two-rows'`. */
+  /** The layout of a table this store creates: `'two-rows'` (the default) or `'one-row'` (PostgreSQL only). */
   readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;

@@ -8,9 +8,9 @@ export interface PostgresStoreOptions {
   /** Create the table if it is missing (default true). */
   create?: boolean;
   /**
-   * The layout of a table this store creates (default `'one-row'`); an existing table keeps
-   * its own. `'two-rows'` is for a new table that versions of baton before the one-row layout
-   * must share (README, "The lock table").
+   * The layout of a table this store creates (default `'two-rows'`); an existing table keeps
+   * its own. `'one-row'` is faster uncontended; versions of baton before it cannot share such
+   * a table (README, "The lock table").
    */
   layout?: 'one-row' | 'two-rows';
 }

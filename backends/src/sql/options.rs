@@ -39,10 +39,10 @@ pub struct SqlOptions {
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
     pub pool: Option<u32>,
-    /// The layout of a table this store creates (default: [`Layout::OneRow`] on PostgreSQL,
-    /// [`Layout::TwoRows`] elsewhere, where it is the only one). An existing table keeps its
-    /// own, whatever this says: [`Layout::TwoRows`] is for a new PostgreSQL table that earlier
-    /// versions of baton must share, which read only that layout.
+    /// The layout of a table this store creates (default [`Layout::TwoRows`];
+    /// [`Layout::OneRow`] exists on PostgreSQL only). An existing table keeps its own, whatever
+    /// this says. A one-row table must not be shared with versions of baton before it, which
+    /// read only two-row tables (README, "The lock table").
     pub layout: Option<Layout>,
 }
 

@@ -196,13 +196,13 @@ macro_rules! per_db {
                 }
             }
 
-            /// PostgreSQL with a table of the two-row layout, which earlier versions made.
+            /// PostgreSQL with a table of the one-row layout (`layout=one-row`).
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_two_rows() {
+            async fn postgres_one_row() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
                     let url = $crate::common::with_param(
                         &url,
-                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
+                        $crate::common::layout_param(baton::sql::Layout::OneRow),
                     );
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;

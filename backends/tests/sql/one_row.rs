@@ -1,8 +1,8 @@
-//! PostgreSQL's one-row layout: where a new table keeps each name's fencing counter (the `fence`
-//! column of its `lock` row), that a table keeps the layout it was made with, and what the
-//! layout refuses. That the layout answers every command as the kernel's reference table does
-//! is checked by the shared scripts and the command tests, which run on both layouts
-//! (`per_db!`'s `postgres` and `postgres_two_rows`).
+//! PostgreSQL's one-row layout (`layout=one-row`): where such a table keeps each name's fencing
+//! counter (the `fence` column of its `lock` row), that a table keeps the layout it was made
+//! with, and what the layout refuses. That the layout answers every command as the kernel's
+//! reference table does is checked by the shared scripts and the command tests, which run on
+//! both layouts (`per_db!`'s `postgres` and `postgres_one_row`).
 
 use std::time::Duration;
 
@@ -45,8 +45,10 @@ fn url(params: &[&str]) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_table_keeps_the_counter_in_the_lock_row() {
-    let Some(url) = url(&[]) else { return };
+async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
+    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
+        return;
+    };
     let locker = Locker::open(&url).expect("valid");
     let mut first = locker.lock("job").await.expect("lock");
     let token = first.token();
@@ -90,21 +92,18 @@ async fn a_new_table_keeps_the_counter_in_the_lock_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_keeps_the_layout_it_was_made_with() {
-    let Some(url) = url(&[layout_param(Layout::TwoRows)]) else {
-        return;
-    };
+    let Some(url) = url(&[]) else { return };
     let locker = Locker::open(&url).expect("valid");
     let mut guard = locker.lock("job").await.expect("lock");
     guard.release().await.expect("release");
     let store = locker.sql_store().expect("a SQL store").clone();
-    assert_eq!(store.layout(), Some(Layout::TwoRows));
+    assert_eq!(store.layout(), Some(Layout::TwoRows), "the default");
     let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
     assert_eq!(cells, [COUNTER_COLUMN], "a counter row, no flag");
 
     // A store that would make a one-row table uses the existing one as it is.
-    let plain = url.replace(&format!("&{}", layout_param(Layout::TwoRows)), "");
-    assert_ne!(plain, url);
-    let other = Locker::open(&plain).expect("valid");
+    let one_row = with_param(&url, layout_param(Layout::OneRow));
+    let other = Locker::open(&one_row).expect("valid");
     let mut guard = other.lock("job").await.expect("lock");
     let other_store = other.sql_store().expect("a SQL store").clone();
     assert_eq!(other_store.layout(), Some(Layout::TwoRows));
@@ -116,7 +115,9 @@ async fn a_table_keeps_the_layout_it_was_made_with() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_layout_is_refused_by_name() {
-    let Some(url) = url(&[]) else { return };
+    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
+        return;
+    };
     let store = SqlStore::open(&url).expect("valid");
     store.ensure_schema().await.expect("created");
     let table = store.options().table.clone();
@@ -139,7 +140,9 @@ async fn an_unknown_layout_is_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
-    let Some(url) = url(&[]) else { return };
+    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
+        return;
+    };
     let locker = Locker::open(&url).expect("valid");
     let mut guard = locker.lock("job").await.expect("lock");
     guard.release().await.expect("release");

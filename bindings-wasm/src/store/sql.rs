@@ -47,8 +47,8 @@ pub(crate) struct SqlHost {
 impl SqlHost {
     /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
     /// (default `baton_locks`), `create` (default true: create the table when missing) and
-    /// `layout` (`"one-row"`, PostgreSQL's default, or `"two-rows"`, the only one elsewhere:
-    /// the layout of a table this store creates; an existing table keeps its own).
+    /// `layout` (`"two-rows"`, the default, or `"one-row"`, PostgreSQL only: the layout of a
+    /// table this store creates; an existing table keeps its own).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
         super::require_methods(adapter, "SQL", &["query", "transaction"])?;
         let dialect = match js::string_field(adapter, "dialect").as_deref() {
