@@ -160,9 +160,7 @@ impl SqlStore {
             )?),
             Dialect::Sqlite | Dialect::MySql => None,
         };
-        let new_table = options
-            .layout
-            .unwrap_or_else(|| Layout::for_new_table(dialect));
+        let new_table = options.layout.unwrap_or_default();
         if new_table == Layout::OneRow && one_row.is_none() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,

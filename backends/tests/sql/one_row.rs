@@ -38,17 +38,26 @@ fn read_counter(row: &str) -> Command {
     }
 }
 
-/// A fresh PostgreSQL table's URL with `params`, or `None` to skip.
-fn url(params: &[&str]) -> Option<String> {
+/// A fresh PostgreSQL table's URL, one-row when `one_row`, or `None` to skip.
+fn url(one_row: bool) -> Option<String> {
     let url = common::url(Db::Postgres)?;
-    Some(params.iter().fold(url, |u, p| with_param(&u, p)))
+    Some(match one_row {
+        true => with_param(&url, layout_param(Layout::OneRow)),
+        false => url,
+    })
+}
+
+/// The store of a locker on `url`, after one lock and release of `job`.
+async fn after_one_release(url: &str) -> SqlStore {
+    let locker = Locker::open(url).expect("valid");
+    let mut guard = locker.lock("job").await.expect("lock");
+    guard.release().await.expect("release");
+    locker.sql_store().expect("a SQL store").clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
-    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
-        return;
-    };
+    let Some(url) = url(true) else { return };
     let locker = Locker::open(&url).expect("valid");
     let mut first = locker.lock("job").await.expect("lock");
     let token = first.token();
@@ -92,11 +101,8 @@ async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_keeps_the_layout_it_was_made_with() {
-    let Some(url) = url(&[]) else { return };
-    let locker = Locker::open(&url).expect("valid");
-    let mut guard = locker.lock("job").await.expect("lock");
-    guard.release().await.expect("release");
-    let store = locker.sql_store().expect("a SQL store").clone();
+    let Some(url) = url(false) else { return };
+    let store = after_one_release(&url).await;
     assert_eq!(store.layout(), Some(Layout::TwoRows), "the default");
     let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
     assert_eq!(cells, [COUNTER_COLUMN], "a counter row, no flag");
@@ -115,9 +121,7 @@ async fn a_table_keeps_the_layout_it_was_made_with() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_layout_is_refused_by_name() {
-    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
-        return;
-    };
+    let Some(url) = url(true) else { return };
     let store = SqlStore::open(&url).expect("valid");
     store.ensure_schema().await.expect("created");
     let table = store.options().table.clone();
@@ -140,13 +144,8 @@ async fn an_unknown_layout_is_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
-    let Some(url) = url(&[layout_param(Layout::OneRow)]) else {
-        return;
-    };
-    let locker = Locker::open(&url).expect("valid");
-    let mut guard = locker.lock("job").await.expect("lock");
-    guard.release().await.expect("release");
-    let store = locker.sql_store().expect("a SQL store").clone();
+    let Some(url) = url(true) else { return };
+    let store = after_one_release(&url).await;
     let before = rows(&store).await;
     let refused = [
         Command::Delete {

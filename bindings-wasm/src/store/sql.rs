@@ -70,7 +70,7 @@ impl SqlHost {
             Dialect::Sqlite | Dialect::MySql => None,
         };
         let new_table = match js::string_field(adapter, "layout").as_deref() {
-            None => Layout::for_new_table(dialect),
+            None => Layout::default(),
             Some("one-row") if one_row.is_some() => Layout::OneRow,
             Some("two-rows") => Layout::TwoRows,
             Some(other) => {

@@ -31,6 +31,10 @@ pub const ONE_ROW_COLUMNS: [&str; 2] = ["fence", "fence_stamp"];
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// The counter in a row of its own, beside the lock's row (every table without a flag).
+    /// The layout of a new table unless its store asks for another: one row is faster
+    /// uncontended but, with 8 clients looping on one name, less fair (Jain's index 0.58–0.97
+    /// against 0.95–0.98, README "Performance"), so it is asked for (`layout=one-row`) until
+    /// that is mended.
     #[default]
     TwoRows,
     /// The counter in the lock's own row, so that a claim and a release each change one row
@@ -39,16 +43,6 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// The layout a new table of `dialect` gets unless its store asks for another: two rows
-    /// everywhere for now. One row (PostgreSQL only) is faster uncontended but, with 8 clients
-    /// looping on one name, less fair (Jain's index 0.58–0.89 against 0.95–0.98 for two rows,
-    /// README "Performance"), so it is asked for (`layout=one-row`) until that is mended.
-    pub fn for_new_table(dialect: Dialect) -> Layout {
-        match dialect {
-            Dialect::Postgres | Dialect::Sqlite | Dialect::MySql => Layout::TwoRows,
-        }
-    }
-
     /// The layout of table `table` from its flag (`None`: no flag row) and its columns, or why
     /// this version cannot use it (an unknown flag: a later version's layout; a one-row flag
     /// on a database this version has no one-row statements for; a one-row table missing its
@@ -105,7 +99,6 @@ mod tests {
         assert!(later.contains("does not know (\"v3\""), "{later}");
         for d in [Dialect::Sqlite, Dialect::MySql] {
             assert!(Layout::of_table(d, "t", Some("fence"), &all).is_err());
-            assert_eq!(Layout::for_new_table(d), Layout::TwoRows);
         }
     }
 }

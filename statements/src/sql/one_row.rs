@@ -38,41 +38,7 @@
 use alloc::format;
 use alloc::string::String;
 
-use super::Dialect;
-
-/// The texts the one-row layout puts in place of the two-row ones.
-pub(crate) struct OneRow {
-    pub read_all: String,
-    pub read_range: String,
-    pub read_from: String,
-    pub read_exact: String,
-    pub current: String,
-    pub put: String,
-    pub delete: String,
-    pub delete_async: String,
-    pub delete_notify: String,
-    pub delete_notify_async: String,
-    pub insert_if_absent: String,
-    pub cas_update: String,
-    pub cas_delete: String,
-    pub purge_all: String,
-    pub purge_row: String,
-    pub scan_first: String,
-    pub scan_after: String,
-    pub scan_cells: String,
-    pub claim: String,
-    pub claim_async: String,
-    pub claim_first: String,
-    pub claim_first_async: String,
-    pub guarded_delete: String,
-    pub guarded_delete_async: String,
-    pub guarded_update: String,
-    pub guarded_current: String,
-    pub vacate_all: String,
-    pub vacate_range: String,
-    pub vacate_all_async: String,
-    pub vacate_range_async: String,
-}
+use super::{Dialect, Layout, Statements};
 
 const NOW: &str = "statement_timestamp()";
 const LIVE: &str = "(expires_at IS NULL OR expires_at > statement_timestamp())";
@@ -100,15 +66,17 @@ UNION ALL SELECT '_LOCK_'::varchar COLLATE \"C\", fence, NULL::timestamptz, fenc
 
 /// The removal of cells matching `cond`: ended in place (and returned) where the row holds a
 /// counter and the cell is not absent already, deleted (and returned) elsewhere: two
-/// sub-statements, `e` and `d`, returning `returning`. `d` also needs `only_deleted`.
-fn removal(t: &str, cond: &str, returning: &str, only_deleted: &str) -> String {
+/// sub-statements, `e` and `d`, returning `returning`.
+fn removal(t: &str, cond: &str, returning: &str) -> String {
     format!(
         "e AS (UPDATE {t} SET {END} WHERE {cond} AND fence IS NOT NULL AND expires_at IS DISTINCT FROM '-infinity' RETURNING {returning}), \
-d AS (DELETE FROM {t} WHERE {cond} AND fence IS NULL{only_deleted} RETURNING {returning})"
+d AS (DELETE FROM {t} WHERE {cond} AND fence IS NULL RETURNING {returning})"
     )
 }
 
-pub(crate) fn one_row_statements(table: &str) -> OneRow {
+/// `two_rows`, the statements of `table` in the two-row layout, with those of the one-row
+/// layout in their place (the table-level ones stay).
+pub(crate) fn one_row_statements(table: &str, two_rows: Statements) -> Statements {
     let t = Dialect::Postgres.quote(table);
     let t = t.as_str();
     let select = |r: &str| {
@@ -120,7 +88,7 @@ pub(crate) fn one_row_statements(table: &str) -> OneRow {
     let notify = format!("pg_notify('{table}', lock_name)::text");
     let key = "lock_name = $1::text AND cell = $2::text";
     let delete_cond = format!("{key} AND stamp <= $3::bigint");
-    let deleted = format!("WITH {}", removal(t, &delete_cond, "lock_name", ""));
+    let deleted = format!("WITH {}", removal(t, &delete_cond, "lock_name"));
     let both = "SELECT lock_name FROM e UNION ALL SELECT lock_name FROM d";
     // Unique insert's release, the only guarded change the layout takes (the operation refuses
     // others): the `lock` cell guarded by its own row's counter, which is compared on the
@@ -134,7 +102,7 @@ pub(crate) fn one_row_statements(table: &str) -> OneRow {
         let expired = format!("expires_at IS NOT NULL AND expires_at <= {NOW}{cond}");
         format!(
             "WITH {} SELECT lock_name, cell FROM e UNION ALL SELECT lock_name, cell FROM d",
-            removal(t, &expired, "lock_name, cell", "")
+            removal(t, &expired, "lock_name, cell")
         )
     };
     let names = |after: &str, limit: &str| {
@@ -166,11 +134,12 @@ pub(crate) fn one_row_statements(table: &str) -> OneRow {
             "WITH b AS (SELECT cell, value, {REMAINING} AS remaining, stamp FROM {} WHERE {LIVE}{range}), {} \
 SELECT cell, value, remaining, stamp FROM b ORDER BY cell",
             cells(t, "$1"),
-            removal(t, &cond, &format!("pg_notify('{table}', lock_name){sync}"), "")
+            removal(t, &cond, &format!("pg_notify('{table}', lock_name){sync}"))
         )
     };
     let claim = |first: bool, unflushed_losers: bool| one_row_claim(t, first, unflushed_losers);
-    OneRow {
+    Statements {
+        layout: Layout::OneRow,
         read_all: format!("{} WHERE {LIVE} ORDER BY cell", select("$1")),
         read_range: format!(
             "{} WHERE cell >= $2::text AND cell < $3::text AND {LIVE} ORDER BY cell",
@@ -210,7 +179,7 @@ SELECT 1 FROM k UNION ALL SELECT 1 FROM o",
         ),
         cas_delete: format!(
             "WITH {} SELECT 1 FROM e UNION ALL SELECT 1 FROM d",
-            removal(t, &format!("{key} AND value = $3::text AND {LIVE}"), "1", "")
+            removal(t, &format!("{key} AND value = $3::text AND {LIVE}"), "1")
         ),
         purge_all: purged(""),
         purge_row: purged(" AND lock_name = $1::text"),
@@ -239,6 +208,7 @@ UNION ALL SELECT lock_name, '_LOCK_'::varchar COLLATE \"C\", fence, NULL::timest
         vacate_range: vacate(" AND cell >= $2::text AND cell < $3::text", false),
         vacate_all_async: vacate("", true),
         vacate_range_async: vacate(" AND cell >= $2::text AND cell < $3::text", true),
+        ..two_rows
     }
 }
 
