@@ -72,7 +72,7 @@ pub mod strategy;
 mod time;
 
 pub use error::{Error, ErrorKind, Result};
-pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo};
+pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo, COURTESIES};
 pub use life::{LifeEvent, LifePoll, LifeStatus, LockLife};
 pub use model::{
     Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ReadConsistency, Reply,

@@ -1,13 +1,14 @@
 //! The courtesy of a contended lock (`Lease::fence_hint`): after a lease that had to wait for
-//! someone else, the next acquisition of the name by the same locker first waits two of that
-//! lease's round trips, so that the waiters its release woke get their turn. An uncontended
-//! lease owes none, and a try-once acquisition never waits.
+//! someone else, the next acquisitions of the name by the same locker first wait two of the
+//! previous lease's round trips, so that the waiters its release woke get their turn; the
+//! next [`COURTESIES`] do, unless one has to wait again, which starts them over. An
+//! uncontended lease owes none, and a try-once acquisition never waits.
 
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, Command, Grant, Instant, LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll,
-    Release, RetryPolicy, Strategy, Wait,
+    Acquire, Command, FenceHint, Grant, Instant, LockName, LockOptions, MemoryTable, Operation,
+    OwnerId, Poll, Release, RetryPolicy, Strategy, Wait, COURTESIES,
 };
 
 /// Every reply takes this long.
@@ -55,16 +56,34 @@ fn granted(r: Option<baton_kernel::Result<Grant>>) -> Grant {
 
 /// A lease of `strategy` that waited for another holder's release.
 fn contended_lease(table: &mut MemoryTable, strategy: Strategy) -> (Grant, Instant) {
+    contended_lease_after(table, strategy, None, 2, Instant::from_nanos(1))
+}
+
+/// A lease of `strategy`, acquired from `now` with `hint` and acquisition `nonce`, that found
+/// another holder's lock and waited for its release.
+fn contended_lease_after(
+    table: &mut MemoryTable,
+    strategy: Strategy,
+    hint: Option<FenceHint>,
+    nonce: u64,
+    now: Instant,
+) -> (Grant, Instant) {
     let wait = Wait::Timeout(Duration::from_secs(10));
-    let (holder, now) = run(
-        table,
-        &mut acquire(strategy, "h", 1, wait),
-        Instant::from_nanos(1),
-    );
+    let (holder, now) = run(table, &mut acquire(strategy, "h", 100 + nonce, wait), now);
     let holder = granted(holder);
-    let mut waiter = acquire(strategy, "a", 2, wait);
+    let mut waiter = acquire(strategy, "a", nonce, wait).with_fence_hint(hint);
     let (none, now) = run(table, &mut waiter, now);
     assert!(none.is_none(), "{strategy}: the waiter waits");
+    // Past any courtesy: the waiter finds the lock held.
+    let (none, now) = run(
+        table,
+        &mut waiter,
+        now.saturating_add(Duration::from_secs(1)),
+    );
+    assert!(
+        none.is_none(),
+        "{strategy}: the waiter waits for the holder"
+    );
     let (released, now) = run(table, &mut Release::new(&holder.lease), now);
     released.expect("finished").expect("released");
     let mut now = now;
@@ -132,6 +151,100 @@ fn after_an_uncontended_lease_the_next_acquisition_starts_at_once() {
                 Poll::Execute(_, Command::Claim { .. } | Command::Put { .. })
             ),
             "{strategy}: {first:?}"
+        );
+    }
+}
+
+/// Acquires and releases the name once with `hint`, no one else about: whether the acquisition
+/// waited before its first command, and the lease's hint for the next one.
+fn uncontended_after(
+    table: &mut MemoryTable,
+    strategy: Strategy,
+    nonce: u64,
+    hint: FenceHint,
+    now: Instant,
+) -> (bool, FenceHint, Instant) {
+    let mut op = acquire(strategy, "a", nonce, Wait::Timeout(Duration::from_secs(10)))
+        .with_fence_hint(Some(hint));
+    let mut now = now;
+    let courteous = match op.poll(now) {
+        Poll::WaitUntil(_) => true,
+        Poll::Execute(id, command) => {
+            let reply = table.apply(&command, now);
+            now = now.saturating_add(RT);
+            op.handle(id, reply);
+            false
+        }
+        Poll::Ready(r) => panic!("{strategy}: finished before any command: {r:?}"),
+    };
+    let lease = loop {
+        let (done, at) = run(table, &mut op, now);
+        now = at;
+        if let Some(r) = done {
+            break granted(Some(r));
+        }
+        now = now.saturating_add(Duration::from_millis(1));
+    };
+    let (released, now) = run(table, &mut Release::new(&lease.lease), now);
+    released.expect("finished").expect("released");
+    (courteous, lease.lease.fence_hint(), now)
+}
+
+/// How many acquisitions in a row, each alone and each from the previous one's hint (the first
+/// from `hint`), wait for a courtesy first (at most 100).
+fn courteous_in_a_row(
+    table: &mut MemoryTable,
+    strategy: Strategy,
+    mut hint: FenceHint,
+    mut now: Instant,
+) -> u8 {
+    for n in 0..100 {
+        let (courteous, next, at) =
+            uncontended_after(table, strategy, 1000 + u64::from(n), hint, now);
+        if !courteous {
+            return n;
+        }
+        (hint, now) = (next, at);
+    }
+    100
+}
+
+#[test]
+fn the_courtesy_is_owed_until_that_many_acquisitions_won_at_once() {
+    for strategy in Strategy::ALL {
+        let mut table = MemoryTable::new();
+        let (lease, now) = contended_lease(&mut table, strategy);
+        let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
+        released.expect("finished").expect("released");
+        assert_eq!(
+            courteous_in_a_row(&mut table, strategy, lease.lease.fence_hint(), now),
+            COURTESIES,
+            "{strategy}"
+        );
+    }
+}
+
+#[test]
+fn an_acquisition_that_waits_again_owes_every_courtesy_again() {
+    for strategy in Strategy::ALL {
+        let mut table = MemoryTable::new();
+        let (lease, now) = contended_lease(&mut table, strategy);
+        let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
+        released.expect("finished").expect("released");
+        let mut hint = lease.lease.fence_hint();
+        let mut now = now;
+        for n in 0..3 {
+            let (courteous, next, at) = uncontended_after(&mut table, strategy, 10 + n, hint, now);
+            assert!(courteous, "{strategy}: acquisition {n}");
+            (hint, now) = (next, at);
+        }
+        let (again, now) = contended_lease_after(&mut table, strategy, Some(hint), 20, now);
+        let (released, now) = run(&mut table, &mut Release::new(&again.lease), now);
+        released.expect("finished").expect("released");
+        assert_eq!(
+            courteous_in_a_row(&mut table, strategy, again.lease.fence_hint(), now),
+            COURTESIES,
+            "{strategy}"
         );
     }
 }

@@ -152,6 +152,9 @@ pub struct Acquire {
     /// Whether the current sleep is that courtesy, which no change at the store cuts short
     /// (our own release's notification would).
     courteous: bool,
+    /// How many acquisitions, this one included, owe the courtesy (from the hint), less the
+    /// one this acquisition paid once it did.
+    courtesies: u8,
     result: Option<Result<Grant>>,
 }
 
@@ -219,6 +222,7 @@ impl Acquire {
             round_trip: core::time::Duration::ZERO,
             courtesy: None,
             courteous: false,
+            courtesies: 0,
             result: None,
             opts,
         })
@@ -232,6 +236,7 @@ impl Acquire {
             .map_or(0, |h| crate::record::forced_count(Some(&h.value)));
         self.counter_seen = hint.as_ref().map(|h| h.value.clone());
         self.courtesy = hint.as_ref().and_then(|h| h.courtesy);
+        self.courtesies = hint.as_ref().map_or(0, |h| h.courtesies);
         self.fence_hint = hint;
         self
     }
@@ -555,7 +560,11 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
-            contended: self.waited || self.tries_in_queue > 0,
+            courtesies: if self.waited || self.tries_in_queue > 0 {
+                crate::lease::COURTESIES
+            } else {
+                self.courtesies
+            },
             round_trip: self.round_trip,
         });
         let row = core::mem::take(&mut self.data);
@@ -690,6 +699,7 @@ impl Operation for Acquire {
                     Phase::Start => match self.courtesy.take() {
                         Some(wait) if self.opts.wait != Wait::TryOnce && !wait.is_zero() => {
                             self.courteous = true;
+                            self.courtesies = self.courtesies.saturating_sub(1);
                             self.phase = Phase::Sleep {
                                 until: now.saturating_add(wait).min(self.wait_deadline),
                                 then: Next::Start,
