@@ -64,7 +64,7 @@ export interface SqlAdapter {
   readonly dialect: 'postgres' | 'mysql' | 'sqlite';
   readonly table?: string;
   readonly create?: boolean;
-  /** The layout of a table this store creates: `'two-rows'` (the default) or `'one-row'` (PostgreSQL only). */
+  /** The layout of a table this store creates: `'one-row'` (PostgreSQL only, and its default) or `'two-rows'` (the default elsewhere). */
   readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;

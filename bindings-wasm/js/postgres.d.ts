@@ -8,9 +8,9 @@ export interface PostgresStoreOptions {
   /** Create the table if it is missing (default true). */
   create?: boolean;
   /**
-   * The layout of a table this store creates (default `'two-rows'`); an existing table keeps
+   * The layout of a table this store creates (default `'one-row'`); an existing table keeps
    * its own. `'one-row'` is faster uncontended; versions of baton before it cannot share such
-   * a table (README, "The lock table").
+   * a table, so `'two-rows'` makes a table they can (README, "The lock table").
    */
   layout?: 'one-row' | 'two-rows';
 }

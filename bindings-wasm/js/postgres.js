@@ -32,7 +32,7 @@ export function postgresStore(client, options = {}) {
   if (client === null || typeof client !== 'object' || typeof (/** @type {any} */ (client).query) !== 'function') {
     throw new InvalidOptionError('postgresStore needs a pg.Pool or pg.Client');
   }
-  const { table = 'baton_locks', create = true, layout = 'two-rows', ...unknown } = options;
+  const { table = 'baton_locks', create = true, layout = 'one-row', ...unknown } = options;
   const extra = Object.keys(unknown);
   if (extra.length > 0) throw new InvalidOptionError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create, layout)`);
   const isPool = typeof (/** @type {any} */ (client).totalCount) === 'number';

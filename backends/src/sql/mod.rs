@@ -160,7 +160,9 @@ impl SqlStore {
             )?),
             Dialect::Sqlite | Dialect::MySql => None,
         };
-        let new_table = options.layout.unwrap_or_default();
+        let new_table = options
+            .layout
+            .unwrap_or_else(|| Layout::for_new_table(dialect));
         if new_table == Layout::OneRow && one_row.is_none() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
@@ -452,7 +454,7 @@ impl SqlStore {
     /// The statements of the table's layout (two-row ones until the first check read it:
     /// every command runs after [`SqlStore::ready`]).
     pub(crate) fn statements(&self) -> &Statements {
-        self.statements_of(self.inner.ready.get().copied().unwrap_or_default())
+        self.statements_of(self.inner.ready.get().copied().unwrap_or(Layout::TwoRows))
     }
 
     /// The statements of `layout` (every set has the same table-level statements; their

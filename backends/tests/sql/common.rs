@@ -171,7 +171,7 @@ pub async fn drop_table(url: &str) {
     let _ = exec_raw(&store, &routine).await;
 }
 
-/// Four tests, one per database and PostgreSQL's second layout, running `$body` (an async closure over the URL with a fresh
+/// Four tests, one per database and PostgreSQL's two-row layout, running `$body` (an async closure over the URL with a fresh
 /// table) on each that is available, then dropping the table.
 #[macro_export]
 macro_rules! per_db {
@@ -196,13 +196,14 @@ macro_rules! per_db {
                 }
             }
 
-            /// PostgreSQL with a table of the one-row layout (`layout=one-row`).
+            /// PostgreSQL with a table of the two-row layout (`layout=two-rows`): tables made
+            /// before the one-row layout, and by a store that asks for it.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres_one_row() {
+            async fn postgres_two_rows() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {
                     let url = $crate::common::with_param(
                         &url,
-                        $crate::common::layout_param(baton::sql::Layout::OneRow),
+                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
                     );
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;

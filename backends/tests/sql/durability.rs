@@ -22,22 +22,22 @@ async fn synchronous_commit(conn: &mut PgConnection) -> String {
 
 /// Runs the claim `sql` of `value` on row `job` (fencing counter `_LOCK_`, expected to hold
 /// `expected`, `''` for none, moved to `next`) in the open transaction on `conn`; returns how
-/// many lock cells it inserted.
+/// many lock cells it inserted (no row back: none, as a one-row claim that did not apply
+/// answers).
 async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, next: &str) -> i64 {
-    let (inserted, _bumped, _lock, _counter): (i64, i64, String, String) =
-        sqlx::query_as(AssertSqlSafe(sql.to_owned()))
-            .bind("job")
-            .bind("lock")
-            .bind(value)
-            .bind(60_000i64)
-            .bind(1i64)
-            .bind("_LOCK_")
-            .bind(expected)
-            .bind(next)
-            .fetch_one(conn)
-            .await
-            .expect("claim");
-    inserted
+    let row: Option<(i64, i64, String, String)> = sqlx::query_as(AssertSqlSafe(sql.to_owned()))
+        .bind("job")
+        .bind("lock")
+        .bind(value)
+        .bind(60_000i64)
+        .bind(1i64)
+        .bind("_LOCK_")
+        .bind(expected)
+        .bind(next)
+        .fetch_optional(conn)
+        .await
+        .expect("claim");
+    row.map_or(0, |(inserted, ..)| inserted)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,5 +158,92 @@ async fn a_claim_that_fails_in_a_callers_transaction_keeps_its_durability() {
     assert_eq!(synchronous_commit(&mut tx).await, "on");
     tx.rollback().await.expect("rollback");
     held.release().await.expect("release");
+    common::drop_table(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_that_loses_a_race_after_waiting_skips_the_flush() {
+    for layout in [Layout::OneRow, Layout::TwoRows] {
+        claim_losing_a_race_skips_the_flush(layout).await;
+    }
+}
+
+/// Two claims of a free lock from the same counter: the second qualifies the row, waits for
+/// the first's row lock, and finds the counter moved when the first commits. It took no lock
+/// cell, so it must not wait for the disk either; the first must.
+async fn claim_losing_a_race_skips_the_flush(layout: Layout) {
+    let Some(url) = common::url(Db::Postgres) else {
+        return;
+    };
+    let url = common::with_param(&url, common::layout_param(layout));
+    let store = SqlStore::open(&url).expect("valid URL");
+    store.ensure_schema().await.expect("lock table");
+    let SqlPool::Postgres(pool) = store.pool() else {
+        panic!("a PostgreSQL store")
+    };
+    let statements = Statements::in_layout(Dialect::Postgres, &store.options().table, layout)
+        .expect("statements");
+    // A released lock at counter 1 (first claimed by a committed claim, then expired).
+    let mut conn = pool.acquire().await.expect("connect");
+    assert_eq!(
+        claim(&mut conn, &statements.claim_first_async, "a", "", "1").await,
+        1
+    );
+    common::exec_raw(
+        &store,
+        &format!(
+            "UPDATE {} SET expires_at = now() - interval '1 second' WHERE lock_name = 'job' AND cell = 'lock'",
+            store.options().table
+        ),
+    )
+    .await
+    .expect("expire the lock");
+
+    let mut first = pool.begin().await.expect("begin");
+    assert_eq!(
+        claim(&mut first, &statements.claim_async, "b", "1", "2").await,
+        1,
+        "{layout:?}: the first claim takes the lock"
+    );
+    let mut second = pool.begin().await.expect("begin");
+    let second_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut *second)
+        .await
+        .expect("pid");
+    let claim_async = statements.claim_async.clone();
+    let racing = tokio::spawn(async move {
+        let won = claim(&mut second, &claim_async, "c", "1", "2").await;
+        let setting = synchronous_commit(&mut second).await;
+        second.rollback().await.expect("rollback");
+        (won, setting)
+    });
+    // Until the second claim waits for the first's row lock.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: bool = sqlx::query_scalar(
+            "SELECT COALESCE((SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1), false)",
+        )
+        .bind(second_pid)
+        .fetch_one(&mut *conn)
+        .await
+        .expect("pg_stat_activity");
+        if waiting {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{layout:?}: the second claim never waited for the first"
+        );
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(synchronous_commit(&mut first).await, "on", "{layout:?}");
+    first.commit().await.expect("commit");
+    let (won, setting) = racing.await.expect("the second claim");
+    assert_eq!(won, 0, "{layout:?}: one claim of the two applies");
+    assert_eq!(
+        setting, "off",
+        "{layout:?}: the losing claim skips the flush"
+    );
+    drop(conn);
     common::drop_table(&url).await;
 }

@@ -39,12 +39,11 @@ fn read_counter(row: &str) -> Command {
 }
 
 /// A fresh PostgreSQL table's URL, one-row when `one_row`, or `None` to skip.
-fn url(one_row: bool) -> Option<String> {
-    let url = common::url(Db::Postgres)?;
-    Some(match one_row {
-        true => with_param(&url, layout_param(Layout::OneRow)),
-        false => url,
-    })
+fn url(layout: Layout) -> Option<String> {
+    Some(with_param(
+        &common::url(Db::Postgres)?,
+        layout_param(layout),
+    ))
 }
 
 /// The store of a locker on `url`, after one lock and release of `job`.
@@ -57,7 +56,9 @@ async fn after_one_release(url: &str) -> SqlStore {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
-    let Some(url) = url(true) else { return };
+    let Some(url) = url(Layout::OneRow) else {
+        return;
+    };
     let locker = Locker::open(&url).expect("valid");
     let mut first = locker.lock("job").await.expect("lock");
     let token = first.token();
@@ -100,28 +101,58 @@ async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_table_keeps_the_layout_it_was_made_with() {
-    let Some(url) = url(false) else { return };
+async fn a_new_table_is_one_row_unless_asked_otherwise() {
+    let Some(url) = common::url(Db::Postgres) else {
+        return;
+    };
     let store = after_one_release(&url).await;
-    assert_eq!(store.layout(), Some(Layout::TwoRows), "the default");
+    assert_eq!(store.layout(), Some(Layout::OneRow), "the default");
     let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
-    assert_eq!(cells, [COUNTER_COLUMN], "a counter row, no flag");
-
-    // A store that would make a one-row table uses the existing one as it is.
-    let one_row = with_param(&url, layout_param(Layout::OneRow));
-    let other = Locker::open(&one_row).expect("valid");
-    let mut guard = other.lock("job").await.expect("lock");
-    let other_store = other.sql_store().expect("a SQL store").clone();
-    assert_eq!(other_store.layout(), Some(Layout::TwoRows));
-    let cells: Vec<String> = rows(&other_store).await.into_iter().map(|r| r.1).collect();
-    assert_eq!(cells, [COUNTER_COLUMN, LOCK_COLUMN]);
-    guard.release().await.expect("release");
+    assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
     common::drop_table(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_keeps_the_layout_it_was_made_with() {
+    for (made, asked) in [
+        (Layout::TwoRows, Layout::OneRow),
+        (Layout::OneRow, Layout::TwoRows),
+    ] {
+        let Some(url) = url(made) else { return };
+        let store = after_one_release(&url).await;
+        assert_eq!(store.layout(), Some(made), "as asked");
+        let before: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
+
+        // A store that would make a table of the other layout uses this one as it is.
+        let other = Locker::open(&with_param(&url, layout_param(asked))).expect("valid");
+        let mut guard = other.lock("job").await.expect("lock");
+        let other_store = other.sql_store().expect("a SQL store").clone();
+        assert_eq!(
+            other_store.layout(),
+            Some(made),
+            "{made:?} asked as {asked:?}"
+        );
+        let cells: Vec<String> = rows(&other_store).await.into_iter().map(|r| r.1).collect();
+        match made {
+            Layout::TwoRows => {
+                assert_eq!(before, [COUNTER_COLUMN], "a counter row, no flag");
+                assert_eq!(cells, [COUNTER_COLUMN, LOCK_COLUMN]);
+            }
+            Layout::OneRow => {
+                assert_eq!(before, ["layout", LOCK_COLUMN], "the flag and the lock row");
+                assert_eq!(cells, before, "no counter row");
+            }
+        }
+        guard.release().await.expect("release");
+        common::drop_table(&url).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_layout_is_refused_by_name() {
-    let Some(url) = url(true) else { return };
+    let Some(url) = url(Layout::OneRow) else {
+        return;
+    };
     let store = SqlStore::open(&url).expect("valid");
     store.ensure_schema().await.expect("created");
     let table = store.options().table.clone();
@@ -144,7 +175,9 @@ async fn an_unknown_layout_is_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
-    let Some(url) = url(true) else { return };
+    let Some(url) = url(Layout::OneRow) else {
+        return;
+    };
     let store = after_one_release(&url).await;
     let before = rows(&store).await;
     let refused = [

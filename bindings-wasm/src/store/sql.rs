@@ -47,8 +47,8 @@ pub(crate) struct SqlHost {
 impl SqlHost {
     /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
     /// (default `baton_locks`), `create` (default true: create the table when missing) and
-    /// `layout` (`"two-rows"`, the default, or `"one-row"`, PostgreSQL only: the layout of a
-    /// table this store creates; an existing table keeps its own).
+    /// `layout` (`"one-row"`, PostgreSQL only and its default, or `"two-rows"`, the default
+    /// elsewhere: the layout of a table this store creates; an existing table keeps its own).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
         super::require_methods(adapter, "SQL", &["query", "transaction"])?;
         let dialect = match js::string_field(adapter, "dialect").as_deref() {
@@ -70,7 +70,7 @@ impl SqlHost {
             Dialect::Sqlite | Dialect::MySql => None,
         };
         let new_table = match js::string_field(adapter, "layout").as_deref() {
-            None => Layout::default(),
+            None => Layout::for_new_table(dialect),
             Some("one-row") if one_row.is_some() => Layout::OneRow,
             Some("two-rows") => Layout::TwoRows,
             Some(other) => {

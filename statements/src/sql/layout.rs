@@ -3,8 +3,10 @@
 //!
 //! | layout | where the fencing counter `_LOCK_` of a name lives | tables |
 //! | --- | --- | --- |
-//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite and MariaDB table; PostgreSQL tables made before the one-row layout (no flag) |
-//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL tables made with `layout=one-row` (flag `fence`) |
+//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite and MariaDB table; PostgreSQL tables made before the one-row layout, or with `layout=two-rows` (no flag) |
+//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL tables made by this version (flag `fence`) |
+//!
+//! A new table is made in [`Layout::for_new_table`] unless its store asks for another.
 //!
 //! A host reads the table's columns and its flag once, at its first use, after the table check
 //! ([`SchemaCheck`](super::SchemaCheck)), and runs every command with the statements of that
@@ -28,14 +30,9 @@ pub const ONE_ROW_FLAG: &str = "fence";
 pub const ONE_ROW_COLUMNS: [&str; 2] = ["fence", "fence_stamp"];
 
 /// Where a lock table keeps each name's fencing counter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// The counter in a row of its own, beside the lock's row (every table without a flag).
-    /// The layout of a new table unless its store asks for another: one row is faster
-    /// uncontended but, with 8 clients looping on one name, less fair (Jain's index 0.58–0.97
-    /// against 0.95–0.98, README "Performance"), so it is asked for (`layout=one-row`) until
-    /// that is mended.
-    #[default]
     TwoRows,
     /// The counter in the lock's own row, so that a claim and a release each change one row
     /// (PostgreSQL: `docs/one-row-claim.md`).
@@ -43,6 +40,16 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The layout of a table a store of `dialect` creates when it is not asked for one: one
+    /// row on PostgreSQL (a claim and a release each change one row version, where two rows
+    /// change two: README "Performance"), two rows elsewhere (the only layout there).
+    pub fn for_new_table(dialect: Dialect) -> Layout {
+        match dialect {
+            Dialect::Postgres => Layout::OneRow,
+            Dialect::Sqlite | Dialect::MySql => Layout::TwoRows,
+        }
+    }
+
     /// The layout of table `table` from its flag (`None`: no flag row) and its columns, or why
     /// this version cannot use it (an unknown flag: a later version's layout; a one-row flag
     /// on a database this version has no one-row statements for; a one-row table missing its
