@@ -40,6 +40,31 @@ async fn claim(conn: &mut PgConnection, sql: &str, value: &str, expected: &str, 
     row.map_or(0, |(inserted, ..)| inserted)
 }
 
+/// A PostgreSQL store on a fresh table made in `layout`, its URL, and the statements of that
+/// layout; `None` to skip.
+async fn store_in(layout: Layout) -> Option<(String, SqlStore, Statements)> {
+    let url = common::with_param(&common::url(Db::Postgres)?, common::layout_param(layout));
+    let store = SqlStore::open(&url).expect("valid URL");
+    store.ensure_schema().await.expect("lock table");
+    assert_eq!(store.layout(), Some(layout));
+    let statements = Statements::in_layout(Dialect::Postgres, &store.options().table, layout)
+        .expect("statements");
+    Some((url, store, statements))
+}
+
+/// Makes the lock cell of `job` expired (its row stays).
+async fn expire_the_lock(store: &SqlStore) {
+    common::exec_raw(
+        store,
+        &format!(
+            "UPDATE {} SET expires_at = now() - interval '1 second' WHERE lock_name = 'job' AND cell = 'lock'",
+            store.options().table
+        ),
+    )
+    .await
+    .expect("expire the lock");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_claims_and_backing_off_deletes_skip_the_flush() {
     losing_claims_skip_the_flush(Layout::OneRow).await;
@@ -51,18 +76,12 @@ async fn losing_claims_and_backing_off_deletes_skip_the_flush_on_two_rows() {
 }
 
 async fn losing_claims_skip_the_flush(layout: Layout) {
-    let Some(url) = common::url(Db::Postgres) else {
+    let Some((url, store, statements)) = store_in(layout).await else {
         return;
     };
-    let url = common::with_param(&url, common::layout_param(layout));
-    let store = SqlStore::open(&url).expect("valid URL");
-    store.ensure_schema().await.expect("lock table");
-    assert_eq!(store.layout(), Some(layout));
     let SqlPool::Postgres(pool) = store.pool() else {
         panic!("a PostgreSQL store")
     };
-    let statements = Statements::in_layout(Dialect::Postgres, &store.options().table, layout)
-        .expect("statements");
 
     // A claim that takes the free lock: durable.
     let mut tx = pool.begin().await.expect("begin");
@@ -90,15 +109,7 @@ async fn losing_claims_skip_the_flush(layout: Layout) {
 
     // The lock expired, a claim that expected an older counter: it locked a row and inserted
     // nothing, so it does not flush either.
-    common::exec_raw(
-        &store,
-        &format!(
-            "UPDATE {} SET expires_at = now() - interval '1 second' WHERE lock_name = 'job' AND cell = 'lock'",
-            store.options().table
-        ),
-    )
-    .await
-    .expect("expire the lock");
+    expire_the_lock(&store).await;
     let mut tx = pool.begin().await.expect("begin");
     assert_eq!(
         claim(&mut tx, &statements.claim_first_async, "c", "", "1").await,
@@ -172,32 +183,19 @@ async fn a_claim_that_loses_a_race_after_waiting_skips_the_flush() {
 /// the first's row lock, and finds the counter moved when the first commits. It took no lock
 /// cell, so it must not wait for the disk either; the first must.
 async fn claim_losing_a_race_skips_the_flush(layout: Layout) {
-    let Some(url) = common::url(Db::Postgres) else {
+    let Some((url, store, statements)) = store_in(layout).await else {
         return;
     };
-    let url = common::with_param(&url, common::layout_param(layout));
-    let store = SqlStore::open(&url).expect("valid URL");
-    store.ensure_schema().await.expect("lock table");
     let SqlPool::Postgres(pool) = store.pool() else {
         panic!("a PostgreSQL store")
     };
-    let statements = Statements::in_layout(Dialect::Postgres, &store.options().table, layout)
-        .expect("statements");
     // A released lock at counter 1 (first claimed by a committed claim, then expired).
     let mut conn = pool.acquire().await.expect("connect");
     assert_eq!(
         claim(&mut conn, &statements.claim_first_async, "a", "", "1").await,
         1
     );
-    common::exec_raw(
-        &store,
-        &format!(
-            "UPDATE {} SET expires_at = now() - interval '1 second' WHERE lock_name = 'job' AND cell = 'lock'",
-            store.options().table
-        ),
-    )
-    .await
-    .expect("expire the lock");
+    expire_the_lock(&store).await;
 
     let mut first = pool.begin().await.expect("begin");
     assert_eq!(
