@@ -1,8 +1,9 @@
 //! The courtesy of a contended lock (`Lease::fence_hint`): after a lease that had to wait for
 //! someone else, the next acquisitions of the name by the same locker first wait two of the
-//! previous lease's round trips, so that the waiters its release woke get their turn; the
-//! next [`COURTESIES`] do, unless one has to wait again, which starts them over. An
-//! uncontended lease owes none, and a try-once acquisition never waits.
+//! previous lease's round trips, so that the waiters its release woke get their turn. Where
+//! the store woke the waiting lease, the next [`COURTESIES`] do, unless one has to wait again,
+//! which starts them over; where waiters poll, the next one does. An uncontended lease owes
+//! none, and a try-once acquisition never waits.
 
 use std::time::Duration;
 
@@ -56,17 +57,19 @@ fn granted(r: Option<baton_kernel::Result<Grant>>) -> Grant {
 
 /// A lease of `strategy` that waited for another holder's release.
 fn contended_lease(table: &mut MemoryTable, strategy: Strategy) -> (Grant, Instant) {
-    contended_lease_after(table, strategy, None, 2, Instant::from_nanos(1))
+    contended_lease_after(table, strategy, None, 2, Instant::from_nanos(1), false)
 }
 
 /// A lease of `strategy`, acquired from `now` with `hint` and acquisition `nonce`, that found
-/// another holder's lock and waited for its release.
+/// another holder's lock and waited for its release; with `woken`, the store signalled the
+/// release to it (as PostgreSQL's `NOTIFY` does), else it found the lock free by polling.
 fn contended_lease_after(
     table: &mut MemoryTable,
     strategy: Strategy,
     hint: Option<FenceHint>,
     nonce: u64,
     now: Instant,
+    woken: bool,
 ) -> (Grant, Instant) {
     let wait = Wait::Timeout(Duration::from_secs(10));
     let (holder, now) = run(table, &mut acquire(strategy, "h", 100 + nonce, wait), now);
@@ -86,6 +89,9 @@ fn contended_lease_after(
     );
     let (released, now) = run(table, &mut Release::new(&holder.lease), now);
     released.expect("finished").expect("released");
+    if woken {
+        waiter.wake();
+    }
     let mut now = now;
     loop {
         now = now.saturating_add(Duration::from_millis(1));
@@ -209,15 +215,26 @@ fn courteous_in_a_row(
     100
 }
 
+/// After `lease` is released: how many acquisitions in a row owe a courtesy.
+fn courtesies_after(
+    table: &mut MemoryTable,
+    strategy: Strategy,
+    lease: &Grant,
+    now: Instant,
+) -> u8 {
+    let (released, now) = run(table, &mut Release::new(&lease.lease), now);
+    released.expect("finished").expect("released");
+    courteous_in_a_row(table, strategy, lease.lease.fence_hint(), now)
+}
+
 #[test]
-fn the_courtesy_is_owed_until_that_many_acquisitions_won_at_once() {
+fn woken_by_the_store_the_courtesy_is_owed_until_that_many_acquisitions_won_at_once() {
     for strategy in Strategy::ALL {
         let mut table = MemoryTable::new();
-        let (lease, now) = contended_lease(&mut table, strategy);
-        let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
-        released.expect("finished").expect("released");
+        let (lease, now) =
+            contended_lease_after(&mut table, strategy, None, 2, Instant::from_nanos(1), true);
         assert_eq!(
-            courteous_in_a_row(&mut table, strategy, lease.lease.fence_hint(), now),
+            courtesies_after(&mut table, strategy, &lease, now),
             COURTESIES,
             "{strategy}"
         );
@@ -225,10 +242,24 @@ fn the_courtesy_is_owed_until_that_many_acquisitions_won_at_once() {
 }
 
 #[test]
-fn an_acquisition_that_waits_again_owes_every_courtesy_again() {
+fn where_waiters_poll_only_the_next_acquisition_owes_the_courtesy() {
     for strategy in Strategy::ALL {
         let mut table = MemoryTable::new();
         let (lease, now) = contended_lease(&mut table, strategy);
+        assert_eq!(
+            courtesies_after(&mut table, strategy, &lease, now),
+            1,
+            "{strategy}"
+        );
+    }
+}
+
+#[test]
+fn an_acquisition_woken_again_owes_every_courtesy_again() {
+    for strategy in Strategy::ALL {
+        let mut table = MemoryTable::new();
+        let (lease, now) =
+            contended_lease_after(&mut table, strategy, None, 2, Instant::from_nanos(1), true);
         let (released, now) = run(&mut table, &mut Release::new(&lease.lease), now);
         released.expect("finished").expect("released");
         let mut hint = lease.lease.fence_hint();
@@ -238,11 +269,9 @@ fn an_acquisition_that_waits_again_owes_every_courtesy_again() {
             assert!(courteous, "{strategy}: acquisition {n}");
             (hint, now) = (next, at);
         }
-        let (again, now) = contended_lease_after(&mut table, strategy, Some(hint), 20, now);
-        let (released, now) = run(&mut table, &mut Release::new(&again.lease), now);
-        released.expect("finished").expect("released");
+        let (again, now) = contended_lease_after(&mut table, strategy, Some(hint), 20, now, true);
         assert_eq!(
-            courteous_in_a_row(&mut table, strategy, again.lease.fence_hint(), now),
+            courtesies_after(&mut table, strategy, &again, now),
             COURTESIES,
             "{strategy}"
         );

@@ -155,6 +155,9 @@ pub struct Acquire {
     /// How many acquisitions, this one included, owe the courtesy (from the hint), less the
     /// one this acquisition paid once it did.
     courtesies: u8,
+    /// Whether the store signalled a change while this acquisition waited (it wakes waiters at
+    /// a release): how many courtesies a contended lease owes depends on it.
+    signalled: bool,
     result: Option<Result<Grant>>,
 }
 
@@ -223,6 +226,7 @@ impl Acquire {
             courtesy: None,
             courteous: false,
             courtesies: 0,
+            signalled: false,
             result: None,
             opts,
         })
@@ -560,10 +564,10 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
-            courtesies: if self.waited || self.tries_in_queue > 0 {
-                crate::lease::COURTESIES
-            } else {
-                self.courtesies
+            courtesies: match (self.waited || self.tries_in_queue > 0, self.signalled) {
+                (true, true) => crate::lease::COURTESIES,
+                (true, false) => 1,
+                (false, _) => self.courtesies,
             },
             round_trip: self.round_trip,
         });
@@ -740,6 +744,7 @@ impl Operation for Acquire {
     fn wake(&mut self) {
         if matches!(self.phase, Phase::Sleep { .. }) && !self.courteous {
             self.woken = true;
+            self.signalled = true;
         }
     }
 }
