@@ -77,6 +77,17 @@ fn hosts(base: &str) -> String {
     rest.split(['/', '?']).next().unwrap_or(rest).to_owned()
 }
 
+/// The base URL's keyspace (`baton` when it names none): keyspaces a test makes are named after
+/// it, so that the test command drops them with the run's own.
+fn base_keyspace(base: &str) -> String {
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let path = rest.split('?').next().unwrap_or(rest);
+    match path.split_once('/') {
+        Some((_, keyspace)) if !keyspace.is_empty() => keyspace.to_owned(),
+        _ => "baton".to_owned(),
+    }
+}
+
 fn store(url: &str) -> CassandraStore {
     CassandraStore::open(url).unwrap_or_else(|e| panic!("open {url}: {e}"))
 }
@@ -408,7 +419,7 @@ async fn each_command_runs_at_its_consistency_level() {
     // A keyspace replicated twice as often as the cluster has nodes: QUORUM (more than half the
     // replicas) and ALL can never be met, ONE can. That tells which level a command ran at.
     let rf = 2 * u32::try_from(node_count(&base)).unwrap_or(1);
-    let keyspace = format!("baton_rf{rf}_test");
+    let keyspace = format!("{}_rf{rf}", base_keyspace(&base));
     let store = store(&url_in_keyspace(&base, &keyspace, rf, ""));
     store.ensure_schema().await.expect("schema");
     let at = |c: Consistency| Command::Put {

@@ -68,13 +68,24 @@ export interface SqlAdapter {
   readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;
-  query(sql: string, params: (string | number | bigint | null)[]): Promise<{
+  /** Runs one statement; `about` names it and says what it does (see {@link StatementAccess}). */
+  query(sql: string, params: (string | number | bigint | null)[], about: { statement: string; access: StatementAccess }): Promise<{
     rows?: unknown[][];
     rowCount?: number | null;
     insertId?: number | bigint;
   }>;
-  transaction(statements: { sql: string; params: (string | number | bigint | null)[] }[]): Promise<void>;
+  transaction(statements: { sql: string; params: (string | number | bigint | null)[]; statement: string; access: StatementAccess }[]): Promise<void>;
 }
+
+/**
+ * What a statement given to an adapter does: `'read'` reads the lock table, `'write'` may
+ * change its rows (a claim that does not apply included), `'schema'` reads or changes the
+ * catalog, keyspace, table or its routines before any lock statement. With the statement's
+ * name (`'claim'`, `'guarded-delete'`, `'insert-if-absent'`, `'columns'`, …), this is how a
+ * wrapper around an adapter (a tracer, a metrics hook, a test that delays writes) recognises
+ * a statement: never by its text, which differs between databases, table layouts and versions.
+ */
+export type StatementAccess = 'read' | 'write' | 'schema';
 
 /** What a CQL adapter is given and gives back: see the README, "Bring your own client". */
 export interface CqlAdapter {
@@ -91,12 +102,16 @@ export interface CqlAdapter {
     idempotent: boolean;
     fetchSize?: number;
     pageState?: string;
+    /** The statement's name (`'insert-if-absent'`, `'read-exact'`, `'columns'`, …). */
+    statement: string;
+    access: StatementAccess;
   }): Promise<{ columns?: string[]; rows?: unknown[][]; pageState?: string | null }>;
   /** A logged batch; conditional when `serialConsistency` is given, and then it resolves to its rows as `execute` does. */
-  batch(statements: { query: string; params: (string | number | bigint)[] }[], options: {
+  batch(statements: { query: string; params: (string | number | bigint)[]; statement: string; access: StatementAccess }[], options: {
     consistency: string;
     serialConsistency?: string;
     idempotent?: boolean;
+    access: 'write';
   }): Promise<{ columns?: string[]; rows?: unknown[][]; pageState?: string | null } | void>;
 }
 

@@ -81,6 +81,8 @@ export function postgresStore(client, options = {}) {
     description: `${where(client)} (table ${table})`,
 
     /**
+     * Runs one statement. The third argument, `{ statement, access }`, names it for wrappers
+     * (README, "Statement names"); running it needs neither.
      * @param {string} sql
      * @param {(string | number | bigint | null)[]} params
      */

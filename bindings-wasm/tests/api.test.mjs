@@ -10,6 +10,7 @@ import {
 } from 'baton-locks';
 import {
   STRATEGIES, targetsClosedAfter, fresh, until, within, pause, entries, aborted, show, asyncDispose,
+  postgresLayout,
 } from './support.mjs';
 
 
@@ -27,8 +28,9 @@ function isBaton(e, Class, name) {
 }
 
 /**
- * An adapter whose first write (INSERT / UPDATE) is held back until `held.release()`;
- * `answeredAfter` resolves when a command sent after it has been answered.
+ * An adapter whose first write (a statement or batch whose `access` is `'write'`, whatever its
+ * text, layout or database) is held back until `held.release()`; `answeredAfter` resolves when
+ * a command sent after it has been answered.
  * @param {any} adapter
  */
 function delaying(adapter) {
@@ -36,7 +38,7 @@ function delaying(adapter) {
   const real = adapter[method];
   // Unique insert's claim is a conditional batch on Cassandra: held back like a statement.
   const realBatch = adapter.kind === 'cql' ? adapter.batch : undefined;
-  /** @type {{ text: string, sent: number, answered?: number }[]} */
+  /** @type {{ text: string, statement: string, sent: number, answered?: number }[]} */
   const log = [];
   const t0 = performance.now();
   /** @type {{ release: () => void, landed: Promise<unknown> } | undefined} */
@@ -46,13 +48,12 @@ function delaying(adapter) {
   const gate = {
     adapter: {
       ...adapter,
-      async [method](/** @type {string} */ text, /** @type {unknown[]} */ ...rest) {
-        const entry = { text: text.replace(/\s+/g, ' ').slice(0, 60), sent: Math.round(performance.now() - t0) };
+      async [method](/** @type {string} */ text, /** @type {unknown[]} */ values, /** @type {{ statement: string, access: string }} */ about) {
+        const rest = [values, about];
+        const entry = { text: text.replace(/\s+/g, ' ').slice(0, 60), statement: about.statement, sent: Math.round(performance.now() - t0) };
         log.push(entry);
         const note = (/** @type {unknown} */ r) => { entry.answered = Math.round(performance.now() - t0); return r; };
-        // A write: an insert or update, or unique insert's claim (PostgreSQL: a WITH statement
-        // whose first step locks the counter).
-        if (!held && /^\s*(INSERT|UPDATE|WITH f AS|WITH held AS)\b/i.test(text)) {
+        if (!held && about.access === 'write') {
           /** @type {() => void} */
           let release = () => {};
           const opened = new Promise((resolve) => { release = () => resolve(undefined); });
@@ -68,12 +69,12 @@ function delaying(adapter) {
         return result;
       },
       ...(realBatch && {
-        /** @param {{ query: string, params: unknown[] }[]} statements @param {object} options */
+        /** @param {{ query: string, params: unknown[], statement: string }[]} statements @param {{ access: string }} options */
         async batch(statements, options) {
-          const entry = { text: `BATCH ${statements[0]?.query.replace(/\s+/g, ' ').slice(0, 50)}`, sent: Math.round(performance.now() - t0) };
+          const entry = { text: `BATCH ${statements[0]?.query.replace(/\s+/g, ' ').slice(0, 50)}`, statement: `batch: ${statements.map((s) => s.statement).join(', ')}`, sent: Math.round(performance.now() - t0) };
           log.push(entry);
           const note = (/** @type {unknown} */ r) => { entry.answered = Math.round(performance.now() - t0); return r; };
-          if (!held) {
+          if (!held && options.access === 'write') {
             /** @type {() => void} */
             let release = () => {};
             const opened = new Promise((resolve) => { release = () => resolve(undefined); });
@@ -97,9 +98,53 @@ function delaying(adapter) {
   return gate;
 }
 
-for (const target of targetsClosedAfter()) {
+// PostgreSQL twice: the default table (made by this run, so of the layout new tables get),
+// and a table of the two-row layout made for this file.
+/**
+ * An adapter that records the `{ statement, access }` of everything it is given into `seen`:
+ * each statement, each statement of a transaction or batch, and each batch as a whole.
+ * @param {any} adapter
+ * @param {{ method: string, statement: string, access: string }[]} seen
+ */
+function recording(adapter, seen) {
+  const wrapped = { ...adapter };
+  const item = (/** @type {string} */ method, /** @type {any} */ s) => seen.push({ method, statement: s.statement, access: s.access });
+  if (adapter.kind === 'sql') {
+    wrapped.query = (/** @type {string} */ sql, /** @type {unknown[]} */ params, /** @type {any} */ about) => {
+      item('query', about);
+      return adapter.query(sql, params, about);
+    };
+    wrapped.transaction = (/** @type {any[]} */ statements) => {
+      for (const s of statements) item('transaction', s);
+      return adapter.transaction(statements);
+    };
+  } else {
+    wrapped.execute = (/** @type {string} */ cql, /** @type {unknown[]} */ values, /** @type {any} */ options) => {
+      item('execute', options);
+      return adapter.execute(cql, values, options);
+    };
+    wrapped.batch = (/** @type {any[]} */ statements, /** @type {any} */ options) => {
+      for (const s of statements) item('batch item', s);
+      seen.push({ method: 'batch', statement: 'batch', access: options.access });
+      return adapter.batch(statements, options);
+    };
+  }
+  return wrapped;
+}
+
+for (const target of targetsClosedAfter({ layouts: true })) {
   // The strategies one after the other, each one's tests at once.
   describe(target.name, { skip: target.skip }, () => {
+    if (target.name.startsWith('postgres')) {
+      const expected = target.name === 'postgres' ? 'one-row' : 'two-rows';
+      test(`the table is of the ${expected} layout, so that the tests below are about it`, async () => {
+        const locker = target.locker();
+        await (await locker.lock(fresh('layout'))).release(); // creates the table if missing
+        assert.equal(await postgresLayout(target), expected,
+          'a database kept from an earlier version has a table of another layout: the test command gives each run a fresh database');
+      });
+    }
+
     for (const strategy of STRATEGIES) {
       const client = (/** @type {object} */ options = {}) => target.locker({ strategy, ...options });
 
@@ -431,6 +476,26 @@ for (const target of targetsClosedAfter()) {
           const next = await viewer.tryLock(name);
           assert.ok(next, 'the lock stays blocked');
           await next.release();
+        });
+
+        test('every statement an adapter is given has its name and access; a lock and a release each write', { skip: !target.shared && 'no adapter' }, async () => {
+          /** @type {{ method: string, statement: string, access: string }[]} */
+          const seen = [];
+          const locker = target.locker({ strategy }, (adapter) => recording(adapter, seen));
+          const name = fresh('contract');
+          const lock = await locker.lock(name);
+          const acquisition = seen.length;
+          assert.ok(seen.some((s) => s.access === 'write'), `the acquisition wrote: ${show(seen)}`);
+          await lock.release();
+          assert.ok(seen.slice(acquisition).some((s) => s.access === 'write'), `the release wrote: ${show(seen.slice(acquisition))}`);
+          await locker.locks();
+          await locker.purge(name);
+          assert.ok(seen.length > acquisition);
+          for (const s of seen) {
+            assert.match(String(s.statement), /^[a-z]+(-[a-z]+)*$/, `a statement without its name: ${show(s)}`);
+            assert.ok(['read', 'write', 'schema'].includes(s.access), `access: ${show(s)}`);
+          }
+          assert.ok(seen.slice(acquisition).every((s) => s.access !== 'schema'), 'the schema is set up once, before the first lock statement');
         });
 
         test('an abort racing the grant: a Lock or CancelledError, and nothing left behind', async () => {

@@ -109,7 +109,7 @@ export function cassandraClient(/** @type {string} */ url) {
 
 /**
  * @typedef {object} Target
- * @property {'memory' | 'postgres' | 'cassandra'} name
+ * @property {'memory' | 'postgres' | 'postgres (two rows)' | 'cassandra'} name
  * @property {string | undefined} url     the store's URL (for the `baton` command), undefined if not configured
  * @property {string | false} skip        why its tests skip, or false
  * @property {boolean} shared             other processes (the `baton` command, Rust) see its table
@@ -122,10 +122,23 @@ export function cassandraClient(/** @type {string} */ url) {
  * The stores under test, in order memory, PostgreSQL, Cassandra. A store whose URL is not set
  * is skipped, unless BATON_REQUIRE_SERVICES=1: then its tests run and fail on `need(target)`.
  * Clients are made lazily and closed by `close()` (registered with `after` by the caller).
+ *
+ * PostgreSQL's target uses the default table, whatever layout the database has for it (the
+ * test command gives each run a database of its own, so there it is the default layout of a
+ * new table, one row). With `layouts`, a second PostgreSQL target follows it on a table of
+ * the two-row layout that it creates for this process and drops when closed: the layout of
+ * tables made before the one-row layout existed, and of stores that ask for it.
+ * @param {{ layouts?: boolean }} [o]
  * @returns {Target[]}
  */
-export function targets() {
-  return [memoryTarget(), postgresTarget(process.env.BATON_POSTGRES_URL), cassandraTarget(process.env.BATON_CASSANDRA_URL)];
+export function targets({ layouts = false } = {}) {
+  const postgres = process.env.BATON_POSTGRES_URL;
+  return [
+    memoryTarget(),
+    postgresTarget(postgres),
+    ...(layouts ? [postgresTarget(postgres, 'two-rows')] : []),
+    cassandraTarget(process.env.BATON_CASSANDRA_URL),
+  ];
 }
 
 function skipUnless(/** @type {string | undefined} */ url, /** @type {string} */ variable) {
@@ -142,22 +155,65 @@ function memoryTarget() {
   };
 }
 
-/** @returns {Target} */
-function postgresTarget(/** @type {string | undefined} */ url) {
+/**
+ * PostgreSQL: the default table, or with `layout` a table of that layout made for this process
+ * (and dropped by `close`), which the target's `url` names for the `baton` command.
+ * @param {string | undefined} url
+ * @param {'two-rows'} [layout]
+ * @returns {Target}
+ */
+function postgresTarget(url, layout) {
   /** @type {pg.Pool[]} */
   const pools = [];
+  const table = layout && `js_${layout.replace('-', '_')}_${process.pid}_${randomUUID().slice(0, 8)}`;
+  const options = table ? { table, layout } : {};
   return {
-    name: 'postgres', url, skip: skipUnless(url, 'BATON_POSTGRES_URL'), shared: true,
-    locker: (options, wrap = (a) => a) => {
+    name: layout ? 'postgres (two rows)' : 'postgres',
+    url: url && table ? `${url}${url.includes('?') ? '&' : '?'}table=${table}&layout=${layout}` : url,
+    skip: skipUnless(url, 'BATON_POSTGRES_URL'),
+    shared: true,
+    locker: (lockerOptions, wrap = (a) => a) => {
       assert.ok(url, 'BATON_REQUIRE_SERVICES=1 but BATON_POSTGRES_URL is not set');
       // A pool per locker, as separate processes would have.
       // Small, and closing idle connections: many lockers live at once (the server allows 100).
       const pool = new pg.Pool({ connectionString: url, max: 2, idleTimeoutMillis: 1_000 });
       pools.push(pool);
-      return new Locker(wrap(postgresStore(pool)), options);
+      return new Locker(wrap(postgresStore(pool, options)), lockerOptions);
     },
-    close: async () => { await Promise.all(pools.splice(0).map((p) => p.end())); },
+    close: async () => {
+      await Promise.all(pools.splice(0).map((p) => p.end()));
+      if (url && table) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          await client.query(`DROP TABLE IF EXISTS "${table}"`);
+          await client.query(`DROP FUNCTION IF EXISTS "${table}_freed"()`);
+        } finally {
+          await client.end();
+        }
+      }
+    },
   };
+}
+
+/**
+ * The layout of a PostgreSQL target's table as its flag row says (README, "The lock table"):
+ * `'one-row'` when the flag is `fence`, else `'two-rows'`.
+ * @param {Target} target
+ */
+export async function postgresLayout(target) {
+  assert.ok(target.url, 'a PostgreSQL target with a URL');
+  const url = new URL(target.url);
+  const table = url.searchParams.get('table') ?? 'baton_locks';
+  url.search = '';
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    const { rows } = await client.query(`SELECT value FROM "${table}" WHERE lock_name = '' AND cell = 'layout'`);
+    return rows[0]?.value === 'fence' ? 'one-row' : 'two-rows';
+  } finally {
+    await client.end();
+  }
 }
 
 /** @returns {Target} */
@@ -176,9 +232,12 @@ function cassandraTarget(/** @type {string | undefined} */ url) {
   };
 }
 
-/** The stores under test, closed after the file's tests. */
-export function targetsClosedAfter() {
-  const all = targets();
+/**
+ * The stores under test, closed after the file's tests.
+ * @param {{ layouts?: boolean }} [o] see `targets`
+ */
+export function targetsClosedAfter(o) {
+  const all = targets(o);
   after(async () => { for (const t of all) await t.close(); });
   return all;
 }

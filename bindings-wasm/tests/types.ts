@@ -5,7 +5,7 @@ import pg from 'pg';
 import cassandra from 'cassandra-driver';
 import {
   Locker, MemoryStore, Lock, BatonError, LostError, TimedOutError, CancelledError, errorClass,
-  type LockInfo, type SqlAdapter, type LockerOptions,
+  type LockInfo, type SqlAdapter, type CqlAdapter, type LockerOptions, type StatementAccess,
 } from 'baton-locks';
 import { postgresStore } from 'baton-locks/postgres';
 import { cassandraStore } from 'baton-locks/cassandra';
@@ -16,6 +16,31 @@ export async function typed(): Promise<bigint> {
   const pool = new pg.Pool({ connectionString: 'postgres://localhost/app' });
   const sql: SqlAdapter = postgresStore(pool, { table: 'baton_locks' });
   const onPostgres = new Locker(sql);
+  // A wrapper that counts writes by what each statement is, never by its text.
+  let writes = 0;
+  const counted: SqlAdapter = {
+    ...sql,
+    query: (text, params, about: { statement: string; access: StatementAccess }) => {
+      if (about.access === 'write') writes += 1;
+      return sql.query(text, params, about);
+    },
+    transaction: (statements) => {
+      writes += statements.filter((s) => s.access === 'write').length;
+      return sql.transaction(statements);
+    },
+  };
+  new Locker(counted);
+  const cql: CqlAdapter = cassandraStore(new cassandra.Client({ contactPoints: ['127.0.0.1'], localDataCenter: 'datacenter1' }));
+  const tracedCql: CqlAdapter = {
+    ...cql,
+    execute: (text, values, o) => {
+      const name: string = o.statement;
+      if (o.access !== 'read') console.log(name);
+      return cql.execute(text, values, o);
+    },
+  };
+  new Locker(tracedCql);
+  void writes;
   const client = new cassandra.Client({ contactPoints: ['127.0.0.1'], localDataCenter: 'datacenter1' });
   const onCassandra = new Locker(cassandraStore(client, { keyspace: 'baton' }), { consistency: 'quorum' });
 

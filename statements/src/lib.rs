@@ -46,3 +46,30 @@ extern crate alloc;
 
 pub mod cql;
 pub mod sql;
+
+/// What a statement does, as a host tells its driver or adapter with the statement's name
+/// (`sql::Statement::name`, `cql::Statement::name`): a wrapper around a driver (a test's
+/// delaying adapter, a tracer, a metrics hook) recognises a write by this, never by the
+/// statement's text, which differs between dialects, table layouts and versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Reads the lock table and changes nothing.
+    Read,
+    /// May change the lock table's rows (a claim that does not apply still counts: it was
+    /// sent to write).
+    Write,
+    /// Reads or changes the schema: the catalog, the keyspace, the table, its routines and
+    /// layout flag, before any lock statement runs.
+    Schema,
+}
+
+impl Access {
+    /// The name a host gives adapters and logs: `"read"`, `"write"` or `"schema"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+            Access::Schema => "schema",
+        }
+    }
+}

@@ -9,9 +9,13 @@
 //!   `pageState` the opaque state of the next page or null. `options` has `consistency`
 //!   (`"one"`, `"quorum"`, `"localQuorum"`, `"eachQuorum"`, `"all"`, `"serial"`,
 //!   `"localSerial"`), `serialConsistency` for conditional statements, `idempotent` (false for
-//!   conditional statements: never retry them), and for scans `fetchSize` and `pageState`.
-//!   Values are strings, numbers (`int`) and bigints (`bigint`, write timestamps).
-//! - `adapter.batch([{ query, params }, …], { consistency })` runs one logged batch.
+//!   conditional statements: never retry them), for scans `fetchSize` and `pageState`, and
+//!   `statement` and `access`: the statement's name ([`Statement::name`], or a
+//!   [`schema_statement`] name) and what it does ([`Access::as_str`]), so that a wrapper can
+//!   tell a write by what it is, not by its text. Values are strings, numbers (`int`) and
+//!   bigints (`bigint`, write timestamps).
+//! - `adapter.batch([{ query, params, statement, access }, …], { consistency, access })` runs
+//!   one logged batch (`access` is `"write"`).
 //! - Errors carry a `batonCause`: `"server"` (with `server`, the protocol error:
 //!   `"unavailable"`, `"overloaded"`, `"isBootstrapping"`, `"unprepared"`, `"readTimeout"`,
 //!   `"writeTimeout"`, `"readFailure"`, `"writeFailure"`, `"serverError"`, or `"other"`),
@@ -24,10 +28,11 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Failure, Reply, Result, SerialConsistency};
 use baton_statements::cql::{
-    check_columns, create_keyspace, create_table, failure, qualified, validate_identifier,
-    DriverError, Level, Levels, Operation, Phase, Rows, ServerError, Statement, Step, Val, Value,
-    COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
+    check_columns, create_keyspace, create_table, failure, qualified, schema_statement,
+    validate_identifier, DriverError, Level, Levels, Operation, Phase, Rows, ServerError,
+    Statement, Step, Val, Value, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
 };
+use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -114,6 +119,8 @@ impl CqlHost {
                             let item = Object::new();
                             js::set(&item, "query", self.cql[statement.index()].as_str());
                             js::set(&item, "params", values_array(values));
+                            js::set(&item, "statement", statement.name());
+                            js::set(&item, "access", statement.access().as_str());
                             JsValue::from(item)
                         })
                         .collect();
@@ -122,6 +129,7 @@ impl CqlHost {
                     // A conditional batch (a claim, a guarded release) is not idempotent, and
                     // its result rows say whether it was applied.
                     js::set(&options, "idempotent", serial.is_none());
+                    js::set(&options, "access", Access::Write.as_str());
                     if let Some(serial) = serial {
                         js::set(&options, "serialConsistency", serial_name(serial));
                     }
@@ -198,6 +206,8 @@ impl CqlHost {
         options: Object,
     ) -> std::result::Result<JsValue, Failure> {
         let cql = self.cql[statement.index()].as_str();
+        js::set(&options, "statement", statement.name());
+        js::set(&options, "access", statement.access().as_str());
         self.call(
             "execute",
             &[cql.into(), values.into(), options.into()],
@@ -227,16 +237,19 @@ impl CqlHost {
         }
     }
 
-    /// A statement of the schema's setup, at `level`.
+    /// A statement of the schema's setup (`name`, a [`schema_statement`] name), at `level`.
     async fn setup(
         &self,
         cql: &str,
         values: &[&str],
         level: &str,
+        name: &'static str,
     ) -> std::result::Result<Rows, Failure> {
         let options = Object::new();
         js::set(&options, "consistency", level);
         js::set(&options, "idempotent", true);
+        js::set(&options, "statement", name);
+        js::set(&options, "access", Access::Schema.as_str());
         let values: Array = values.iter().map(|v| JsValue::from_str(v)).collect();
         let out = self
             .call(
@@ -255,7 +268,14 @@ impl CqlHost {
     /// Creates (when allowed and missing) or checks the keyspace and table, as the native
     /// Cassandra store does.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
-        let keyspaces = self.setup(KEYSPACE_QUERY, &[&self.keyspace], "one").await?;
+        let keyspaces = self
+            .setup(
+                KEYSPACE_QUERY,
+                &[&self.keyspace],
+                "one",
+                schema_statement::KEYSPACE,
+            )
+            .await?;
         if keyspaces.rows.is_empty() {
             let ddl = create_keyspace(&self.keyspace, &self.replication);
             if !self.create {
@@ -265,10 +285,16 @@ impl CqlHost {
                     create_table(&self.keyspace, &self.table)
                 )));
             }
-            self.setup(&ddl, &[], "all").await?;
+            self.setup(&ddl, &[], "all", schema_statement::CREATE_KEYSPACE)
+                .await?;
         }
         let columns: Vec<(String, String, String)> = self
-            .setup(COLUMNS_QUERY, &[&self.keyspace, &self.table], "one")
+            .setup(
+                COLUMNS_QUERY,
+                &[&self.keyspace, &self.table],
+                "one",
+                schema_statement::COLUMNS,
+            )
             .await?
             .rows
             .into_iter()
@@ -292,7 +318,8 @@ impl CqlHost {
                     self.keyspace, self.table
                 )));
             }
-            self.setup(&ddl, &[], "all").await?;
+            self.setup(&ddl, &[], "all", schema_statement::CREATE_TABLE)
+                .await?;
             return Ok(());
         }
         check_columns(&self.keyspace, &self.table, &columns).map_err(Failure::Rejected)

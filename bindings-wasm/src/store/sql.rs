@@ -3,10 +3,14 @@
 //! rows mean; the adapter object only runs them. The adapter's contract (what it receives,
 //! what it returns, how it reports errors) is in the package's README, "Bring your own client".
 //!
-//! - `adapter.query(sql, params)` resolves to `{ rows, rowCount, insertId }`: `rows` as arrays
-//!   of column values in select order (strings, numbers, bigints or null), `rowCount` the rows
-//!   affected (MariaDB: found), `insertId` MariaDB's `LAST_INSERT_ID` (0 elsewhere).
-//! - `adapter.transaction([{ sql, params }, …])` runs the statements in one transaction.
+//! - `adapter.query(sql, params, { statement, access })` resolves to `{ rows, rowCount,
+//!   insertId }`: `rows` as arrays of column values in select order (strings, numbers, bigints
+//!   or null), `rowCount` the rows affected (MariaDB: found), `insertId` MariaDB's
+//!   `LAST_INSERT_ID` (0 elsewhere). The third argument names the statement
+//!   ([`Statement::name`], or a [`schema_statement`] name) and says what it does
+//!   ([`Access::as_str`]), so that a wrapper can tell a write by what it is, not by its text.
+//! - `adapter.transaction([{ sql, params, statement, access }, …])` runs the statements in one
+//!   transaction.
 //! - Errors are thrown as they come; an error with a `batonCause` of `"database"` (with `code`,
 //!   the SQLSTATE, and `number`, MariaDB's error number), `"noConnection"` (nothing was sent),
 //!   `"connection"` (the connection broke: a statement may have been applied) or `"other"` is
@@ -18,9 +22,10 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    add_stamp_failed, failure, missing_columns, Dialect, Done, DriverError, Kind, Layout,
-    Operation, Param, Phase, SchemaCheck, Statements, Val,
+    add_stamp_failed, failure, missing_columns, schema_statement, Dialect, Done, DriverError, Kind,
+    Layout, Operation, Param, Phase, SchemaCheck, Statement, Statements, Val,
 };
+use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -118,7 +123,7 @@ impl SqlHost {
         loop {
             match op.step() {
                 baton_statements::sql::Step::Execute { statement, params } => {
-                    let out = self.query(st.get(statement), &params, phase).await?;
+                    let out = self.run_statement(st, statement, &params, phase).await?;
                     op.executed(done(&out));
                 }
                 baton_statements::sql::Step::Fetch {
@@ -126,7 +131,7 @@ impl SqlHost {
                     params,
                     columns,
                 } => {
-                    let out = self.query(st.get(statement), &params, phase).await?;
+                    let out = self.run_statement(st, statement, &params, phase).await?;
                     op.fetched(rows(&out, columns)?);
                 }
                 baton_statements::sql::Step::Transaction(statements) => {
@@ -136,6 +141,8 @@ impl SqlHost {
                             let item = Object::new();
                             js::set(&item, "sql", st.get(*statement).as_str());
                             js::set(&item, "params", params_array(params));
+                            js::set(&item, "statement", statement.name());
+                            js::set(&item, "access", statement.access().as_str());
                             JsValue::from(item)
                         })
                         .collect();
@@ -147,14 +154,42 @@ impl SqlHost {
         }
     }
 
+    /// Runs one of the lock's statements.
+    async fn run_statement(
+        &self,
+        st: &Statements,
+        statement: Statement,
+        params: &[Param<'_>],
+        phase: Phase,
+    ) -> std::result::Result<JsValue, Failure> {
+        let about = (statement.name(), statement.access());
+        self.query(st.get(statement), params, about, phase).await
+    }
+
+    /// Runs one of the schema's statements (`name`, a [`schema_statement`] name).
+    async fn schema(
+        &self,
+        sql: &str,
+        params: &[Param<'_>],
+        name: &'static str,
+    ) -> std::result::Result<JsValue, Failure> {
+        self.query(sql, params, (name, Access::Schema), Phase::Connect)
+            .await
+    }
+
+    /// `adapter.query(sql, params, { statement, access })`.
     async fn query(
         &self,
         sql: &str,
         params: &[Param<'_>],
+        (name, access): (&'static str, Access),
         phase: Phase,
     ) -> std::result::Result<JsValue, Failure> {
-        self.call("query", &[sql.into(), params_array(params).into()], phase)
-            .await
+        let about = Object::new();
+        js::set(&about, "statement", name);
+        js::set(&about, "access", access.as_str());
+        let args = [sql.into(), params_array(params).into(), about.into()];
+        self.call("query", &args, phase).await
     }
 
     async fn call(
@@ -214,7 +249,8 @@ impl SqlHost {
         if self.create {
             // MariaDB's claim procedure, made whether or not the table was.
             for routine in &st.routines {
-                self.query(routine, &[], Phase::Connect).await?;
+                self.schema(routine, &[], schema_statement::CREATE_ROUTINE)
+                    .await?;
             }
         }
         let present = self.columns().await?;
@@ -229,7 +265,10 @@ impl SqlHost {
             SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
             SchemaCheck::Create => {
                 for statement in &st.create {
-                    if let Err(e) = self.query(statement, &[], Phase::Connect).await {
+                    if let Err(e) = self
+                        .schema(statement, &[], schema_statement::CREATE_TABLE)
+                        .await
+                    {
                         // Another client may have created it meanwhile.
                         if !missing_columns(&self.columns().await?).is_empty() {
                             return Err(e);
@@ -238,7 +277,10 @@ impl SqlHost {
                 }
             }
             SchemaCheck::AddStamp => {
-                if let Err(e) = self.query(&st.add_stamp, &[], Phase::Connect).await {
+                if let Err(e) = self
+                    .schema(&st.add_stamp, &[], schema_statement::ADD_STAMP)
+                    .await
+                {
                     if !missing_columns(&self.columns().await?).is_empty() {
                         return Err(match e {
                             Failure::Rejected(m) => Failure::Rejected(add_stamp_failed(
@@ -266,7 +308,11 @@ impl SqlHost {
     /// Reads the layout flag of the table with columns `present`, and keeps its layout.
     async fn read_layout(&self, present: &[String]) -> std::result::Result<(), Failure> {
         let out = self
-            .query(&self.statements.layout_flag, &[], Phase::Connect)
+            .schema(
+                &self.statements.layout_flag,
+                &[],
+                schema_statement::LAYOUT_FLAG,
+            )
             .await?;
         let flag = rows(&out, &[Kind::Text])?
             .into_iter()
@@ -285,10 +331,10 @@ impl SqlHost {
     async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {
         let st = &self.statements;
         let out = self
-            .query(
+            .schema(
                 &st.columns,
                 &[Param::Text(st.catalog_name.as_str().into())],
-                Phase::Connect,
+                schema_statement::COLUMNS,
             )
             .await?;
         Ok(rows(&out, &[Kind::Text])?

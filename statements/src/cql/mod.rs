@@ -89,6 +89,41 @@ impl Statement {
         self as usize
     }
 
+    /// The statement's stable name, as adapters and logs are given it (`"insert-if-absent"`,
+    /// `"read-exact"`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Statement::ReadAll => "read-all",
+            Statement::ReadRange => "read-range",
+            Statement::ReadFrom => "read-from",
+            Statement::ReadExact => "read-exact",
+            Statement::Put => "put",
+            Statement::Delete => "delete",
+            Statement::InsertIfAbsent => "insert-if-absent",
+            Statement::CompareAndSet => "compare-and-set",
+            Statement::CompareAndDelete => "compare-and-delete",
+            Statement::ScanFirst => "scan-first",
+            Statement::ScanAfter => "scan-after",
+        }
+    }
+
+    /// Whether the statement reads or may write the lock table.
+    pub fn access(self) -> crate::Access {
+        match self {
+            Statement::ReadAll
+            | Statement::ReadRange
+            | Statement::ReadFrom
+            | Statement::ReadExact
+            | Statement::ScanFirst
+            | Statement::ScanAfter => crate::Access::Read,
+            Statement::Put
+            | Statement::Delete
+            | Statement::InsertIfAbsent
+            | Statement::CompareAndSet
+            | Statement::CompareAndDelete => crate::Access::Write,
+        }
+    }
+
     /// A lightweight transaction: not idempotent, and no driver may retry it (the kernel
     /// decides what a failed one means); it carries no timestamp of its own.
     pub fn is_conditional(self) -> bool {
@@ -129,6 +164,19 @@ impl Statement {
             Statement::ScanAfter => format!("{} WHERE token(lock_name) > token(?)", scan()),
         }
     }
+}
+
+/// The names of the schema's setup statements as a host gives them to adapters, all of
+/// [`Access::Schema`](crate::Access::Schema).
+pub mod schema_statement {
+    /// [`KEYSPACE_QUERY`](super::KEYSPACE_QUERY).
+    pub const KEYSPACE: &str = "keyspace";
+    /// [`create_keyspace`](super::create_keyspace).
+    pub const CREATE_KEYSPACE: &str = "create-keyspace";
+    /// [`COLUMNS_QUERY`](super::COLUMNS_QUERY).
+    pub const COLUMNS: &str = "columns";
+    /// [`create_table`](super::create_table).
+    pub const CREATE_TABLE: &str = "create-table";
 }
 
 /// Every statement with its CQL for table `t`.
@@ -177,6 +225,19 @@ mod tests {
     fn statements_are_indexed_in_the_order_of_all() {
         for (i, s) in Statement::ALL.iter().enumerate() {
             assert_eq!(s.index(), i, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn statement_names_are_unique_and_access_matches_the_text() {
+        let mut names: alloc::vec::Vec<&str> = Statement::ALL.iter().map(|s| s.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Statement::ALL.len(), "{names:?}");
+        for s in Statement::ALL {
+            let cql = s.cql("t");
+            let read = cql.starts_with("SELECT ");
+            assert_eq!(read, s.access() == crate::Access::Read, "{s:?}: {cql}");
         }
     }
 

@@ -267,6 +267,137 @@ pub enum Statement {
     GuardedCurrent,
 }
 
+impl Statement {
+    /// Every statement.
+    pub const ALL: [Statement; 32] = [
+        Statement::ReadAll,
+        Statement::ReadRange,
+        Statement::ReadFrom,
+        Statement::ReadExact,
+        Statement::Put,
+        Statement::Delete,
+        Statement::DeleteAsync,
+        Statement::InsertIfAbsent,
+        Statement::CasUpdate,
+        Statement::CasDelete,
+        Statement::Current,
+        Statement::PurgeAll,
+        Statement::PurgeRow,
+        Statement::ScanFirst,
+        Statement::ScanAfter,
+        Statement::ScanCells,
+        Statement::Claim,
+        Statement::ClaimAsync,
+        Statement::ClaimFirst,
+        Statement::ClaimFirstAsync,
+        Statement::ClaimCounter,
+        Statement::ClaimState,
+        Statement::GuardedDelete,
+        Statement::GuardedUpdate,
+        Statement::DeleteNotify,
+        Statement::GuardedDeleteAsync,
+        Statement::DeleteNotifyAsync,
+        Statement::VacateAll,
+        Statement::VacateRange,
+        Statement::VacateAllAsync,
+        Statement::VacateRangeAsync,
+        Statement::GuardedCurrent,
+    ];
+
+    /// The statement's stable name, as adapters and logs are given it (`"claim"`,
+    /// `"guarded-delete-async"`, …): the [`Statements`] field's name, in kebab case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Statement::ReadAll => "read-all",
+            Statement::ReadRange => "read-range",
+            Statement::ReadFrom => "read-from",
+            Statement::ReadExact => "read-exact",
+            Statement::Put => "put",
+            Statement::Delete => "delete",
+            Statement::DeleteAsync => "delete-async",
+            Statement::InsertIfAbsent => "insert-if-absent",
+            Statement::CasUpdate => "cas-update",
+            Statement::CasDelete => "cas-delete",
+            Statement::Current => "current",
+            Statement::PurgeAll => "purge-all",
+            Statement::PurgeRow => "purge-row",
+            Statement::ScanFirst => "scan-first",
+            Statement::ScanAfter => "scan-after",
+            Statement::ScanCells => "scan-cells",
+            Statement::Claim => "claim",
+            Statement::ClaimAsync => "claim-async",
+            Statement::ClaimFirst => "claim-first",
+            Statement::ClaimFirstAsync => "claim-first-async",
+            Statement::ClaimCounter => "claim-counter",
+            Statement::ClaimState => "claim-state",
+            Statement::GuardedDelete => "guarded-delete",
+            Statement::GuardedUpdate => "guarded-update",
+            Statement::DeleteNotify => "delete-notify",
+            Statement::GuardedDeleteAsync => "guarded-delete-async",
+            Statement::DeleteNotifyAsync => "delete-notify-async",
+            Statement::VacateAll => "vacate-all",
+            Statement::VacateRange => "vacate-range",
+            Statement::VacateAllAsync => "vacate-all-async",
+            Statement::VacateRangeAsync => "vacate-range-async",
+            Statement::GuardedCurrent => "guarded-current",
+        }
+    }
+
+    /// Whether the statement reads or may write the lock table.
+    pub fn access(self) -> crate::Access {
+        match self {
+            Statement::ReadAll
+            | Statement::ReadRange
+            | Statement::ReadFrom
+            | Statement::ReadExact
+            | Statement::Current
+            | Statement::ScanFirst
+            | Statement::ScanAfter
+            | Statement::ScanCells
+            | Statement::ClaimState
+            | Statement::GuardedCurrent => crate::Access::Read,
+            Statement::Put
+            | Statement::Delete
+            | Statement::DeleteAsync
+            | Statement::InsertIfAbsent
+            | Statement::CasUpdate
+            | Statement::CasDelete
+            | Statement::PurgeAll
+            | Statement::PurgeRow
+            | Statement::Claim
+            | Statement::ClaimAsync
+            | Statement::ClaimFirst
+            | Statement::ClaimFirstAsync
+            | Statement::ClaimCounter
+            | Statement::GuardedDelete
+            | Statement::GuardedUpdate
+            | Statement::DeleteNotify
+            | Statement::GuardedDeleteAsync
+            | Statement::DeleteNotifyAsync
+            | Statement::VacateAll
+            | Statement::VacateRange
+            | Statement::VacateAllAsync
+            | Statement::VacateRangeAsync => crate::Access::Write,
+        }
+    }
+}
+
+/// The names of the table-level statements ([`Statements::columns`], [`Statements::layout_flag`],
+/// [`Statements::create`], [`Statements::routines`], [`Statements::add_stamp`]) as a host
+/// gives them to adapters, all of [`Access::Schema`](crate::Access::Schema).
+pub mod schema_statement {
+    /// [`Statements::columns`](super::Statements::columns).
+    pub const COLUMNS: &str = "columns";
+    /// [`Statements::layout_flag`](super::Statements::layout_flag).
+    pub const LAYOUT_FLAG: &str = "layout-flag";
+    /// Each of [`Statements::create`](super::Statements::create).
+    pub const CREATE_TABLE: &str = "create-table";
+    /// Each of [`Statements::routines`](super::Statements::routines).
+    pub const CREATE_ROUTINE: &str = "create-routine";
+    /// [`Statements::add_stamp`](super::Statements::add_stamp).
+    pub const ADD_STAMP: &str = "add-stamp";
+}
+
 /// Every statement a store runs, built once per store: the text of each (`S = String`), or
 /// whatever a driver makes of it ([`Statements::map`]), such as a prepared-statement handle.
 #[derive(Clone, Debug)]
@@ -751,6 +882,44 @@ pub fn add_stamp_column(dialect: Dialect, table: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words a statement that changes rows has, as this module writes them.
+    fn writes_rows(sql: &str) -> bool {
+        let sql = sql.replace("FOR UPDATE", "");
+        ["INSERT ", "UPDATE ", "DELETE ", "CALL "]
+            .iter()
+            .any(|w| sql.contains(w))
+    }
+
+    #[test]
+    fn statement_names_are_unique_and_access_matches_the_text() {
+        let mut names: Vec<&str> = Statement::ALL.iter().map(|s| s.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Statement::ALL.len(), "{names:?}");
+        assert_eq!(Statement::GuardedDeleteAsync.name(), "guarded-delete-async");
+        let layouts = [
+            (Dialect::Sqlite, Layout::TwoRows),
+            (Dialect::MySql, Layout::TwoRows),
+            (Dialect::Postgres, Layout::TwoRows),
+            (Dialect::Postgres, Layout::OneRow),
+        ];
+        for (d, layout) in layouts {
+            let st = Statements::in_layout(d, "t", layout).expect("valid");
+            for s in Statement::ALL {
+                let sql = st.get(s).as_str();
+                let read = s.access() == crate::Access::Read;
+                // SQLite's claim_state and the read-only statements never write; every other
+                // statement may (MariaDB's claim is a CALL of the claim procedure).
+                assert_eq!(
+                    !writes_rows(sql),
+                    read,
+                    "{d:?} {layout:?} {s:?} is {:?}: {sql}",
+                    s.access()
+                );
+            }
+        }
+    }
 
     #[test]
     fn table_names_are_identifiers() {
