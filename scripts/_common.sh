@@ -29,6 +29,21 @@ run_logged() {
   fi
 }
 
+# cargo_build ARGS...: `cargo build --locked ARGS`, for what a script needs built (the `baton`
+# command, a test worker). Under scripts/test, which has built every artifact in one
+# invocation and exports that command as BATON_CARGO_BUILD (words after `cargo`), that command
+# instead, a no-op then: cargo resolves features per selection of packages, so `-p baton-cli`
+# alone would compile the dependency tree a second time for the same code.
+cargo_build() {
+  if [[ -n ${BATON_CARGO_BUILD:-} ]]; then
+    local words
+    read -r -a words <<<"$BATON_CARGO_BUILD"
+    cargo "${words[@]}"
+  else
+    cargo build --locked "$@"
+  fi
+}
+
 # pkg_installed PKG: true if the Debian package is installed.
 pkg_installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -2,10 +2,12 @@
 # The package as a user gets it: `cmake --install` of this build into a fresh prefix; a user
 # project built against it with find_package(baton) and with add_subdirectory; a C program
 # built with pkg-config alone. The programs lock a SQLite store; one holds its lock while
-# `baton locks` shows it.
-#   package.sh BUILD_DIR BATON_CLI SOURCE_DIR
+# `baton locks` shows it. The add_subdirectory build makes the Rust library as this build did
+# (PROFILE, and CARGO_COMMAND if set: see BATON_CARGO_COMMAND in ../CMakeLists.txt), so that
+# cargo finds it made rather than compiling the whole tree again in another profile.
+#   package.sh BUILD_DIR BATON_CLI SOURCE_DIR [PROFILE [CARGO_COMMAND]]
 set -euo pipefail
-build=$1 baton=$2 source=$3
+build=$1 baton=$2 source=$3 profile=${4:-release} cargo_command=${5:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
 export BATON_STORE="sqlite://$work/locks.db"
@@ -15,7 +17,8 @@ test -f "$work/prefix/include/baton.h" && test -f "$work/prefix/include/baton.hp
 
 for how in package subdirectory; do
   args=(-DCMAKE_PREFIX_PATH="$work/prefix")
-  [[ $how == subdirectory ]] && args=(-DBATON_SOURCE="$source" -DBATON_BUILD_TESTS=OFF)
+  [[ $how == subdirectory ]] && args=(-DBATON_SOURCE="$source" -DBATON_BUILD_TESTS=OFF
+    -DBATON_CARGO_PROFILE="$profile" -DBATON_CARGO_COMMAND="$cargo_command")
   cmake -S "$source/tests/consumer" -B "$work/$how" "${args[@]}" >/dev/null
   cmake --build "$work/$how" -j 2 >/dev/null
   "$work/$how/register_user" "$BATON_STORE" "snap-$how"
