@@ -68,7 +68,17 @@ TEST_P(CppApi, LockExcludesFencesAndUnlocks) {
     EXPECT_THROW(again.check(), baton::NotOwner);
 }
 
+// How far the wall clock (which Cassandra expires cells by) moved against the monotonic one
+// (which leases are timed by) since `since`, in milliseconds.
+static long long wall_clock_step_ms(std::chrono::nanoseconds since) {
+    auto now = std::chrono::system_clock::now().time_since_epoch() -
+               std::chrono::steady_clock::now().time_since_epoch();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count();
+}
+
 TEST_P(CppApi, MutexIsLockable) {
+    const std::chrono::nanoseconds clocks = std::chrono::system_clock::now().time_since_epoch() -
+                                            std::chrono::steady_clock::now().time_since_epoch();
     auto l = locker();
     const std::string name = fresh("mutex");
     baton::Mutex a(l, name);
@@ -93,7 +103,8 @@ TEST_P(CppApi, MutexIsLockable) {
                 a_state = std::string("not held: ") + e.what();
             }
             ADD_FAILURE() << "b took " << name << " (token " << b.token() << ") while a held it (token "
-                          << a.token() << ", " << a_state << ")";
+                          << a.token() << ", " << a_state << "); the wall clock moved "
+                          << wall_clock_step_ms(clocks) << " ms against the monotonic clock meanwhile";
         }
     }
     {
