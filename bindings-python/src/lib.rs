@@ -6,7 +6,7 @@
 //!   blocking call releases the GIL and looks for signals every 50 ms, so Ctrl-C interrupts it
 //!   with `KeyboardInterrupt` (dropping the wait, which removes its cell);
 //! - an asyncio call gets a callback that settles its future (no thread per waiting task), and a
-//!   handle whose `cancel()` drops the wait; baton's threads call back through [`callback`],
+//!   handle whose `cancel()` drops the wait; baton's threads call back through the `callback` module,
 //!   which the interpreter's exit closes (see there);
 //! - errors become the exception classes the Python half registers, by the kernel's codes.
 

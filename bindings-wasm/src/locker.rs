@@ -58,7 +58,7 @@ impl CoreLocker {
         ))
     }
 
-    /// A locker on a SQL adapter (see [`crate::store::sql`]).
+    /// A locker on a SQL adapter (see the `store::sql` module).
     pub fn sql(adapter: JsValue, options: JsValue) -> std::result::Result<CoreLocker, JsValue> {
         let options = locker_options(&options).map_err(|e| to_js(&e))?;
         let host = SqlHost::new(&adapter, options.command_timeout).map_err(|e| to_js(&e))?;
@@ -68,7 +68,7 @@ impl CoreLocker {
         ))
     }
 
-    /// A locker on a CQL adapter (see [`crate::store::cql`]).
+    /// A locker on a CQL adapter (see the `store::cql` module).
     pub fn cql(adapter: JsValue, options: JsValue) -> std::result::Result<CoreLocker, JsValue> {
         let options = locker_options(&options).map_err(|e| to_js(&e))?;
         let host = CqlHost::new(&adapter, options.command_timeout).map_err(|e| to_js(&e))?;

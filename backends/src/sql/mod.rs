@@ -35,7 +35,7 @@
 //! `postgres://user:pass@host:port/db`, `mysql://user:pass@host:port/db` (MariaDB 10.5+), each
 //! with the optional parameters `table`, `create`, `timeout` and `pool` of [`SqlOptions`].
 //! Opening never connects: the first operation does, and an unreachable server makes it fail
-//! with [`ErrorKind::StoreUnavailable`](crate::ErrorKind::StoreUnavailable) after the
+//! with [`ErrorKind::StoreUnavailable`] after the
 //! connection timeout.
 //!
 //! Stamps: each command that writes gets a fresh stamp from the process's generator when it is
@@ -131,7 +131,7 @@ impl std::fmt::Debug for SqlStore {
 
 impl SqlStore {
     /// A store on the database a URL names. Connects lazily (on first use), so this only
-    /// checks the URL: [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) for a malformed URL, an unknown parameter
+    /// checks the URL: [`ErrorKind::InvalidOption`] for a malformed URL, an unknown parameter
     /// or bad value, or a database whose cargo feature is not compiled in (passwords shown as
     /// `***`). Needs no runtime.
     pub fn open(url: &str) -> Result<SqlStore> {
@@ -216,8 +216,8 @@ impl SqlStore {
     /// Creates or checks the lock table now, instead of on first use: a way to fail at startup
     /// on a missing table or an unreachable server. Afterwards a no-op.
     ///
-    /// Errors: [`ErrorKind::StoreError`](crate::ErrorKind::StoreError) for a missing table (with `create` off) or column,
-    /// naming it and showing the DDL; [`ErrorKind::StoreUnavailable`](crate::ErrorKind::StoreUnavailable) when the database cannot
+    /// Errors: [`ErrorKind::StoreError`] for a missing table (with `create` off) or column,
+    /// naming it and showing the DDL; [`ErrorKind::StoreUnavailable`] when the database cannot
     /// be reached.
     pub async fn ensure_schema(&self) -> Result<()> {
         self.ready()

@@ -1,6 +1,6 @@
 //! The deterministic simulator.
 //!
-//! A run is a discrete-event simulation ([`world`]): clients run the kernel's operations against
+//! A run is a discrete-event simulation (the `world` module): clients run the kernel's operations against
 //! a simulated store ([`store`]) over a simulated network, each reading its own drifting clock
 //! ([`clock`]), with the real keep-alive schedule ([`Lease::renew_at`](baton_kernel::Lease::renew_at)),
 //! fence hints carried from one lease to the next acquisition, and cancelled waits cleaned up by
