@@ -435,7 +435,7 @@ impl Replica {
 
 /// The TTL the Cassandra store sends for `ttl`, in whole seconds, and the expiry a node
 /// computes from it: the coordinator's clock truncated to whole seconds, plus that many
-/// seconds. Mirrors `backends/src/cassandra/statements.rs` (`ttl_seconds`), which rounds up and
+/// seconds. Mirrors `baton_statements::cql::ttl_seconds`, which rounds up and
 /// adds one second for the truncation.
 pub fn cql_expiry(coordinator_now: u64, ttl: Duration) -> u64 {
     let ttl_ns = u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX);
