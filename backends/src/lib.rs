@@ -128,3 +128,13 @@ pub use baton_kernel::{
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of `docs/rust.md` (the API beyond the README's example), as doctests.
+#[doc = include_str!("../../docs/rust.md")]
+#[cfg(doctest)]
+pub struct RustGuideDoctests;
+
+/// The Rust example of `docs/sql-store.md` (locks in your transactions), as a doctest.
+#[doc = include_str!("../../docs/sql-store.md")]
+#[cfg(doctest)]
+pub struct SqlStoreDoctests;

@@ -75,7 +75,7 @@ def test_async_with(locker: baton.Locker) -> None:
 def test_many_tasks_each_get_it_once(strategy: str) -> None:
     # (Column prefix is left out to keep the suite short: 100-way contention on one name is
     # its worst case, 13-17 s for the 100 acquisitions on SQLite, PostgreSQL and MariaDB against
-    # 2-4 s for the others. See the README, "Strategies".)
+    # 2-4 s for the others. See docs/strategies.md.)
     locker = baton.Locker(url(), strategy=strategy, ttl=5)
     name = fresh("tasks")
     inside = 0

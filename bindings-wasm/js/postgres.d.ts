@@ -10,7 +10,7 @@ export interface PostgresStoreOptions {
   /**
    * The layout of a table this store creates (default `'one-row'`); an existing table keeps
    * its own. `'one-row'` is faster uncontended; versions of baton before it cannot share such
-   * a table, so `'two-rows'` makes a table they can (README, "The lock table").
+   * a table, so `'two-rows'` makes a table they can (baton's docs/sql-store.md, "The lock table").
    */
   layout?: 'one-row' | 'two-rows';
 }

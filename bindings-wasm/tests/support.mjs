@@ -197,7 +197,8 @@ function postgresTarget(url, layout) {
 }
 
 /**
- * The layout of a PostgreSQL target's table as its flag row says (README, "The lock table"):
+ * The layout of a PostgreSQL target's table as its flag row says (docs/sql-store.md,
+ * "The lock table"):
  * `'one-row'` when the flag is `fence`, else `'two-rows'`.
  * @param {Target} target
  */

@@ -28,7 +28,7 @@ pub const CANNOT_EXECUTE: u8 = 126;
 /// As shells do: the command was not found.
 pub const NOT_FOUND: u8 = 127;
 
-/// The exit statuses, as shown in `--help` (the README has the same table).
+/// The exit statuses, as shown in `--help` (docs/cli.md has the same table).
 pub const HELP_TABLE: &str = "\
 Exit status:
   N      baton run: the command's own exit status (128+N if it died of signal N)

@@ -42,7 +42,7 @@ pub enum Layout {
 impl Layout {
     /// The layout of a table a store of `dialect` creates when it is not asked for one: one
     /// row on PostgreSQL (a claim and a release each change one row version, where two rows
-    /// change two: README "Performance"), two rows elsewhere (the only layout there).
+    /// change two: docs/performance.md), two rows elsewhere (the only layout there).
     pub fn for_new_table(dialect: Dialect) -> Layout {
         match dialect {
             Dialect::Postgres => Layout::OneRow,

@@ -635,7 +635,8 @@ fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
 /// row) and every renewal (which then cannot update the row in place: PostgreSQL's HOT update
 /// needs no indexed column changed), to speed up only that purge, an operator's occasional
 /// command that reads the whole table without it. Tables made by earlier builds have one,
-/// `<table>_expires`, which the store leaves alone; README "The lock table" says how to drop it.
+/// `<table>_expires`, which the store leaves alone; docs/sql-store.md, "The lock table", says
+/// how to drop it.
 pub fn create_table(dialect: Dialect, table: &str, layout: Layout) -> Vec<String> {
     let t = dialect.quote(table);
     let stamp = stamp_definition(dialect);

@@ -29,7 +29,8 @@
 //! The contending clients retry as the locker does by default (10 ms doubling, with jitter)
 //! up to `--max-backoff-ms` (default 1 s, the default policy's cap).
 //!
-//! Output: each strategy's table rows as it finishes, then the Markdown tables.
+//! Output: each strategy's table rows as it finishes, then the Markdown tables (those of
+//! docs/performance.md, "Cassandra").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

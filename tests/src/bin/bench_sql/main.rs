@@ -59,7 +59,7 @@
 //! `--blocks N` (default 1000; 0 skips it), `--keep-alive on|off` (default off: the measured
 //! locker does not renew; on, as the library's default, each guard also runs its renewal task).
 //! At the end it prints one Markdown table
-//! per store, as in the README's "Performance".
+//! per store, as in docs/performance.md (paste them there).
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
 //! client's UPDATEs and the database's own lock), `cpu` (CPU time and context switches per
@@ -602,7 +602,7 @@ fn line(r: &Row, db: (Duration, Duration)) -> String {
     )
 }
 
-/// The store's Markdown table, for the README.
+/// The store's Markdown table, for docs/performance.md.
 fn markdown(
     store: &str,
     lock_name: &str,
