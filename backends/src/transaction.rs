@@ -109,7 +109,9 @@ impl Guard {
     ///
     /// If the transaction commits, the lock is free from that moment. If it rolls back, the
     /// lock is still held: dropping the guard, or [`Guard::release`], releases it in its own
-    /// transaction (and reports `Ok` after a commit, when there is nothing left to release).
+    /// transaction: after a commit it finds nothing left and reports `Ok`, unless an operator
+    /// force-released the lock since (then [`ErrorKind::Lost`], as it cannot tell whether the
+    /// release committed before that); after a rollback it reports as any release does.
     /// Calling `release_in` again in a new transaction after a rollback is fine too.
     ///
     /// Errors as for [`Guard::release`]: [`ErrorKind::Lost`] if the lease had been lost, store

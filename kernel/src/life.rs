@@ -47,6 +47,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Grant, Lease};
 use crate::model::{Command, Reply, Write};
 use crate::op::{Acquire, CommandId, Operation, Poll, Release, Renew};
+use crate::options::Sabotage;
 use crate::time::Instant;
 
 /// What the machine wants next.
@@ -153,12 +154,14 @@ enum Phase {
     Releasing {
         op: Box<Release>,
         lost: Option<Error>,
-        /// After a release elsewhere: a lease found lost is fine (the other release freed it).
-        after_elsewhere: bool,
     },
     /// Released elsewhere ([`LockLife::release_elsewhere`]); if that was rolled back, the lock is
-    /// still held in the store, so a release here is still due.
-    Elsewhere(Box<Lease>),
+    /// still held in the store, so a release here is still due. `lost`: the lease was lost
+    /// before, which a release here must report whatever it finds.
+    Elsewhere {
+        lease: Box<Lease>,
+        lost: Option<Error>,
+    },
     Over,
 }
 
@@ -230,7 +233,7 @@ impl LockLife {
         match &self.phase {
             Phase::Held(h) => Some(&h.lease),
             Phase::Releasing { op, .. } => Some(op.lease()),
-            Phase::Elsewhere(lease) => Some(lease),
+            Phase::Elsewhere { lease, .. } => Some(lease),
             _ => None,
         }
     }
@@ -308,16 +311,18 @@ impl LockLife {
     /// held (a second release), [`ErrorKind::InvalidOption`] for writes the strategy cannot
     /// carry (the lock stays held).
     pub fn release(&mut self, writes: Vec<Write>) -> Result<()> {
-        if let Phase::Elsewhere(lease) = &self.phase {
+        if let Phase::Elsewhere { lease, lost } = &mut self.phase {
             if !writes.is_empty() {
                 return Err(not_held("release with writes"));
             }
-            let op = Box::new(Release::new(lease));
-            self.phase = Phase::Releasing {
-                op,
-                lost: None,
-                after_elsewhere: true,
-            };
+            // That release may have committed: our cell found gone counts as its removal
+            // where nothing else explains it (see [`Release::after_elsewhere`]).
+            let op = Box::new(Release::after_elsewhere(lease));
+            let mut lost = lost.take();
+            if lease.options().sabotage() == Sabotage::ElsewhereReleaseTrusted {
+                lost = None;
+            }
+            self.phase = Phase::Releasing { op, lost };
             return Ok(());
         }
         let Phase::Held(h) = &mut self.phase else {
@@ -335,18 +340,20 @@ impl LockLife {
     /// transaction, so that it commits with the caller's writes): once no renewal is in flight,
     /// [`LifeEvent::ReleaseElsewhere`] gives the lease to release there, and renewals stop. If that
     /// release is rolled back, the lock is still held in the store: [`LockLife::release`] (or
-    /// [`LockLife::cancel`]) then releases it here, reporting `Ok` when it finds the lock already
-    /// freed; and this may be asked again. [`ErrorKind::NotOwner`] when the lock is not held.
+    /// [`LockLife::cancel`]) then releases it here ([`Release::after_elsewhere`]: `Ok` when it
+    /// finds the lock freed by that release, should it have committed, and nothing else since
+    /// that could have freed it; a loss known before is reported again); and this may be asked
+    /// again. [`ErrorKind::NotOwner`] when the lock is not held.
     pub fn release_elsewhere(&mut self) -> Result<()> {
         match &mut self.phase {
             Phase::Held(h) if h.release_requested.is_none() && !h.elsewhere_requested => {
                 h.elsewhere_requested = true;
                 Ok(())
             }
-            Phase::Elsewhere(lease) => {
-                let lease = lease.clone();
+            Phase::Elsewhere { lease, lost } => {
+                let (lease, lost) = (lease.clone(), lost.clone());
                 self.events
-                    .push_back(LifeEvent::ReleaseElsewhere { lease, lost: None });
+                    .push_back(LifeEvent::ReleaseElsewhere { lease, lost });
                 Ok(())
             }
             _ => Err(not_held("release")),
@@ -378,7 +385,7 @@ impl LockLife {
             Phase::Held(h) if h.release_requested.is_none() => {
                 h.release_requested = Some(Vec::new());
             }
-            Phase::Elsewhere(_) => {
+            Phase::Elsewhere { .. } => {
                 let _ = self.release(Vec::new());
             }
             _ => {}
@@ -426,9 +433,14 @@ impl LockLife {
                 Step::Out(out) => return out,
             }
         }
-        LifePoll::Event(LifeEvent::Failed(Error::internal(
-            "internal error: the lock's life did not settle in 64 steps",
-        )))
+        // A kernel bug: end the life as a failure (nothing more is sent; a held lock expires
+        // with its TTL), so that the event keeps its contract: nothing follows it but `Done`.
+        let e = Error::internal("internal error: the lock's life did not settle in 64 steps");
+        self.phase = Phase::Over;
+        self.outstanding = None;
+        self.events.clear();
+        self.status = LifeStatus::Failed(e.clone());
+        LifePoll::Event(LifeEvent::Failed(e))
     }
 
     fn send(&mut self, target: Target, inner: CommandId, command: Command) -> LifePoll {
@@ -470,12 +482,8 @@ impl LockLife {
             },
             Phase::Held(_) => self.step_held(now, busy),
             Phase::Releasing { .. } if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
-            Phase::Elsewhere(_) => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
-            Phase::Releasing {
-                op,
-                lost,
-                after_elsewhere,
-            } => match op.poll(now) {
+            Phase::Elsewhere { .. } => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Releasing { op, lost } => match op.poll(now) {
                 Poll::Execute(inner, command) => {
                     Step::Out(self.send(Target::Release, inner, command))
                 }
@@ -483,11 +491,9 @@ impl LockLife {
                 Poll::Ready(result) => {
                     // A lease lost before the release was asked for stays lost, whatever the
                     // release found: the holder must hear it.
-                    let result = match (lost.take(), result) {
-                        (Some(e), _) => Err(e),
-                        // Released elsewhere and committed: nothing left, which is fine.
-                        (None, Err(e)) if *after_elsewhere && e.kind() == ErrorKind::Lost => Ok(()),
-                        (None, result) => result,
+                    let result = match lost.take() {
+                        Some(e) => Err(e),
+                        None => result,
                     };
                     self.phase = Phase::Over;
                     self.events.push_back(LifeEvent::Released(result));
@@ -542,7 +548,10 @@ impl LockLife {
             self.status = LifeStatus::Released;
             self.events
                 .push_back(LifeEvent::ReleaseElsewhere { lease, lost });
-            self.phase = Phase::Elsewhere(Box::new(h.lease.clone()));
+            self.phase = Phase::Elsewhere {
+                lease: Box::new(h.lease.clone()),
+                lost: h.lost.clone(),
+            };
             return Step::Again;
         }
         if let Some(writes) = h.release_requested.take() {
@@ -561,7 +570,6 @@ impl LockLife {
             self.phase = Phase::Releasing {
                 op: Box::new(op),
                 lost,
-                after_elsewhere: false,
             };
             return Step::Again;
         }
@@ -592,6 +600,12 @@ impl LockLife {
             // A loss by deadline was already reported; a late success changes nothing.
             _ if h.lost.is_some() => {}
             Ok(lease) => {
+                let lease = if lease.options().sabotage() == Sabotage::RenewalFromReplyTime {
+                    let validity = lease.options().lease_validity();
+                    lease.with_deadline(now.saturating_add(validity))
+                } else {
+                    lease
+                };
                 let deadline = lease.deadline();
                 h.lease = lease;
                 h.failures = 0;

@@ -204,12 +204,20 @@ pub enum Sabotage {
     /// that took the lock too (as if PostgreSQL's `synchronous_commit` were off for
     /// acquisitions as it is for releases), so a server crash can forget a granted lock.
     UnflushedGrants,
+    /// For the lock's life ([`crate::LockLife`]): a renewed lease believed for a full validity
+    /// from when the renewal's reply arrived, not from when it was sent (so a reply that took
+    /// longer than the drift margin stretches the belief past the store's expiry).
+    RenewalFromReplyTime,
+    /// For the lock's life ([`crate::LockLife`]): after a release elsewhere (which may have
+    /// rolled back), a release here that takes a lease found lost for freed by that release,
+    /// and forgets a loss known before it (the rule before the simulator drove the life).
+    ElsewhereReleaseTrusted,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 12] = [
+    pub const ALL: [Sabotage; 14] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -222,6 +230,8 @@ impl Sabotage {
         Sabotage::ArrivalOrderStamps,
         Sabotage::ClockStopsInSuspend,
         Sabotage::UnflushedGrants,
+        Sabotage::RenewalFromReplyTime,
+        Sabotage::ElsewhereReleaseTrusted,
     ];
 }
 

@@ -484,6 +484,8 @@ fn a_wake_makes_a_waiter_retry_at_once() {
 /// release still due here finds nothing and says `Ok`; after a rollback it releases the lock.
 #[test]
 fn a_release_elsewhere_then_the_one_due_here() {
+    // Within the lease's 60 s: whether the transaction committed (the cell found gone, the
+    // counter at our grant) or rolled back (the cell still there, removed now), `Ok`.
     for committed in [true, false] {
         let mut host = Host::new();
         let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
@@ -501,11 +503,11 @@ fn a_release_elsewhere_then_the_one_due_here() {
                 .expect("released in the transaction");
         }
         let commands = host.commands.len();
-        assert!(!host.run(&mut a, host.at(100.0)));
+        assert!(!host.run(&mut a, host.at(50.0)));
         assert_eq!(
             host.commands.len(),
             commands,
-            "no renewal after a release elsewhere"
+            "no renewal after a release elsewhere (one was due at 20 s)"
         );
         a.release(Vec::new()).expect("the release due here");
         assert!(host.run(&mut a, Instant::MAX));
@@ -516,6 +518,71 @@ fn a_release_elsewhere_then_the_one_due_here() {
         );
         assert!(host.cells().is_empty());
     }
+}
+
+/// A release elsewhere that may have rolled back leaves the lease unrenewed: a release here
+/// after its deadline cannot tell a commit from an expiry, and reports the loss either way
+/// (an expired lease may have let someone in; "Ok" would promise it did not).
+#[test]
+fn a_release_after_a_release_elsewhere_and_the_deadline_reports_the_loss() {
+    for committed in [true, false] {
+        let mut host = Host::new();
+        let mut a = life(Strategy::Bakery, "a", Wait::TryOnce, true);
+        assert!(!host.run(&mut a, host.now));
+        a.release_elsewhere().expect("held");
+        assert!(!host.run(&mut a, host.now));
+        let Some((_, LifeEvent::ReleaseElsewhere { lease, lost: None })) =
+            host.events.last().cloned()
+        else {
+            panic!("the lease to release elsewhere: {:?}", host.events)
+        };
+        if committed {
+            host.drive(baton_kernel::Release::new(&lease))
+                .expect("released in the transaction");
+        }
+        assert!(!host.run(&mut a, host.at(100.0)));
+        a.release(Vec::new()).expect("the release due here");
+        assert!(host.run(&mut a, Instant::MAX));
+        assert!(
+            matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost),
+            "committed: {committed}: {:?}",
+            host.last_event()
+        );
+    }
+}
+
+/// A loss known before a release elsewhere is reported by the release here too, whatever it
+/// finds (here: the transaction rolled back, and an operator's forced release took the cell).
+#[test]
+fn a_loss_known_before_a_release_elsewhere_is_reported_again() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::ColumnPrefix, "a", Wait::TryOnce, true);
+    assert!(!host.run(&mut a, host.now));
+    let force = ForceRelease::new(
+        LockName::new(NAME).expect("name"),
+        &opts(Strategy::ColumnPrefix, Wait::TryOnce),
+    );
+    host.drive(force).expect("forced");
+    a.renew_now().expect("held");
+    assert!(!host.run(&mut a, host.at(1.0)));
+    assert!(
+        matches!(host.last_event(), LifeEvent::Lost(_)),
+        "{:?}",
+        host.last_event()
+    );
+    a.release_elsewhere().expect("lost, not yet released");
+    assert!(!host.run(&mut a, host.at(1.0)));
+    let Some((_, LifeEvent::ReleaseElsewhere { lost: Some(_), .. })) = host.events.last().cloned()
+    else {
+        panic!("the loss handed over with the lease: {:?}", host.events)
+    };
+    a.release(Vec::new()).expect("the release due here");
+    assert!(host.run(&mut a, Instant::MAX));
+    assert!(
+        matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost),
+        "{:?}",
+        host.last_event()
+    );
 }
 
 /// A store that goes down under a short lease: the renewal retries with backoff, the lease is

@@ -348,6 +348,9 @@ pub struct Release {
     phase: ReleasePhase,
     /// When the release started (the first poll): the end of the holder's belief.
     started: Option<Instant>,
+    /// A removal of ours may have been applied before this release started: the same lease
+    /// released in the caller's transaction, committed or rolled back.
+    removed_before: bool,
     result: Option<Result<()>>,
 }
 
@@ -379,8 +382,28 @@ impl Release {
             rng,
             phase: ReleasePhase::Start,
             started: None,
+            removed_before: false,
             result: None,
         }
+    }
+
+    /// A release of `lease` after it was released elsewhere (in the caller's transaction,
+    /// [`crate::LockLife::release_elsewhere`]), which may have committed or rolled back. Our
+    /// cell found gone then counts as that release's removal where nothing else explains it,
+    /// as after a send of this release that may have been applied: before the deadline, with
+    /// the counter at our grant or moved only by later grants (no forced release since). `Ok`
+    /// then; [`ErrorKind::Lost`] when a forced release or the deadline could have removed it,
+    /// since a rolled-back release left the lease to them.
+    pub fn after_elsewhere(lease: &Lease) -> Self {
+        let mut release = Release::new(lease);
+        release.removed_before = true;
+        release
+    }
+
+    /// Whether our cell may have been removed by ourselves: a send of this release that may
+    /// have been applied, or a release elsewhere before it.
+    fn maybe_removed(&self) -> bool {
+        self.removed_before || self.io.maybe_applied()
     }
 
     /// A release that also applies `writes` to data columns of the lock's row, atomically with
@@ -487,7 +510,13 @@ impl Release {
                     // Our cell was already gone with the counter at our grant, after a send of
                     // this release that may have been applied: our own removal (or an expiry),
                     // with no grant since.
-                    Some(_) if !mine && self.io.maybe_applied() && self.moved(&cells).is_none() => {
+                    Some(_)
+                        if !mine
+                            && self.maybe_removed()
+                            && self
+                                .moved(&cells)
+                                .is_none_or(|v| self.regranted_without_force(&v)) =>
+                    {
                         if self.in_time() {
                             Ok(())
                         } else {
@@ -512,7 +541,7 @@ impl Release {
                     // holder stopped acting.
                     Some(v)
                         if !mine
-                            && self.io.maybe_applied()
+                            && self.maybe_removed()
                             && self.in_time()
                             && self.regranted_without_force(&v) =>
                     {
@@ -533,8 +562,8 @@ impl Release {
                         }
                         // Gone after a send that may have been applied: our removal, or an
                         // expiry with no grant since; either way no one else held it.
-                        None if self.io.maybe_applied() && self.in_time() => return self.ok(),
-                        None if self.io.maybe_applied() => self.late(),
+                        None if self.maybe_removed() && self.in_time() => return self.ok(),
+                        None if self.maybe_removed() => self.late(),
                         None => lost(
                             &self.lease,
                             "its lock cell was gone (expired or force-released)",
@@ -695,6 +724,12 @@ impl Operation for Release {
         self.started.get_or_insert(now);
         loop {
             if let Some(result) = &self.result {
+                if self.removed_before
+                    && self.lease.data.opts.sabotage() == Sabotage::ElsewhereReleaseTrusted
+                    && result.as_ref().is_err_and(|e| e.kind() == ErrorKind::Lost)
+                {
+                    return Poll::Ready(Ok(()));
+                }
                 return Poll::Ready(result.clone().map_err(|e| named(e, &self.lease)));
             }
             match self.io.poll(now, &mut self.rng) {
