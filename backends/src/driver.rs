@@ -1,6 +1,7 @@
 //! The driver loop: the only place that sleeps or does I/O for a kernel operation.
 
-use baton_kernel::{Command, Error, ErrorKind, Instant, Operation, Poll, Result};
+use baton_kernel::host::ChangeWatch;
+use baton_kernel::{Error, ErrorKind, Instant, Operation, Poll, Result};
 use tokio::sync::watch;
 
 use crate::clock::Clock;
@@ -19,11 +20,9 @@ use crate::store::Store;
 ///   bug: it is reported as a [`ErrorKind::StoreError`] rather than waiting forever.
 /// - `Ready`: the result.
 ///
-/// No wake-up is lost: the driver subscribes to changes before the first poll, and marks them
-/// seen only before a command that observes the lock (so anything that happened earlier is
-/// reflected in what that command sees). The operation's own deletes bump the counter too;
-/// those are absorbed so that a waiter does not wake itself, unless someone else's change landed
-/// in the same window.
+/// No wake-up is lost: the driver subscribes to changes before the first poll; which changes
+/// wake the operation is the kernel's rule ([`ChangeWatch`]: not its own deletes, nothing that a
+/// command of its own has observed since).
 ///
 /// Cancel safety: dropping the future abandons the operation between commands (or with one in
 /// flight). An abandoned acquisition may leave its cell behind; `Locker` removes it with
@@ -34,14 +33,14 @@ pub async fn drive<O: Operation>(
     clock: &Clock,
 ) -> Result<O::Output> {
     let mut changes = store.changes();
-    if let Some(rx) = changes.as_mut() {
-        rx.borrow_and_update();
-    }
+    let mut watch = ChangeWatch::new(counter(&changes));
     loop {
         match op.poll(clock.now()) {
             Poll::Ready(result) => return result,
             Poll::Execute(id, command) => {
-                let reply = execute(store, command, changes.as_mut()).await;
+                watch.before(&command, counter(&changes));
+                let reply = store.execute(command).await;
+                watch.after(counter(&changes));
                 op.handle(id, reply);
             }
             Poll::WaitUntil(Instant::MAX) => {
@@ -54,7 +53,10 @@ pub async fn drive<O: Operation>(
                 if changes.is_some() {
                     store.waiting();
                 }
-                if wait(clock.to_tokio(until), &mut changes).await {
+                let sleep = tokio::time::sleep_until(clock.to_tokio(until));
+                if wait_for_change(sleep, &mut changes, watch.seen()).await
+                    && watch.take_change(counter(&changes))
+                {
                     op.wake();
                 }
             }
@@ -62,57 +64,38 @@ pub async fn drive<O: Operation>(
     }
 }
 
-/// Executes one command, keeping the change counter's "seen" mark honest (see [`drive`]).
-async fn execute(
-    store: &dyn Store,
-    command: Command,
-    changes: Option<&mut watch::Receiver<u64>>,
-) -> baton_kernel::Reply {
-    let Some(rx) = changes else {
-        return store.execute(command).await;
-    };
-    if !may_signal(&command) {
-        rx.borrow_and_update();
-        return store.execute(command).await;
-    }
-    let pending = rx.has_changed().unwrap_or(false);
-    let before = *rx.borrow();
-    let reply = store.execute(command).await;
-    let after = *rx.borrow();
-    if !pending && after.wrapping_sub(before) <= 1 {
-        // Only our own change (if any): do not let it wake us.
-        rx.borrow_and_update();
-    }
-    reply
+/// The store's change counter now (0 for a store that has none).
+pub(crate) fn counter(changes: &Option<watch::Receiver<u64>>) -> u64 {
+    changes.as_ref().map_or(0, |rx| *rx.borrow())
 }
 
-/// Whether a command of ours may bump the store's change counter (the kernel decides).
-pub(crate) use baton_kernel::host::may_signal;
-
-/// Sleeps until `until` or a change; returns whether a change ended the wait.
-async fn wait(until: tokio::time::Instant, changes: &mut Option<watch::Receiver<u64>>) -> bool {
+/// Waits until `sleep` ends or the change counter differs from `seen`; returns whether the
+/// counter did (at once, if it already differs).
+pub(crate) async fn wait_for_change(
+    sleep: impl std::future::Future<Output = ()>,
+    changes: &mut Option<watch::Receiver<u64>>,
+    seen: u64,
+) -> bool {
     let Some(rx) = changes.as_mut() else {
-        tokio::time::sleep_until(until).await;
+        sleep.await;
         return false;
     };
-    tokio::select! {
-        () = tokio::time::sleep_until(until) => false,
-        changed = rx.changed() => {
-            if changed.is_err() {
-                // The store dropped its sender: no more wake-ups, rely on the timer.
-                *changes = None;
-                return false;
-            }
-            true
-        }
+    let changed = tokio::select! {
+        () = sleep => return false,
+        changed = rx.wait_for(|&v| v != seen) => changed.is_ok(),
+    };
+    if !changed {
+        // The store dropped its sender: no more wake-ups, rely on the timer.
+        *changes = None;
     }
+    changed
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::memory::MemoryStore;
-    use baton_kernel::{CommandId, Reply};
+    use baton_kernel::{Command, CommandId, Reply};
 
     /// An operation that waits forever without a command: a kernel bug the driver must report.
     struct Stuck;

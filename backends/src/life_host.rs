@@ -19,13 +19,15 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    Command, CommandId, Error, Failure, Grant, Instant, Lease, LifeEvent, LifePoll, LifeStatus,
-    LockLife, Reply, Result, Write,
+    CommandId, Error, Failure, Grant, Instant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
+    Reply, Result, Write,
 };
 use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
+use crate::driver::{counter, wait_for_change};
 use crate::slots::Slot;
 use crate::starter::{Deferral, Starter};
 use crate::store::{Store, StoreFuture};
@@ -299,8 +301,8 @@ impl Life {
     /// At most one command is outstanding. While one is, the loop still wakes at the machine's
     /// timers (a deadline passing while a renewal hangs is a loss now) and at the holder's
     /// requests. While none is, an acquisition also wakes on the store's change notifications,
-    /// which tell it to retry at once; the machine's own deletes are absorbed so that a waiter
-    /// does not wake itself (see [`crate::driver::drive`]).
+    /// which tell it to retry at once, by the kernel's rule ([`ChangeWatch`]: not on its own
+    /// deletes).
     pub(crate) async fn drive(
         &self,
         store: &dyn Store,
@@ -311,17 +313,14 @@ impl Life {
         // table.
         let acquiring = matches!(self.status(), LifeStatus::Acquiring);
         let mut changes = if acquiring { store.changes() } else { None };
-        if let Some(rx) = changes.as_mut() {
-            rx.borrow_and_update();
-        }
+        let mut watch = ChangeWatch::new(counter(&changes));
         let mut inflight: Option<InFlight<'_>> = None;
         loop {
             match self.next(store) {
                 LifePoll::Execute(id, command) => {
-                    let mark = changes.as_mut().and_then(|rx| mark_seen(rx, &command));
+                    watch.before(&command, counter(&changes));
                     inflight = Some(InFlight {
                         id,
-                        mark,
                         reply: store.execute(command),
                     });
                 }
@@ -336,11 +335,9 @@ impl Life {
                         Some(flight) => {
                             tokio::select! {
                                 reply = &mut flight.reply => {
-                                    let (id, mark) = (flight.id, flight.mark);
+                                    let id = flight.id;
                                     inflight = None;
-                                    if let (Some(rx), Some(mark)) = (changes.as_mut(), mark) {
-                                        absorb_own_change(rx, mark);
-                                    }
+                                    watch.after(counter(&changes));
                                     self.machine().handle(id, reply);
                                 }
                                 () = sleep => {}
@@ -351,7 +348,11 @@ impl Life {
                             if changes.is_some() {
                                 store.waiting();
                             }
-                            if wait(sleep, &self.kick, &mut changes).await {
+                            let woken = tokio::select! {
+                                changed = wait_for_change(sleep, &mut changes, watch.seen()) => changed,
+                                () = self.kick.notified() => false,
+                            };
+                            if woken && watch.take_change(counter(&changes)) {
                                 self.machine().wake();
                             }
                         }
@@ -421,32 +422,10 @@ impl Drop for Pending<'_> {
     }
 }
 
-/// A command on its way, with what the change counter showed when it was sent (when the command
-/// may signal a change itself).
+/// A command on its way.
 struct InFlight<'s> {
     id: CommandId,
-    mark: Option<(bool, u64)>,
     reply: StoreFuture<'s>,
-}
-
-/// Before a command: a command that cannot signal a change marks everything seen now (what it
-/// observes reflects it); one that can remembers the counter, to absorb its own change.
-fn mark_seen(rx: &mut watch::Receiver<u64>, command: &Command) -> Option<(bool, u64)> {
-    if crate::driver::may_signal(command) {
-        Some((rx.has_changed().unwrap_or(false), *rx.borrow()))
-    } else {
-        rx.borrow_and_update();
-        None
-    }
-}
-
-/// After a command that may have signalled: if only our own change (if any) happened, mark it
-/// seen so it does not wake us.
-fn absorb_own_change(rx: &mut watch::Receiver<u64>, (pending, before): (bool, u64)) {
-    let after = *rx.borrow();
-    if !pending && after.wrapping_sub(before) <= 1 {
-        rx.borrow_and_update();
-    }
 }
 
 /// Ends at `until`, or never for [`Instant::MAX`] (what the machine asks for while its command
@@ -459,33 +438,6 @@ async fn timer(clock: &Clock, until: Instant) {
         std::future::pending::<()>().await;
     }
     tokio::time::sleep_until(clock.to_tokio(until)).await;
-}
-
-/// Sleeps until `sleep` ends, a request, or a change; returns whether a change ended the wait.
-async fn wait(
-    sleep: impl std::future::Future<Output = ()>,
-    kick: &Notify,
-    changes: &mut Option<watch::Receiver<u64>>,
-) -> bool {
-    let Some(rx) = changes.as_mut() else {
-        tokio::select! {
-            () = sleep => {}
-            () = kick.notified() => {}
-        }
-        return false;
-    };
-    tokio::select! {
-        () = sleep => false,
-        () = kick.notified() => false,
-        changed = rx.changed() => {
-            if changed.is_err() {
-                // The store dropped its sender: no more wake-ups, rely on the timer.
-                *changes = None;
-                return false;
-            }
-            true
-        }
-    }
 }
 
 /// An acquisition being driven by its caller's future. Dropped before [`Abandon::finish`] (the

@@ -10,6 +10,7 @@ use core::pin::Pin;
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
     CommandId, Error, ErrorKind, Instant, LifeEvent, LifePoll, LifeStatus, LockLife, Reply, Result,
 };
@@ -19,7 +20,7 @@ use wasm_bindgen::JsValue;
 use crate::errors::{in_context, to_js};
 use crate::js::{self, Sleep};
 use crate::slots::Slot;
-use crate::store::{may_signal, Store};
+use crate::store::Store;
 use crate::wake::{race, First, Notify, Watch};
 
 /// What the holder reads without driving the machine.
@@ -44,11 +45,8 @@ pub(crate) struct Life {
     on_lost: RefCell<Option<Function>>,
 }
 
-type Flight = (
-    CommandId,
-    Pin<Box<dyn Future<Output = Reply>>>,
-    Option<(bool, u64)>,
-);
+/// A command on its way, and its reply to come.
+type Flight = (CommandId, Pin<Box<dyn Future<Output = Reply>>>);
 
 impl Life {
     pub(crate) fn new(machine: LockLife, store: Rc<Store>, slot: Slot) -> Rc<Life> {
@@ -145,19 +143,14 @@ impl Life {
     ) -> Option<LifeEvent> {
         let store = Rc::clone(&self.store);
         let changes = store.changes();
-        let mut seen = changes.version();
+        let mut watch = ChangeWatch::new(changes.version());
         let mut inflight: Option<Flight> = None;
         loop {
             let poll = self.machine.borrow_mut().poll(js::now());
             match poll {
                 LifePoll::Execute(id, command) => {
-                    let mark = if may_signal(&command) {
-                        Some((changes.version() != seen, changes.version()))
-                    } else {
-                        seen = changes.version();
-                        None
-                    };
-                    inflight = Some((id, Box::pin(Rc::clone(&store).execute(command)), mark));
+                    watch.before(&command, changes.version());
+                    inflight = Some((id, Box::pin(Rc::clone(&store).execute(command))));
                 }
                 LifePoll::Event(event) => {
                     let event = with_context(event, &store);
@@ -174,11 +167,11 @@ impl Life {
                     };
                     let mut kick = Box::pin(self.kick.notified());
                     let first = match inflight.as_mut() {
-                        Some((_, reply, _)) => {
+                        Some((_, reply)) => {
                             race(Some(reply.as_mut()), timer.as_mut(), kick.as_mut(), None).await
                         }
                         None => {
-                            let mut change = Box::pin(changes.changed(seen));
+                            let mut change = Box::pin(changes.changed(watch.seen()));
                             race::<Reply>(
                                 None,
                                 timer.as_mut(),
@@ -190,12 +183,8 @@ impl Life {
                     };
                     match first {
                         First::Reply(reply) => {
-                            if let Some((id, _, mark)) = inflight.take() {
-                                if let Some((pending, before)) = mark {
-                                    if !pending && changes.version().wrapping_sub(before) <= 1 {
-                                        seen = changes.version();
-                                    }
-                                }
+                            if let Some((id, _)) = inflight.take() {
+                                watch.after(changes.version());
                                 self.machine.borrow_mut().handle(id, reply);
                             }
                         }
@@ -205,8 +194,9 @@ impl Life {
                             // one another, and on the memory store (which answers at once)
                             // that chain would never let a timer or a socket run.
                             Sleep::for_duration(core::time::Duration::ZERO).await;
-                            seen = changes.version();
-                            self.machine.borrow_mut().wake();
+                            if watch.take_change(changes.version()) {
+                                self.machine.borrow_mut().wake();
+                            }
                         }
                         First::Timer | First::Request => {}
                     }

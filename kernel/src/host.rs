@@ -1,6 +1,6 @@
 //! Small decisions every host of the kernel makes the same way: which commands may free a lock
-//! (so that waiters in the process look again at once), and which owner id an acquisition
-//! takes (its *slot*). The tokio host and the WebAssembly host both use these, so that a lock
+//! (so that waiters in the process look again at once), when a change wakes a waiter
+//! ([`ChangeWatch`]), and which owner id an acquisition takes (its *slot*). The tokio host and the WebAssembly host both use these, so that a lock
 //! behaves the same in every language.
 
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -42,6 +42,74 @@ pub fn may_signal(command: &Command) -> bool {
         Command::CompareAndSet { new, .. } | Command::GuardedSet { new, .. } => new.is_none(),
         Command::Batch { writes, .. } => writes.iter().any(|w| matches!(w, Write::Delete { .. })),
         _ => false,
+    }
+}
+
+/// One waiter's view of its store's change counter (a number every change that may free a lock
+/// moves: PostgreSQL's `NOTIFY`, a process's own releases): decides when a waiting acquisition
+/// looks again at once ([`crate::LockLife::wake`]) instead of at its backoff's end.
+///
+/// The rule, the same in every host:
+/// - a change wakes the waiter only once no command of its own is on its way (what that
+///   command observes reflects it, or the reply settles it);
+/// - before a command that cannot signal a change ([`may_signal`]), every change so far is
+///   seen: what the command observes reflects it;
+/// - a command that may signal one (a release, the removal of a cell) moves the counter by one
+///   itself: if the counter moved by at most one while it was on its way, and nothing was
+///   pending before it, that was our own change, and it does not wake us. Anything more is
+///   someone else's, and does.
+///
+/// No wake-up is lost: a change not marked seen by these rules wakes the waiter the next time
+/// it waits. Costs a few comparisons; holds no clock and no counter of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChangeWatch {
+    /// The counter's value as last seen.
+    seen: u64,
+    /// For a command on its way that may signal: whether a change was pending before it, and
+    /// the counter when it was sent.
+    mark: Option<(bool, u64)>,
+}
+
+impl ChangeWatch {
+    /// A watch that has seen everything up to `current` (subscribe before the first poll, so
+    /// that nothing from then on is lost).
+    pub fn new(current: u64) -> ChangeWatch {
+        ChangeWatch {
+            seen: current,
+            mark: None,
+        }
+    }
+
+    /// The counter's value as last seen: a host waits for the counter to differ from it.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// `command` is being sent, with the counter at `current`.
+    pub fn before(&mut self, command: &Command, current: u64) {
+        if may_signal(command) {
+            self.mark = Some((current != self.seen, current));
+        } else {
+            self.seen = current;
+            self.mark = None;
+        }
+    }
+
+    /// The command sent last was answered (or abandoned), with the counter at `current`.
+    pub fn after(&mut self, current: u64) {
+        if let Some((pending, before)) = self.mark.take() {
+            if !pending && current.wrapping_sub(before) <= 1 {
+                self.seen = current;
+            }
+        }
+    }
+
+    /// Whether a waiter with no command on its way should look again, the counter being at
+    /// `current`: a change it has not seen. Marks it seen.
+    pub fn take_change(&mut self, current: u64) -> bool {
+        let changed = current != self.seen;
+        self.seen = current;
+        changed
     }
 }
 
@@ -99,6 +167,50 @@ impl SlotTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vacate() -> Command {
+        Command::Vacate {
+            row: "r".into(),
+            column: "c".into(),
+            read: crate::model::ColumnFilter::Prefix("_LOCK_".into()),
+            consistency: crate::model::Consistency::Quorum,
+        }
+    }
+
+    fn read() -> Command {
+        Command::Read {
+            row: "r".into(),
+            filter: crate::model::ColumnFilter::All,
+            consistency: crate::model::ReadConsistency::Plain(crate::model::Consistency::Quorum),
+        }
+    }
+
+    #[test]
+    fn a_waiter_does_not_wake_on_its_own_change_but_on_anyone_elses() {
+        // Our own release moves the counter by one: absorbed.
+        let mut w = ChangeWatch::new(5);
+        w.before(&vacate(), 5);
+        w.after(6);
+        assert!(!w.take_change(6));
+        // Ours and someone else's in the same window: wakes.
+        w.before(&vacate(), 6);
+        w.after(8);
+        assert!(w.take_change(8));
+        // A change pending before our command: kept, it wakes.
+        let mut w = ChangeWatch::new(1);
+        w.before(&vacate(), 2);
+        w.after(3);
+        assert!(w.take_change(3));
+        // A command that cannot signal sees everything before it; a change during it wakes.
+        let mut w = ChangeWatch::new(1);
+        w.before(&read(), 4);
+        w.after(4);
+        assert!(!w.take_change(4));
+        w.before(&read(), 4);
+        w.after(5);
+        assert!(w.take_change(5));
+        assert_eq!(w.seen(), 5);
+    }
 
     #[test]
     fn slots_are_the_smallest_free_and_their_nonces_fixed() {

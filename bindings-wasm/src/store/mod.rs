@@ -123,9 +123,6 @@ pub(crate) fn require_methods(
     Ok(())
 }
 
-/// Whether a command of ours may bump the change counter itself (the kernel decides).
-pub(crate) use baton_kernel::host::may_signal;
-
 /// The write stamp of a command: wall-clock microseconds, above `floor` and above every stamp
 /// this module gave before (the native stores' generator, for one module instance).
 pub(crate) fn next_stamp_after(floor: u64) -> u64 {
