@@ -2,11 +2,12 @@
 //!
 //! ```text
 //! cargo run --release -p baton-tests --bin simulate -- [--strategy S|all] [--seed N | --seeds COUNT [--from N]]
-//!                                                      [--sabotage NAME] [--threads T] [--verbose]
+//!                                                      [--sabotage NAME] [--profile P] [--threads T] [--verbose]
 //! ```
 //! `--seeds 1000000` is the long mode: a progress bar on standard error, then a summary table
 //! (seeds per second, grants, violations), the faults injected by class, and what releases
-//! returned. `--seed N --verbose` replays one run and prints it. Exits 1 if any run failed.
+//! returned. `--profile P` runs only the seeds of one fault profile (`--seeds` of them).
+//! `--seed N --verbose` replays one run and prints it. Exits 1 if any run failed.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -22,11 +23,13 @@ struct Args {
     from: u64,
     seeds: u64,
     sabotage: Sabotage,
+    /// Only the seeds of this fault profile (an index into `PROFILES`).
+    profile: Option<usize>,
     threads: usize,
     verbose: bool,
 }
 
-const USAGE: &str = "usage: simulate [--strategy bakery|unique-insert|column-prefix|all] [--seed N | --seeds COUNT [--from N]] [--sabotage NAME] [--threads T] [--verbose]";
+const USAGE: &str = "usage: simulate [--strategy bakery|unique-insert|column-prefix|all] [--seed N | --seeds COUNT [--from N]] [--sabotage NAME] [--profile P] [--threads T] [--verbose]";
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
@@ -35,6 +38,7 @@ fn parse() -> Result<Args, String> {
         from: 0,
         seeds: 10_000,
         sabotage: Sabotage::None,
+        profile: None,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         verbose: false,
     };
@@ -59,6 +63,7 @@ fn parse() -> Result<Args, String> {
             "--from" => a.from = number(&flag, value()?)?,
             "--threads" => a.threads = number(&flag, value()?)?.max(1) as usize,
             "--sabotage" => a.sabotage = parse_sabotage(&value()?)?,
+            "--profile" => a.profile = Some(sim::parse_profile(&value()?)?),
             "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
@@ -165,6 +170,7 @@ fn main() -> ExitCode {
             args.sabotage,
             args.from,
             args.from + args.seeds,
+            args.profile,
             args.threads,
             10,
             &report,

@@ -1,12 +1,18 @@
 //! The deterministic simulator.
 //!
-//! A run is a discrete-event simulation (the `world` module): clients run the kernel's operations against
-//! a simulated store ([`store`]) over a simulated network, each reading its own drifting clock
-//! ([`clock`]), with the real keep-alive schedule ([`Lease::renew_at`](baton_kernel::Lease::renew_at)),
-//! fence hints carried from one lease to the next acquisition, and cancelled waits cleaned up by
-//! [`Acquire::cleanup`](baton_kernel::Acquire::cleanup), as the Rust API does. An operator runs
-//! purges and forced releases among them. Faults are drawn from the seed; the [`check`] module
-//! judges the result.
+//! A run is a discrete-event simulation (the `world` module): each worker lives one lock at a
+//! time as every host does, as a [`LockLife`](baton_kernel::LockLife) driven by the host loop
+//! of the Rust API (one command at a time, its timers kept while a command is on its way,
+//! change notices by the kernel's [`ChangeWatch`](baton_kernel::host::ChangeWatch), cancellation
+//! with the command on its way kept or forgotten), against a simulated store ([`store`]) over a
+//! simulated network, reading its own drifting clock ([`clock`]). So the renewal schedule and
+//! its retries, the loss at the deadline while a renewal hangs, releases, releases in the
+//! holder's own transaction (committed or rolled back) and the cleanup of a cancelled
+//! acquisition all run as they run in every language; fence hints carry from one lease to the
+//! next acquisition. Holders keep their locks for a while (sometimes past the TTL), with
+//! keep-alive or without, and sometimes ask for a renewal. An operator runs purges and forced
+//! releases among them. Faults are drawn from the seed; the [`check`] module judges what each
+//! holder was told: the intervals its life reported the lease held.
 //!
 //! The fault model, and the real fault each stands for:
 //!
@@ -28,7 +34,8 @@
 //! | store clock steps (SQL) and per-node clock offsets with whole-second TTLs (Cassandra) | NTP stepping a database server; Cassandra nodes' clocks and `nowInSec` truncation |
 //! | a lagging replica | a slow or overloaded Cassandra node |
 //! | purges and forced releases racing clients, column-prefix cell TTL longer than the lease | operators running `baton purge` and `baton release --force` |
-//! | waits cancelled midway | a caller's timeout around `lock()`, an aborted task |
+//! | waits cancelled midway, the command on the way kept or dropped | a caller's timeout around `lock()`, an aborted task |
+//! | a release in the holder's transaction, committed or rolled back | `Guard::release_in` and the bindings' equivalents |
 //! | a claim applied in two steps (the lock cell inserted whatever the counter holds, the counter then left when it does not match) | weaker than PostgreSQL's one statement, which inserts the lock cell alone only when the counter is created by someone else in the same instant |
 
 pub mod check;
@@ -138,9 +145,8 @@ pub struct Config {
     /// The cap on a waiter's backoff (20 ms or 200 ms: short caps poll a freed lock closely).
     pub retry_max: Duration,
     /// Whether the store sends change notices (PostgreSQL's `NOTIFY`; in-process wake-ups).
-    /// On in every generated run; off replays a run as the simulator had it before notices
-    /// were modelled (a store that only answers, as MariaDB, SQLite and Cassandra do to
-    /// other processes).
+    /// On in every generated run; off, a store that only answers, as MariaDB, SQLite and
+    /// Cassandra do to other processes.
     pub notices: bool,
 }
 
@@ -484,13 +490,33 @@ impl Tally {
     }
 }
 
-/// Runs seeds `from..to` on `threads` threads, stopping early after `stop_after` failures;
-/// `progress` is called now and then with the number of runs done.
+/// The seed of the `k`th run: `k` itself, or with a profile (an index into [`PROFILES`]) the
+/// `k`th seed of that profile.
+pub fn seed_of(k: u64, profile: Option<usize>) -> u64 {
+    match profile {
+        Some(p) => k * PROFILES.len() as u64 + p as u64,
+        None => k,
+    }
+}
+
+/// The index in [`PROFILES`] of the profile named `name`.
+pub fn parse_profile(name: &str) -> Result<usize, String> {
+    PROFILES
+        .iter()
+        .position(|p| *p == name)
+        .ok_or_else(|| format!("unknown profile {name:?}; one of {}", PROFILES.join(", ")))
+}
+
+/// Runs the seeds of runs `from..to` ([`seed_of`], in `profile` if one is given) on `threads`
+/// threads, stopping early after `stop_after` failures; `progress` is called now and then with
+/// the number of runs done.
+#[allow(clippy::too_many_arguments)]
 pub fn run_many_with(
     strategy: Strategy,
     sabotage: Sabotage,
     from: u64,
     to: u64,
+    profile: Option<usize>,
     threads: usize,
     stop_after: usize,
     progress: &(dyn Fn(u64) + Sync),
@@ -509,11 +535,11 @@ pub fn run_many_with(
                     if failures.load(Ordering::Relaxed) >= stop_after {
                         break;
                     }
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= to {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= to {
                         break;
                     }
-                    let out = run(strategy, sabotage, seed);
+                    let out = run(strategy, sabotage, seed_of(k, profile));
                     local.add(&out);
                     if !out.ok() {
                         failures.fetch_add(1, Ordering::Relaxed);
@@ -542,5 +568,14 @@ pub fn run_many(
     threads: usize,
     stop_after: usize,
 ) -> Tally {
-    run_many_with(strategy, sabotage, from, to, threads, stop_after, &|_| {})
+    run_many_with(
+        strategy,
+        sabotage,
+        from,
+        to,
+        None,
+        threads,
+        stop_after,
+        &|_| {},
+    )
 }

@@ -1,18 +1,18 @@
-//! One simulated run: the event queue, the clients, the operator, and the network between them
-//! and the store.
+//! One simulated run: the event queue, the workers (each living one lock's life at a time, the
+//! kernel's `LockLife`), the operator, and the network between them and the store.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, Command, CommandId, ErrorKind, FenceHint, ForceRelease, Instant, Lease, LockName,
-    LockOptions, Operation, OwnerId, Poll, PrefixOptions, Purge, Release, Renew, Reply,
-    RetryPolicy, Sabotage, SplitMix64, Wait,
+    Command, CommandId, ErrorKind, FenceHint, ForceRelease, Instant, LockName, LockOptions,
+    Operation, Poll, PrefixOptions, Purge, Reply, RetryPolicy, Sabotage, SplitMix64, Wait,
 };
 
 mod network;
 mod operator;
+mod worker;
 
 use super::check::{self, GrantRecord};
 use super::clock::ClientClock;
@@ -66,22 +66,8 @@ enum Event {
 
 enum State {
     Idle,
-    Acquiring(Box<Acquire>),
-    /// Sending a cancelled acquisition's cleanup; the next reply ends it.
-    Cleaning,
-    Holding {
-        lease: Box<Lease>,
-        until: u64,
-    },
-    Renewing {
-        op: Box<Renew>,
-        lease: Box<Lease>,
-        until: u64,
-    },
-    Releasing {
-        op: Box<Release>,
-        grant: Option<usize>,
-    },
+    /// A worker's lock, from its acquisition to the end of its life.
+    Living(Box<worker::Worker>),
     Purging(Box<Purge>),
     Forcing {
         op: Box<ForceRelease>,
@@ -106,8 +92,8 @@ struct Client {
     op: u64,
     /// Generation of the current timer.
     timer: u64,
-    /// Index of the current grant in the log.
-    grant: Option<usize>,
+    /// The change notices that reached it: its store's change counter.
+    changes: u64,
     name: LockName,
     failed: u32,
     /// The fencing counter as the last lease left it, for the next acquisition.
@@ -199,7 +185,7 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
             crashed: false,
             op: 0,
             timer: 0,
-            grant: None,
+            changes: 0,
             name: names[i % names.len()].clone(),
             failed: 0,
             hint: None,
@@ -318,9 +304,7 @@ impl Sim {
                 if !c.crashed && !matches!(c.state, State::Done) {
                     c.crashed = true;
                     self.faults.crashes += 1;
-                    if let Some(g) = c.grant.take() {
-                        self.grants[g].end_at(self.now);
-                    }
+                    self.crash_worker(client);
                 }
             }
             Event::Wake { client, gen } => {
@@ -338,18 +322,14 @@ impl Sim {
             Event::Cancel { client, op } => self.cancel(client, op),
             Event::Notice { client } => {
                 let c = &self.clients[client];
-                if c.crashed || !matches!(c.state, State::Acquiring(_)) {
+                if c.crashed || !matches!(c.state, State::Living(_)) {
                     return;
                 }
                 if let Some(p) = self.pause(client) {
                     self.schedule(self.now + p, Event::Notice { client });
                     return;
                 }
-                self.log(client, || "NOTICE".into());
-                if let State::Acquiring(o) = &mut self.clients[client].state {
-                    o.wake();
-                }
-                self.step(client);
+                self.notice(client);
             }
             Event::Arrive {
                 client,
@@ -368,7 +348,7 @@ impl Sim {
                 self.log(client, || {
                     format!("store {fate:?} stamp {stamp}: {command:?} -> {reply:?}")
                 });
-                self.notify(Some(client), &command);
+                self.notify(&command);
                 let ttl = self.ttl();
                 match fate {
                     Fate::Late => {
@@ -407,7 +387,7 @@ impl Sim {
                 self.log(usize::MAX, || {
                     format!("store LATE stamp {stamp}: {command:?} -> {reply:?}")
                 });
-                self.notify(None, &command);
+                self.notify(&command);
             }
             Event::Deliver {
                 client,
@@ -435,17 +415,10 @@ impl Sim {
                     }
                 }
                 self.log(client, || format!("<- {reply:?}"));
-                let c = &mut self.clients[client];
-                match &mut c.state {
-                    State::Acquiring(o) => o.handle(id, reply),
-                    State::Renewing { op, .. } => op.handle(id, reply),
-                    State::Releasing { op, .. } => op.handle(id, reply),
+                match &mut self.clients[client].state {
+                    State::Living(_) => return self.deliver(client, id, reply),
                     State::Purging(o) => o.handle(id, reply),
                     State::Forcing { op, .. } => op.handle(id, reply),
-                    State::Cleaning => {
-                        c.state = State::Idle;
-                        c.left = c.left.saturating_sub(1);
-                    }
                     _ => {}
                 }
                 self.step(client);
@@ -504,15 +477,6 @@ impl Sim {
         }
     }
 
-    fn hold_time(&mut self) -> u64 {
-        let ttl = self.ttl();
-        match self.rng.below(10) {
-            0..=6 => self.rng.below(50 * MS),
-            7 | 8 => 50 * MS + self.rng.below(ttl),
-            _ => ttl + self.rng.below(2 * ttl),
-        }
-    }
-
     /// Polls `op` for client `i`: sends its command or sets its timer and returns `None`, or
     /// returns its result.
     fn pump<O: Operation>(
@@ -545,58 +509,6 @@ impl Sim {
         self.timer_at(i, at);
     }
 
-    fn start_acquisition(&mut self, i: usize) {
-        let opts = self.options(i);
-        // Half the runs reuse one owner id per client, as the Rust API does (with a fresh
-        // acquisition id); the others draw a fresh owner id every time.
-        let nonce = if self.cfg.reuse_owner {
-            0x5eed_0000 + i as u64
-        } else {
-            self.rng.next_u64()
-        };
-        let owner = match OwnerId::new(&format!("h{i}"), 1000 + i as u32, nonce) {
-            Ok(o) => o,
-            Err(e) => panic!("simulator owner id: {e}"),
-        };
-        let hint = self.clients[i].hint.clone();
-        let op = match Acquire::new(self.clients[i].name.clone(), owner, opts) {
-            Ok(op) => op.with_fence_hint(hint),
-            Err(e) => panic!("simulator options rejected: {e}"),
-        };
-        self.clients[i].op += 1;
-        if chance(&mut self.rng, self.cfg.faults.cancel) {
-            let at = self.now + self.rng.below(self.ttl() * 3 / 2);
-            let op = self.clients[i].op;
-            self.schedule(at, Event::Cancel { client: i, op });
-        }
-        self.clients[i].state = State::Acquiring(Box::new(op));
-    }
-
-    /// A caller gives up on an acquisition midway: as the Rust API's dropped `lock()` future,
-    /// it sends the acquisition's cleanup command, if any, and moves on when it is answered.
-    fn cancel(&mut self, i: usize, op: u64) {
-        let c = &self.clients[i];
-        if c.crashed || c.op != op {
-            return;
-        }
-        let State::Acquiring(acquire) = &c.state else {
-            return;
-        };
-        self.faults.cancelled += 1;
-        let cleanup = acquire.cleanup();
-        tally(&mut self.errors, ErrorKind::TimedOut);
-        match cleanup {
-            Some(command) => {
-                let c = &mut self.clients[i];
-                c.op += 1;
-                c.timer += 1;
-                c.state = State::Cleaning;
-                self.send(i, CommandId(0), command);
-            }
-            None => self.next_round(i),
-        }
-    }
-
     /// Runs client `i` until it waits for a reply or a timer.
     fn step(&mut self, i: usize) {
         loop {
@@ -604,10 +516,6 @@ impl Sim {
             let state = std::mem::replace(&mut self.clients[i].state, State::Done);
             match state {
                 State::Done => return,
-                State::Cleaning => {
-                    self.clients[i].state = State::Cleaning;
-                    return;
-                }
                 State::Idle if self.clients[i].role == Role::Operator => {
                     return self.operate(i);
                 }
@@ -616,133 +524,13 @@ impl Sim {
                         self.clients[i].state = State::Done;
                         return;
                     }
-                    self.start_acquisition(i);
+                    self.start_life(i);
+                    return self.drive(i);
                 }
-                State::Acquiring(mut op) => match self.pump(i, &mut *op, local) {
-                    None => {
-                        self.clients[i].state = State::Acquiring(op);
-                        return;
-                    }
-                    Some(Ok(grant)) => {
-                        let lease = grant.lease;
-                        let end = self.clients[i].clock.sim(lease.deadline().as_nanos());
-                        self.log(i, || {
-                            format!(
-                                "GRANTED token {} believes until {:.3}ms",
-                                lease.token(),
-                                end as f64 / 1e6
-                            )
-                        });
-                        self.grants.push(GrantRecord {
-                            client: i,
-                            name: lease.name().as_str().to_string(),
-                            token: lease.token(),
-                            at: self.now,
-                            belief: vec![(self.now, end)],
-                            forced_at: None,
-                            released: None,
-                        });
-                        let who = GrantOwner {
-                            owner: lease.owner().key(),
-                            value: lease.value().to_string(),
-                        };
-                        if let Some((_, at)) = self.broken.iter().find(|(b, _)| *b == who) {
-                            let g = self.grants.len() - 1;
-                            self.grants[g].forced_at = Some(*at);
-                        }
-                        self.owners.push(who);
-                        let c = &mut self.clients[i];
-                        c.grant = Some(self.grants.len() - 1);
-                        c.hint = Some(lease.fence_hint());
-                        let until = self.now + self.hold_time();
-                        self.clients[i].state = State::Holding {
-                            lease: Box::new(lease),
-                            until,
-                        };
-                    }
-                    Some(Err(e)) => {
-                        self.log(i, || format!("acquire failed: {e}"));
-                        tally(&mut self.errors, e.kind());
-                        self.clients[i].failed += 1;
-                        return self.next_round(i);
-                    }
-                },
-                State::Holding { lease, until } => {
-                    let valid = lease.is_valid_at(local);
-                    if valid {
-                        // The client believes until its own clock reads the deadline (which a
-                        // clock stopped in a suspension puts later).
-                        let end = self.clients[i].clock.sim(lease.deadline().as_nanos());
-                        if let Some(g) = self.clients[i].grant {
-                            self.grants[g].belief.push((self.now, end));
-                        }
-                    }
-                    let renew_at = lease.renew_at();
-                    if self.now >= until || !valid {
-                        self.start_release(i, &lease);
-                    } else if local >= renew_at {
-                        self.clients[i].op += 1;
-                        self.clients[i].state = State::Renewing {
-                            op: Box::new(Renew::new(&lease)),
-                            lease,
-                            until,
-                        };
-                    } else {
-                        let at = self.clients[i].clock.sim(renew_at.as_nanos()).min(until);
-                        self.clients[i].state = State::Holding { lease, until };
-                        return self.timer_at(i, at);
-                    }
+                State::Living(w) => {
+                    self.clients[i].state = State::Living(w);
+                    return self.drive(i);
                 }
-                State::Renewing {
-                    mut op,
-                    lease,
-                    until,
-                } => match self.pump(i, &mut *op, local) {
-                    None => {
-                        self.clients[i].state = State::Renewing { op, lease, until };
-                        return;
-                    }
-                    Some(Ok(renewed)) => {
-                        let end = self.clients[i].clock.sim(renewed.deadline().as_nanos());
-                        self.log(i, || {
-                            format!("renewed, believes until {:.3}ms", end as f64 / 1e6)
-                        });
-                        if let Some(g) = self.clients[i].grant {
-                            self.grants[g].belief.push((self.now, end));
-                        }
-                        self.clients[i].state = State::Holding {
-                            lease: Box::new(renewed),
-                            until,
-                        };
-                    }
-                    Some(Err(e)) if e.kind() != ErrorKind::Lost => {
-                        self.log(i, || format!("renewal failed: {e}"));
-                        // The keep-alive tries again while the lease is valid.
-                        self.clients[i].state = State::Holding { lease, until };
-                        let at = self.now + 5 * MS + self.rng.below(20 * MS);
-                        return self.timer_at(i, at);
-                    }
-                    Some(Err(e)) => {
-                        self.log(i, || format!("renewal: {e}"));
-                        // Lost: the belief already ends at the old deadline. Clean up.
-                        self.start_release(i, &lease);
-                    }
-                },
-                State::Releasing { mut op, grant } => match self.pump(i, &mut *op, local) {
-                    None => {
-                        self.clients[i].state = State::Releasing { op, grant };
-                        return;
-                    }
-                    Some(result) => {
-                        self.log(i, || format!("released: {result:?}"));
-                        let kind = result.as_ref().err().map(|e| e.kind());
-                        tally(&mut self.releases, kind);
-                        if let Some(g) = grant {
-                            self.grants[g].released = Some(result.map_err(|e| e.kind()));
-                        }
-                        return self.next_round(i);
-                    }
-                },
                 State::Purging(mut op) => match self.pump(i, &mut *op, local) {
                     None => {
                         self.clients[i].state = State::Purging(op);
@@ -772,19 +560,6 @@ impl Sim {
                 return self.operator_sleep(i);
             }
         }
-    }
-
-    /// Client `i` stops believing in `lease` now and releases it.
-    fn start_release(&mut self, i: usize, lease: &Lease) {
-        let grant = self.clients[i].grant.take();
-        if let Some(g) = grant {
-            self.grants[g].end_at(self.now);
-        }
-        self.clients[i].op += 1;
-        self.clients[i].state = State::Releasing {
-            op: Box::new(Release::new(lease)),
-            grant,
-        };
     }
 
     fn outcome(self, seed: u64) -> Outcome {

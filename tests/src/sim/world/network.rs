@@ -84,20 +84,18 @@ impl Sim {
         );
     }
 
-    /// The store's change notices for a write that reached it (`from`: the writer, if a
-    /// client is waiting for its reply): every other client is told, as PostgreSQL's `NOTIFY`
-    /// tells every listening session. Worse than PostgreSQL, which notifies only at a release's
+    /// The store's change notices for a write that reached it: every client is told, as
+    /// PostgreSQL's `NOTIFY` tells every listening session, the writer too (its host absorbs
+    /// its own change when the notice comes while the write is on its way, by the kernel's
+    /// rule: `ChangeWatch`; one that comes later wakes it for nothing). Worse than PostgreSQL, which notifies only at a release's
     /// commit: every write notifies, whether or not it applied (spurious wake-ups), and each
     /// notice takes a message's delay (late ones included), may be lost or may come twice. A
     /// notice can only make a waiter look again, never grant anything.
-    pub(super) fn notify(&mut self, from: Option<usize>, command: &Command) {
+    pub(super) fn notify(&mut self, command: &Command) {
         if !self.cfg.notices || matches!(command, Command::Read { .. }) {
             return;
         }
         for client in 0..self.clients.len() {
-            if Some(client) == from {
-                continue;
-            }
             if chance(&mut self.rng, self.cfg.faults.dropped) {
                 self.faults.lost_notices += 1;
                 continue;
