@@ -25,7 +25,7 @@ const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 /// `CLOCK_BOOTTIME - CLOCK_MONOTONIC` since its creation (the time spent suspended), so a
 /// suspended holder's lease ends on time; timers still sleep on tokio's clock, and wake late by
 /// the suspension, which only makes the holder notice later, never believe longer. Elsewhere
-/// there is no correction: README "Safety and its assumptions".
+/// there is no correction: docs/safety.md.
 #[derive(Clone, Debug)]
 pub struct Clock {
     epoch: tokio::time::Instant,

@@ -110,8 +110,9 @@ impl Guard {
     /// If the transaction commits, the lock is free from that moment. If it rolls back, the
     /// lock is still held: dropping the guard, or [`Guard::release`], releases it in its own
     /// transaction: after a commit it finds nothing left and reports `Ok`, unless an operator
-    /// force-released the lock since (then [`ErrorKind::Lost`], as it cannot tell whether the
-    /// release committed before that); after a rollback it reports as any release does.
+    /// force-released the lock since or the lease's deadline passed (keep-alive stops here):
+    /// then [`ErrorKind::Lost`], as it cannot tell a commit from a rollback followed by either;
+    /// after a rollback it reports as any release does.
     /// Calling `release_in` again in a new transaction after a rollback is fine too.
     ///
     /// Errors as for [`Guard::release`]: [`ErrorKind::Lost`] if the lease had been lost, store

@@ -264,7 +264,7 @@ pub struct LockInfo {
     pub created_unix_ms: Option<u64>,
     /// The acquisition id written in the entry ([`LockOptions::acquisition`](crate::LockOptions::acquisition)), 0 when none.
     pub acquisition: u64,
-    /// The entry's value as stored (see the `record` encodings in the README's lock table).
+    /// The entry's value as stored (see the `record` encodings in docs/sql-store.md, "The lock table").
     pub value: String,
     /// Time left before the store expires it, by the store's clock.
     pub expires_in: Option<Duration>,

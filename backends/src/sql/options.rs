@@ -43,7 +43,7 @@ pub struct SqlOptions {
     /// PostgreSQL; two rows elsewhere, the only layout there). An existing
     /// table keeps its own, whatever this says. A one-row table must not be shared with
     /// versions of baton before it, which read only two-row tables: [`Layout::TwoRows`] makes
-    /// a table they can share (README, "The lock table").
+    /// a table they can share (docs/sql-store.md, "The lock table").
     pub layout: Option<Layout>,
 }
 

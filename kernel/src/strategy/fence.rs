@@ -25,7 +25,7 @@
 //! hand, the table dropped and recreated, a SQLite file that lost its last commits in a power
 //! failure under `synchronous=NORMAL` (the SQL store opens SQLite with `synchronous=FULL` for
 //! this reason), a failover to an asynchronous replica that had not received the last updates.
-//! Each makes tokens start again from an older value; README "Safety and its assumptions".
+//! Each makes tokens start again from an older value; docs/safety.md.
 //!
 //! Cost: one conditional round trip when the counter value is known (read in the same round trip
 //! as the lock entries, or from a [`FenceHint`](crate::FenceHint)); two when the guess is stale.
