@@ -480,6 +480,43 @@ fn a_wake_makes_a_waiter_retry_at_once() {
     let _ = CommandId(0);
 }
 
+/// Holds a lock by `strategy`, asks for its release elsewhere, and runs that release in the
+/// "transaction" if it `committed`: the host, the life, and what the event handed over.
+fn released_elsewhere(strategy: Strategy, committed: bool) -> (Host, LockLife, Option<String>) {
+    let mut host = Host::new();
+    let mut a = life(strategy, "a", Wait::TryOnce, true);
+    assert!(!host.run(&mut a, host.now));
+    let lost = released_elsewhere_here(&mut host, &mut a, committed);
+    (host, a, lost)
+}
+
+/// Asks `a` for its release elsewhere and runs it if `committed`; the loss handed over with
+/// the lease, as text.
+fn released_elsewhere_here(host: &mut Host, a: &mut LockLife, committed: bool) -> Option<String> {
+    a.release_elsewhere().expect("held");
+    assert!(!host.run(a, host.now));
+    let Some((_, LifeEvent::ReleaseElsewhere { lease, lost })) = host.events.last().cloned() else {
+        panic!("the lease to release elsewhere: {:?}", host.events)
+    };
+    assert_eq!(a.status(host.now), LifeStatus::Released);
+    if committed {
+        host.drive(baton_kernel::Release::new(&lease))
+            .expect("released in the transaction");
+    }
+    lost.map(|e| e.to_string())
+}
+
+/// `a`'s release here, and its outcome.
+fn release_here(host: &mut Host, a: &mut LockLife) -> LifeEvent {
+    a.release(Vec::new()).expect("the release due here");
+    assert!(host.run(a, Instant::MAX));
+    host.last_event().clone()
+}
+
+fn is_lost(event: &LifeEvent) -> bool {
+    matches!(event, LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost)
+}
+
 /// A release run elsewhere (the caller's transaction): renewals stop; after it committed, the
 /// release still due here finds nothing and says `Ok`; after a rollback it releases the lock.
 #[test]
@@ -487,21 +524,8 @@ fn a_release_elsewhere_then_the_one_due_here() {
     // Within the lease's 60 s: whether the transaction committed (the cell found gone, the
     // counter at our grant) or rolled back (the cell still there, removed now), `Ok`.
     for committed in [true, false] {
-        let mut host = Host::new();
-        let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, true);
-        assert!(!host.run(&mut a, host.now));
-        a.release_elsewhere().expect("held");
-        assert!(!host.run(&mut a, host.now));
-        let Some((_, LifeEvent::ReleaseElsewhere { lease, lost: None })) =
-            host.events.last().cloned()
-        else {
-            panic!("the lease to release elsewhere: {:?}", host.events)
-        };
-        assert_eq!(a.status(host.now), LifeStatus::Released);
-        if committed {
-            host.drive(baton_kernel::Release::new(&lease))
-                .expect("released in the transaction");
-        }
+        let (mut host, mut a, lost) = released_elsewhere(Strategy::UniqueInsert, committed);
+        assert_eq!(lost, None);
         let commands = host.commands.len();
         assert!(!host.run(&mut a, host.at(50.0)));
         assert_eq!(
@@ -509,11 +533,9 @@ fn a_release_elsewhere_then_the_one_due_here() {
             commands,
             "no renewal after a release elsewhere (one was due at 20 s)"
         );
-        a.release(Vec::new()).expect("the release due here");
-        assert!(host.run(&mut a, Instant::MAX));
         assert_eq!(
-            host.last_event(),
-            &LifeEvent::Released(Ok(())),
+            release_here(&mut host, &mut a),
+            LifeEvent::Released(Ok(())),
             "committed: {committed}"
         );
         assert!(host.cells().is_empty());
@@ -526,28 +548,10 @@ fn a_release_elsewhere_then_the_one_due_here() {
 #[test]
 fn a_release_after_a_release_elsewhere_and_the_deadline_reports_the_loss() {
     for committed in [true, false] {
-        let mut host = Host::new();
-        let mut a = life(Strategy::Bakery, "a", Wait::TryOnce, true);
-        assert!(!host.run(&mut a, host.now));
-        a.release_elsewhere().expect("held");
-        assert!(!host.run(&mut a, host.now));
-        let Some((_, LifeEvent::ReleaseElsewhere { lease, lost: None })) =
-            host.events.last().cloned()
-        else {
-            panic!("the lease to release elsewhere: {:?}", host.events)
-        };
-        if committed {
-            host.drive(baton_kernel::Release::new(&lease))
-                .expect("released in the transaction");
-        }
+        let (mut host, mut a, _) = released_elsewhere(Strategy::Bakery, committed);
         assert!(!host.run(&mut a, host.at(100.0)));
-        a.release(Vec::new()).expect("the release due here");
-        assert!(host.run(&mut a, Instant::MAX));
-        assert!(
-            matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost),
-            "committed: {committed}: {:?}",
-            host.last_event()
-        );
+        let outcome = release_here(&mut host, &mut a);
+        assert!(is_lost(&outcome), "committed: {committed}: {outcome:?}");
     }
 }
 
@@ -570,19 +574,10 @@ fn a_loss_known_before_a_release_elsewhere_is_reported_again() {
         "{:?}",
         host.last_event()
     );
-    a.release_elsewhere().expect("lost, not yet released");
-    assert!(!host.run(&mut a, host.at(1.0)));
-    let Some((_, LifeEvent::ReleaseElsewhere { lost: Some(_), .. })) = host.events.last().cloned()
-    else {
-        panic!("the loss handed over with the lease: {:?}", host.events)
-    };
-    a.release(Vec::new()).expect("the release due here");
-    assert!(host.run(&mut a, Instant::MAX));
-    assert!(
-        matches!(host.last_event(), LifeEvent::Released(Err(e)) if e.kind() == ErrorKind::Lost),
-        "{:?}",
-        host.last_event()
-    );
+    let lost = released_elsewhere_here(&mut host, &mut a, false);
+    assert!(lost.is_some(), "the loss handed over with the lease");
+    let outcome = release_here(&mut host, &mut a);
+    assert!(is_lost(&outcome), "{outcome:?}");
 }
 
 /// A store that goes down under a short lease: the renewal retries with backoff, the lease is
