@@ -3,13 +3,16 @@
 mod acquire;
 mod admin;
 mod aging;
+mod held;
 mod herd;
 mod io;
+mod release;
 mod renew;
 
 pub use acquire::Acquire;
 pub use admin::{ForceRelease, Inspect, ListLocks, Purge};
-pub use renew::{Release, Renew};
+pub use release::Release;
+pub use renew::Renew;
 
 use crate::error::Result;
 use crate::model::{Command, Reply};
