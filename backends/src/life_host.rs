@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    CommandId, Error, Failure, Grant, Instant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
-    Reply, Result, Write,
+    CommandId, Error, Failure, Instant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife, Reply,
+    Result, Write,
 };
 use tokio::sync::{watch, Notify};
 
@@ -227,10 +227,7 @@ impl Life {
 
     fn publish(&self, event: &LifeEvent) {
         log(event);
-        if matches!(
-            event,
-            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
-        ) {
+        if event.frees_the_slot() {
             drop(
                 self.slot
                     .lock()
@@ -529,17 +526,6 @@ pub(crate) async fn release(life: &Life, store: &dyn Store, writes: Vec<Write>) 
             "internal error: the lock's life ended without a release",
         ))
     })
-}
-
-/// The grant an acquisition ended with, from the event that ended it.
-pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
-    match event {
-        Some(LifeEvent::Granted(grant)) => Ok(*grant),
-        Some(LifeEvent::Failed(e)) => Err(e),
-        other => Err(Error::internal(format!(
-            "internal error: an acquisition ended with {other:?}"
-        ))),
-    }
 }
 
 /// Names `store` in the error (its `store` field), and in the message of errors that come from

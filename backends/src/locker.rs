@@ -14,7 +14,7 @@ use baton_kernel::{
 use crate::clock::Clock;
 use crate::driver::drive;
 use crate::guard::Guard;
-use crate::life_host::{in_context, outcome, Abandon, Life};
+use crate::life_host::{in_context, Abandon, Life};
 use crate::memory::MemoryStore;
 use crate::owner;
 use crate::request::LockRequest;
@@ -187,7 +187,7 @@ impl Locker {
             })
             .await;
         abandon.finish();
-        let grant = outcome(ended)?;
+        let grant = LifeEvent::acquisition_outcome(ended)?;
         if !in_transaction {
             self.remember(&grant.lease);
         }

@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    CommandId, Error, ErrorKind, Instant, LifeEvent, LifePoll, LifeStatus, LockLife, Reply, Result,
+    CommandId, Error, Instant, LifeEvent, LifePoll, LifeStatus, LockLife, Reply, Result,
 };
 use js_sys::Function;
 use wasm_bindgen::JsValue;
@@ -111,10 +111,7 @@ impl Life {
     }
 
     fn publish(&self, event: &LifeEvent) {
-        if matches!(
-            event,
-            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
-        ) {
+        if event.frees_the_slot() {
             drop(self.slot.borrow_mut().take());
         }
         match event {
@@ -234,19 +231,4 @@ fn web_log(text: &str) {
 /// An event with its errors put in the store's context.
 fn with_context(event: LifeEvent, store: &Store) -> LifeEvent {
     event.map_error(|e| in_context(e, store))
-}
-
-/// The grant or the error an acquisition ended with.
-pub(crate) fn outcome(event: Option<LifeEvent>) -> Result<baton_kernel::Grant> {
-    match event {
-        Some(LifeEvent::Granted(grant)) => Ok(*grant),
-        Some(LifeEvent::Failed(e)) => Err(e),
-        Some(LifeEvent::Cancelled) => Err(Error::new(
-            ErrorKind::Cancelled,
-            "the wait for the lock was cancelled; what it wrote was removed (had the store been unreachable, it would expire with its TTL)",
-        )),
-        other => Err(Error::internal(format!(
-            "internal error: an acquisition ended with {other:?}"
-        ))),
-    }
 }

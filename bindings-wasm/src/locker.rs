@@ -16,7 +16,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use crate::errors::{in_context, to_js};
 use crate::js::{self, Sleep};
-use crate::life::{outcome, Life};
+use crate::life::Life;
 use crate::options::{lock_name, lock_options, locker_options, LockerOptions};
 use crate::slots::Slots;
 use crate::store::cql::CqlHost;
@@ -198,7 +198,8 @@ impl CoreLocker {
                     )
                 })
                 .await;
-            let grant = outcome(ended).map_err(|e| to_js(&e.with_lock(name.as_str())))?;
+            let grant = LifeEvent::acquisition_outcome(ended)
+                .map_err(|e| to_js(&e.with_lock(name.as_str())))?;
             locker.remember(&grant.lease);
             // The rest of the life (renewals, loss, release) runs on its own.
             let keeper = Rc::clone(&driver);

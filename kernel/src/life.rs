@@ -99,6 +99,34 @@ pub enum LifeEvent {
 }
 
 impl LifeEvent {
+    /// Whether the life has no cell of its own left to write after this event (released,
+    /// failed, cancelled): a host frees the acquisition's owner-id slot then
+    /// ([`crate::host::SlotTable`]), before anyone waiting for that outcome hears of it, so the
+    /// next acquisition of the name reuses the column. Safe whatever the outcome: values
+    /// carry a fresh acquisition id.
+    pub fn frees_the_slot(&self) -> bool {
+        matches!(
+            self,
+            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+        )
+    }
+
+    /// The grant an acquisition ended with, from the event that ended it (a life's first
+    /// event; `None` when the machine ended without one, a kernel bug).
+    pub fn acquisition_outcome(event: Option<LifeEvent>) -> Result<Grant> {
+        match event {
+            Some(LifeEvent::Granted(grant)) => Ok(*grant),
+            Some(LifeEvent::Failed(e)) => Err(e),
+            Some(LifeEvent::Cancelled) => Err(Error::new(
+                ErrorKind::Cancelled,
+                "the wait for the lock was cancelled; what it wrote was removed (had the store been unreachable, it would expire with its TTL)",
+            )),
+            other => Err(Error::internal(format!(
+                "internal error: an acquisition ended with {other:?}"
+            ))),
+        }
+    }
+
     /// The event with `f` applied to the error it carries, if any (a host adds its store's
     /// context, see [`Error::in_store`]).
     pub fn map_error(self, f: impl FnOnce(Error) -> Error) -> LifeEvent {
