@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    add_stamp_failed, failure, missing_columns, schema_statement, Dialect, Done, DriverError, Kind,
-    Layout, Operation, Param, Phase, SchemaCheck, Statement, Statements, Val,
+    add_stamp_failed, failure, schema_statement, Dialect, Done, DriverError, Kind, Layout,
+    Operation, Param, Phase, SchemaSetup, SchemaStep, Statement, Statements, Val,
 };
 use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
@@ -241,72 +241,63 @@ impl SqlHost {
         failure(error, dialect, phase, message)
     }
 
-    /// Creates the table when it is missing (and allowed), and the routines its statements call,
-    /// adds the stamp column to a table of an older baton, or refuses a table that is not
-    /// baton's, as the native SQL stores do; then reads the table's layout.
+    /// Makes sure the lock table exists with every column, and reads its layout: the sequence
+    /// every host runs ([`SchemaSetup`]: creates the table when missing and allowed, adds the
+    /// stamp column to an older table, makes the routines after the table, refuses a table that
+    /// is not baton's), executed through the adapter.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
         let st = self.statements_of(self.new_table);
-        if self.create {
-            // MariaDB's claim procedure, made whether or not the table was.
-            for routine in &st.routines {
-                self.schema(routine, &[], schema_statement::CREATE_ROUTINE)
-                    .await?;
-            }
-        }
-        let present = self.columns().await?;
-        match SchemaCheck::of(
-            &present,
-            self.create,
-            &self.table,
-            &st.ddl,
-            &st.add_stamp_ddl,
-        ) {
-            SchemaCheck::Ready => return self.read_layout(&present).await,
-            SchemaCheck::Refuse(message) => return Err(Failure::Rejected(message)),
-            SchemaCheck::Create => {
-                for statement in &st.create {
-                    if let Err(e) = self
-                        .schema(statement, &[], schema_statement::CREATE_TABLE)
-                        .await
-                    {
-                        // Another client may have created it meanwhile.
-                        if !missing_columns(&self.columns().await?).is_empty() {
-                            return Err(e);
+        let mut setup = SchemaSetup::new(st, &self.table, self.create);
+        let mut last_error = None;
+        loop {
+            let run = match setup.step() {
+                SchemaStep::ReadColumns => {
+                    let present = self.columns().await?;
+                    setup.columns(present);
+                    continue;
+                }
+                SchemaStep::ReadLayoutFlag => {
+                    let flag = self.layout_flag().await?;
+                    setup.layout_flag(flag.as_deref());
+                    continue;
+                }
+                SchemaStep::Ready(layout) => {
+                    self.layout.set(layout);
+                    return Ok(());
+                }
+                SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
+                SchemaStep::Failed { add_stamp } => {
+                    return Err(match last_error {
+                        Some(Failure::Rejected(m)) if add_stamp => {
+                            Failure::Rejected(add_stamp_failed(&self.table, &m, &st.add_stamp_ddl))
                         }
-                    }
+                        Some(e) => e,
+                        None => Failure::Rejected(format!(
+                            "internal error: setting up the lock table {:?} failed with no error",
+                            self.table
+                        )),
+                    });
                 }
-            }
-            SchemaCheck::AddStamp => {
-                if let Err(e) = self
-                    .schema(&st.add_stamp, &[], schema_statement::ADD_STAMP)
-                    .await
-                {
-                    if !missing_columns(&self.columns().await?).is_empty() {
-                        return Err(match e {
-                            Failure::Rejected(m) => Failure::Rejected(add_stamp_failed(
-                                &self.table,
-                                &m,
-                                &st.add_stamp_ddl,
-                            )),
-                            other => other,
-                        });
-                    }
+                SchemaStep::CreateTable(i) => {
+                    self.schema(&st.create[i], &[], schema_statement::CREATE_TABLE)
+                        .await
                 }
-            }
-        }
-        let present = self.columns().await?;
-        match SchemaCheck::verify(&present, &self.table, &st.ddl) {
-            SchemaCheck::Ready => self.read_layout(&present).await,
-            SchemaCheck::Refuse(message) => Err(Failure::Rejected(message)),
-            other => Err(Failure::Rejected(format!(
-                "internal error: the lock table {:?} still needs {other:?} after it was changed",
-                self.table
-            ))),
+                SchemaStep::AddStamp => {
+                    self.schema(&st.add_stamp, &[], schema_statement::ADD_STAMP)
+                        .await
+                }
+                SchemaStep::CreateRoutine(i) => {
+                    self.schema(&st.routines[i], &[], schema_statement::CREATE_ROUTINE)
+                        .await
+                }
+            };
+            setup.ran(run.is_ok());
+            last_error = run.err();
         }
     }
 
-    /// Reads the layout flag of the table with columns `present`, and keeps its layout.
-    async fn read_layout(&self, present: &[String]) -> std::result::Result<(), Failure> {
+    /// The table's layout flag, if it has one.
+    async fn layout_flag(&self) -> std::result::Result<Option<String>, Failure> {
         let out = self
             .schema(
                 &self.statements.layout_flag,
@@ -314,20 +305,12 @@ impl SqlHost {
                 schema_statement::LAYOUT_FLAG,
             )
             .await?;
-        let flag = rows(&out, &[Kind::Text])?
+        Ok(rows(&out, &[Kind::Text])?
             .into_iter()
-            .find_map(|r| r.into_iter().next().map(Val::into_text));
-        let layout = Layout::of_table(
-            self.statements.dialect,
-            &self.table,
-            flag.as_deref(),
-            present,
-        )
-        .map_err(Failure::Rejected)?;
-        self.layout.set(layout);
-        Ok(())
+            .find_map(|r| r.into_iter().next().map(Val::into_text)))
     }
 
+    /// The table's column names (none when the table does not exist).
     async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {
         let st = &self.statements;
         let out = self

@@ -51,7 +51,7 @@ use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
 pub use layout::{Layout, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
-pub use schema::{add_stamp_failed, missing_columns, SchemaCheck};
+pub use schema::{add_stamp_failed, missing_columns, SchemaCheck, SchemaSetup, SchemaStep};
 pub use statement::{schema_statement, Statement};
 
 /// The database a store talks to.
