@@ -1,5 +1,5 @@
 //! The workers: each runs one lock's life at a time, the kernel's [`LockLife`], driven as every
-//! host drives it (the tokio host in `baton/src/life_host.rs`, the blocking API, the C, C++ and
+//! host drives it (the tokio host in `baton/src/host/life_host.rs`, the blocking API, the C, C++ and
 //! Python bindings through it, and the WebAssembly host): one command at a time over the
 //! simulated network, the machine's timers kept while a command is on its way (a deadline
 //! passing while a renewal hangs is a loss now), the store's change notices waking a waiting

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use baton_kernel::{Error, ErrorKind, Result};
 
-use crate::memory::MemoryStore;
-use crate::store::Store;
-use crate::url_text::redact;
+use crate::stores::memory::MemoryStore;
+use crate::stores::store::Store;
+use crate::stores::url_text::redact;
 
 /// Opens the store a URL names.
 ///
@@ -75,7 +75,9 @@ pub fn open_store(url: &str) -> Result<Arc<dyn Store>> {
 
 #[cfg(feature = "cassandra")]
 fn open_cassandra(url: &str) -> Result<Arc<dyn Store>> {
-    Ok(Arc::new(crate::cassandra::CassandraStore::open(url)?))
+    Ok(Arc::new(crate::stores::cassandra::CassandraStore::open(
+        url,
+    )?))
 }
 
 #[cfg(not(feature = "cassandra"))]
@@ -91,7 +93,7 @@ fn open_cassandra(url: &str) -> Result<Arc<dyn Store>> {
 
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 fn open_sql(url: &str) -> Result<Arc<dyn Store>> {
-    Ok(Arc::new(crate::sql::SqlStore::open(url)?))
+    Ok(Arc::new(crate::stores::sql::SqlStore::open(url)?))
 }
 
 #[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]

@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_kernel::{Consistency, Error, ErrorKind, Result, SerialConsistency};
 
 use super::schema::{validate_identifier, DEFAULT_KEYSPACE, DEFAULT_TABLE};
-use crate::url_text::{params, redact};
+use crate::stores::url_text::{params, redact};
 
 /// The CQL native-protocol port used when a host names none.
 pub const DEFAULT_PORT: u16 = 9042;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::{validate_table, Layout, DEFAULT_TABLE};
-use crate::url_text::{params, redact};
+use crate::stores::url_text::{params, redact};
 
 /// How a SQL store uses its database.
 ///
@@ -34,7 +34,7 @@ pub struct SqlOptions {
     /// it: a statement still queued before the server (in a connection pooler such as
     /// PgBouncer, or unread in a socket buffer) can start, and apply, after baton gave up. The
     /// write stamps make that harmless: a late put or delete never undoes a later write of the
-    /// same owner (see the [module docs](crate::sql)). Also bounds the wait for a pooled connection
+    /// same owner (see the [module docs](crate::stores::sql)). Also bounds the wait for a pooled connection
     /// (at most 2 s per attempt).
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).

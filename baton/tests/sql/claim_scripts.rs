@@ -1,5 +1,5 @@
 //! Unique insert's one-step commands on each database, from the scripts shared with the
-//! Cassandra tests (`backends/tests/shared/claims.rs`), against the kernel's reference table;
+//! Cassandra tests (`baton/tests/shared/claims.rs`), against the kernel's reference table;
 //! and claimants racing for one free lock row.
 
 use std::time::Duration;

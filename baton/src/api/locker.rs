@@ -11,17 +11,17 @@ use baton_kernel::{
     RetryPolicy, SerialConsistency, Strategy, Wait,
 };
 
-use crate::clock::Clock;
-use crate::driver::drive;
-use crate::guard::Guard;
-use crate::life_host::{in_context, Abandon, Life};
-use crate::memory::MemoryStore;
-use crate::owner;
-use crate::request::LockRequest;
-use crate::slots::Slots;
-use crate::starter::Starter;
-use crate::store::Store;
-use crate::url::open_store;
+use crate::api::guard::Guard;
+use crate::api::request::LockRequest;
+use crate::host::clock::Clock;
+use crate::host::driver::drive;
+use crate::host::life_host::{in_context, Abandon, Life};
+use crate::host::owner;
+use crate::host::slots::Slots;
+use crate::host::starter::Starter;
+use crate::stores::memory::MemoryStore;
+use crate::stores::store::Store;
+use crate::stores::url::open_store;
 
 /// Hands out locks on one store, with default options.
 ///

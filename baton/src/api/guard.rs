@@ -12,9 +12,9 @@ use std::sync::Arc;
 use baton_kernel::{Cell, Error, ErrorKind, Grant, Lease, LifeStatus, LockLife, Result, Write};
 use tokio::runtime::Handle;
 
-use crate::life_host::{self, Life};
-use crate::starter::Starter;
-use crate::store::Store;
+use crate::host::life_host::{self, Life};
+use crate::host::starter::Starter;
+use crate::stores::store::Store;
 
 /// A held lock. Dropping it releases the lock (in the background, on the runtime that acquired
 /// it); [`Guard::release`] does it now and reports the outcome.

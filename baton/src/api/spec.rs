@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use baton_kernel::{Error, ErrorKind, Result, Strategy};
 
-use crate::locker::{Locker, LockerBuilder};
-use crate::url::open_store;
+use crate::api::locker::{Locker, LockerBuilder};
+use crate::stores::url::open_store;
 
 /// A store URL and a locker's options, each `None` for the default.
 #[derive(Clone, Copy, Debug)]
@@ -72,7 +72,7 @@ impl<'a> LockerSpec<'a> {
 
 #[cfg(feature = "cassandra")]
 fn consistency(level: &str) -> Result<baton_kernel::Consistency> {
-    crate::cassandra::parse_consistency(level).ok_or_else(|| {
+    crate::stores::cassandra::parse_consistency(level).ok_or_else(|| {
         Error::new(
             ErrorKind::InvalidOption,
             format!("unknown consistency {level:?} (one, quorum, local_quorum, each_quorum, all)"),

@@ -47,12 +47,12 @@
 
 use baton_kernel::{Error, ErrorKind, LockLife, Release, Result};
 
-use crate::guard::Guard;
-use crate::life_host::in_context;
-use crate::locker::Locker;
-use crate::request::LockRequest;
-use crate::sql::tx::ConnStore;
-use crate::sql::{SqlConn, SqlStore};
+use crate::api::guard::Guard;
+use crate::api::locker::Locker;
+use crate::api::request::LockRequest;
+use crate::host::life_host::in_context;
+use crate::stores::sql::tx::ConnStore;
+use crate::stores::sql::{SqlConn, SqlStore};
 
 impl Locker {
     /// Acquires `name` inside the caller's transaction on `conn` (`&mut *tx`): the lock row
@@ -144,7 +144,7 @@ impl Guard {
             ));
         };
         let clock = self.life.clock().clone();
-        let result = crate::driver::drive(&mut Release::new(&lease), &store, &clock)
+        let result = crate::host::driver::drive(&mut Release::new(&lease), &store, &clock)
             .await
             .map_err(|e| in_context(e, &store));
         match lost {

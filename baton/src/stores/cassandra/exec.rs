@@ -20,7 +20,7 @@ use scylla::value::CqlValue;
 
 use super::errors::failure;
 use super::statements::Statements;
-use crate::stamps::next_stamp_after;
+use crate::stores::stamps::next_stamp_after;
 
 fn cl(level: Level) -> Cl {
     match level {

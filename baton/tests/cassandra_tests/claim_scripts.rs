@@ -1,5 +1,5 @@
 //! Unique insert's one-step commands on Cassandra, from the scripts shared with the SQL tests
-//! (`backends/tests/shared/claims.rs`), against the kernel's reference table.
+//! (`baton/tests/shared/claims.rs`), against the kernel's reference table.
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::Dialect;
 use super::options::{SqlOptions, Target};
-use crate::url_text::redact;
+use crate::stores::url_text::redact;
 
 /// The connection pool of a [`SqlStore`](super::SqlStore): begin transactions on it to take
 /// and release locks inside them.
@@ -251,7 +251,7 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
 #[cfg(all(test, feature = "sqlite"))]
 mod tests {
     use super::*;
-    use crate::sql::options::parse;
+    use crate::stores::sql::options::parse;
 
     fn describe(url: &str) -> String {
         let (target, options) = parse(url).expect("valid");

@@ -81,7 +81,7 @@ pub use pool::SqlPool;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use detached::Detached;
 
-use crate::store::{may_free_a_lock, Store, StoreFuture};
+use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
 use dialect::Statements;
 use errors::{failure, Phase};
 use exec::ExecError;

@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::life_host::Life;
+use crate::host::life_host::Life;
 
 /// Lives waiting for their task, by when it falls due (see the module's documentation).
 #[derive(Default)]

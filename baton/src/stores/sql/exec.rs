@@ -11,7 +11,7 @@ use baton_statements::sql::{Done, Operation, Step};
 
 use super::conn::Sealed;
 use super::dialect::Statements;
-use crate::stamps::next_stamp_after;
+use crate::stores::stamps::next_stamp_after;
 
 /// Why a command did not run: a database error, or a command the table cannot hold.
 pub(crate) enum ExecError {

@@ -6,7 +6,7 @@ use baton_kernel::{Command, Error, ErrorKind, Reply, Result};
 use tokio::sync::Mutex;
 
 use super::{exec, SqlConn, SqlStore};
-use crate::store::{Store, StoreFuture};
+use crate::stores::store::{Store, StoreFuture};
 
 /// A store that runs every command on one borrowed connection (the caller's transaction).
 pub(crate) struct ConnStore<'c, C: ?Sized> {

@@ -119,7 +119,7 @@ use tokio::sync::{watch, OnceCell};
 
 pub use options::{parse_consistency, parse_serial, CassandraOptions, Replication, DEFAULT_PORT};
 
-use crate::store::{may_free_a_lock, Store, StoreFuture};
+use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
 use baton_statements::cql::Levels;
 use statements::Statements;
 

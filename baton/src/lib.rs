@@ -64,47 +64,28 @@
 #![forbid(unsafe_code)]
 #![deny(unused_must_use)]
 
-mod background;
-mod blocking;
-#[cfg(feature = "cassandra")]
-pub mod cassandra;
-mod clock;
-pub mod driver;
-mod guard;
-mod life_host;
-mod locker;
-pub mod memory;
-mod owner;
-mod request;
-mod slots;
-mod spec;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-pub mod sql;
-#[cfg(any(
-    feature = "sqlite",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "cassandra"
-))]
-mod stamps;
-mod starter;
-pub mod store;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-mod transaction;
-mod url;
-mod url_text;
+mod api;
+mod host;
+mod stores;
 
-pub use background::{abandon_task, wait_for_cleanups};
-pub use blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
-pub use clock::Clock;
-pub use driver::drive;
-pub use guard::Guard;
-pub use locker::{Locker, LockerBuilder};
-pub use memory::MemoryStore;
-pub use request::LockRequest;
-pub use spec::LockerSpec;
-pub use store::{Store, StoreFuture};
-pub use url::open_store;
+pub use host::driver;
+#[cfg(feature = "cassandra")]
+pub use stores::cassandra;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub use stores::sql;
+pub use stores::{memory, store};
+
+pub use api::blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
+pub use api::guard::Guard;
+pub use api::locker::{Locker, LockerBuilder};
+pub use api::request::LockRequest;
+pub use api::spec::LockerSpec;
+pub use host::background::{abandon_task, wait_for_cleanups};
+pub use host::clock::Clock;
+pub use host::driver::drive;
+pub use stores::memory::MemoryStore;
+pub use stores::store::{Store, StoreFuture};
+pub use stores::url::open_store;
 
 #[cfg(feature = "cassandra")]
 pub use cassandra::{CassandraOptions, CassandraStore};

@@ -4,8 +4,8 @@ use baton_kernel::host::ChangeWatch;
 use baton_kernel::{Error, ErrorKind, Instant, Operation, Poll, Result};
 use tokio::sync::watch;
 
-use crate::clock::Clock;
-use crate::store::Store;
+use crate::host::clock::Clock;
+use crate::stores::store::Store;
 
 /// Runs `op` to completion against `store`, reading time from `clock`.
 ///
@@ -94,7 +94,7 @@ pub(crate) async fn wait_for_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::MemoryStore;
+    use crate::stores::memory::MemoryStore;
     use baton_kernel::{Command, CommandId, Reply};
 
     /// An operation that waits forever without a command: a kernel bug the driver must report.

@@ -13,9 +13,9 @@ use std::time::Duration;
 use baton_kernel::{Cell, Error, ErrorKind, Lease, LockInfo, Result, Strategy, Write};
 use tokio::runtime::Runtime;
 
-use crate::guard::Guard;
-use crate::locker::Locker;
-use crate::request::LockRequest;
+use crate::api::guard::Guard;
+use crate::api::locker::Locker;
+use crate::api::request::LockRequest;
 
 /// The process-wide runtime, with the process id it was built in.
 static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);

@@ -4,7 +4,7 @@ use baton_kernel::{Command, Instant, MemoryTable, Reply};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::watch;
 
-use crate::store::{may_free_a_lock, Store, StoreFuture};
+use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
 
 /// A lock table in this process's memory: the kernel's [`MemoryTable`] shared between threads.
 ///

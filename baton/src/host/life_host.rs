@@ -26,11 +26,11 @@ use baton_kernel::{
 };
 use tokio::sync::{watch, Notify};
 
-use crate::clock::Clock;
-use crate::driver::{counter, wait_for_change};
-use crate::slots::Slot;
-use crate::starter::{Deferral, Starter};
-use crate::store::{Store, StoreFuture};
+use crate::host::clock::Clock;
+use crate::host::driver::{counter, wait_for_change};
+use crate::host::slots::Slot;
+use crate::host::starter::{Deferral, Starter};
+use crate::stores::store::{Store, StoreFuture};
 
 /// What the holder can read without driving the machine: the outcomes of its requests.
 #[derive(Clone, Debug, Default)]
@@ -496,7 +496,7 @@ impl Drop for Abandon {
             return;
         };
         let life = Arc::clone(&self.life);
-        let counted = crate::background::Cleanup::start();
+        let counted = crate::host::background::Cleanup::start();
         // If the runtime has shut down, the task is dropped unpolled: the cell expires by TTL.
         drop(self.runtime.spawn(async move {
             let _counted = counted;
