@@ -16,26 +16,26 @@ use crate::owner::OwnerId;
 use crate::record::{decode_bakery, BakeryState, Fence, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::{Bumped, FenceBump};
-use crate::strategy::{prefix, Layout};
+use crate::strategy::{prefix, RowColumns};
 
 use super::acquire::delete_version;
 use crate::time::Instant;
 
 /// Decodes the live entries of one lock's row.
 pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<LockInfo> {
-    let layout = Layout::of(opts);
+    let columns = RowColumns::of(opts);
     let fence = cells
         .iter()
-        .find(|c| c.column == layout.fence)
+        .find(|c| c.column == columns.fence)
         .and_then(|c| Fence::decode(&c.value).ok());
     let token_of = |owner: &str| fence.as_ref().filter(|f| f.owner == owner).map(|f| f.token);
     let mut out: Vec<LockInfo> = Vec::new();
-    for cell in cells.iter().filter(|c| layout.is_entry(&c.column)) {
+    for cell in cells.iter().filter(|c| columns.is_entry(&c.column)) {
         let base = LockInfo {
             name: String::from(name),
             strategy: opts.strategy,
             column: cell.column.clone(),
-            owner: String::from(layout.owner_part(&cell.column)),
+            owner: String::from(columns.owner_part(&cell.column)),
             state: EntryState::Held,
             token: None,
             ticket: None,
@@ -134,8 +134,8 @@ pub(crate) fn infer_strategy(cells: &[Cell], opts: &LockOptions) -> Option<Strat
             },
             ..opts.clone()
         };
-        let layout = Layout::of(&probe);
-        if cells.iter().any(|c| layout.is_entry(&c.column)) {
+        let columns = RowColumns::of(&probe);
+        if cells.iter().any(|c| columns.is_entry(&c.column)) {
             return Some(strategy);
         }
     }
@@ -143,14 +143,14 @@ pub(crate) fn infer_strategy(cells: &[Cell], opts: &LockOptions) -> Option<Strat
 }
 
 fn read_for(name: &str, opts: &LockOptions) -> Command {
-    let layout = Layout::of(opts);
+    let columns = RowColumns::of(opts);
     let consistency = match opts.strategy {
         Strategy::UniqueInsert => ReadConsistency::Serial(opts.serial),
         _ => ReadConsistency::Plain(opts.consistency),
     };
     Command::Read {
         row: String::from(name),
-        filter: layout.filter(false),
+        filter: columns.filter(false),
         consistency,
     }
 }
@@ -356,7 +356,7 @@ impl Operation for Purge {
     fn poll(&mut self, now: Instant) -> Poll<Self::Output> {
         let (name, opts, removed, stale) =
             (&self.name, &self.opts, &mut self.removed, &mut self.stale);
-        let layout = Layout::of(opts);
+        let columns = RowColumns::of(opts);
         self.steps.poll(now, |io, reply| {
             match reply {
                 None => {
@@ -380,7 +380,7 @@ impl Operation for Purge {
                     stale.extend(
                         cells
                             .iter()
-                            .filter(|c| layout.is_entry(&c.column) && prefix::is_stale(c))
+                            .filter(|c| columns.is_entry(&c.column) && prefix::is_stale(c))
                             .map(|c| (c.column.clone(), c.stamp)),
                     );
                 }
@@ -549,7 +549,7 @@ impl ForceRelease {
             &mut self.written,
             &mut self.reads,
         );
-        let layout = Layout::of(opts);
+        let columns = RowColumns::of(opts);
         self.steps.poll(now, |io, reply| {
             let next = match reply {
                 None => ForceNext::Read,
@@ -569,9 +569,9 @@ impl ForceRelease {
                         targeted.extend(pending.iter().map(|(_, v, _)| v.clone()));
                         let fence = cells
                             .iter()
-                            .find(|c| c.column == layout.fence)
+                            .find(|c| c.column == columns.fence)
                             .map(|c| c.value.as_str());
-                        match forced_bump(name.as_str(), &layout.fence, fence, opts) {
+                        match forced_bump(name.as_str(), &columns.fence, fence, opts) {
                             Ok(b) => {
                                 io.send(b.command());
                                 *bump = Some(b);
@@ -603,7 +603,7 @@ impl ForceRelease {
                         // The closing update always lands, from whatever the counter holds
                         // now, so a grant that raced the deletes still sees the break counted.
                         Ok(Bumped::Moved(current)) if *closing => {
-                            match forced_bump(name.as_str(), &layout.fence, Some(&current), opts) {
+                            match forced_bump(name.as_str(), &columns.fence, Some(&current), opts) {
                                 Ok(b) => {
                                     io.send(b.command());
                                     *bump = Some(b);
@@ -639,7 +639,7 @@ impl ForceRelease {
                 ForceNext::Close => {
                     // From the counter as our first update left it (read by compare-and-set).
                     let current = written.as_deref();
-                    let b = match forced_bump(name.as_str(), &layout.fence, current, opts) {
+                    let b = match forced_bump(name.as_str(), &columns.fence, current, opts) {
                         Ok(b) => b,
                         Err(e) => return Some(Err(e)),
                     };

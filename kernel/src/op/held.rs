@@ -12,7 +12,7 @@ use crate::model::{Command, ReadConsistency, Write};
 use crate::options::Strategy;
 use crate::record::Fence;
 use crate::retry::SplitMix64;
-use crate::strategy::Layout;
+use crate::strategy::RowColumns;
 
 pub(super) fn lost(lease: &Lease, why: &str) -> Error {
     Error::new(
@@ -78,21 +78,21 @@ pub(super) fn delete_mine(lease: &Lease) -> Command {
 /// The read of a lease's entries and fencing counter that renewal and release check: serial for
 /// unique insert (its cells are written by compare-and-set only), plain for the others.
 pub(super) fn check_read(lease: &Lease) -> Command {
-    let layout = Layout::of(&lease.data.opts);
+    let columns = RowColumns::of(&lease.data.opts);
     let consistency = match lease.data.opts.strategy {
         Strategy::UniqueInsert => ReadConsistency::Serial(lease.data.opts.serial),
         _ => ReadConsistency::Plain(lease.data.opts.consistency),
     };
     Command::Read {
         row: lease.data.row.clone(),
-        filter: layout.filter(false),
+        filter: columns.filter(false),
         consistency,
     }
 }
 
 /// The cells [`check_read`] reads.
 pub(super) fn check_read_filter(lease: &Lease) -> crate::model::ColumnFilter {
-    Layout::of(&lease.data.opts).filter(false)
+    RowColumns::of(&lease.data.opts).filter(false)
 }
 
 pub(super) fn io_for(lease: &Lease) -> (Io, SplitMix64) {

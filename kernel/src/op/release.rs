@@ -13,7 +13,7 @@ use crate::options::{Sabotage, Strategy};
 use crate::record::Fence;
 use crate::reserved;
 use crate::retry::SplitMix64;
-use crate::strategy::{unique, Layout};
+use crate::strategy::{unique, RowColumns};
 use crate::time::Instant;
 
 use super::held::{
@@ -137,7 +137,7 @@ impl Release {
                 ),
             ));
         }
-        let layout = Layout::of(&lease.data.opts);
+        let columns = RowColumns::of(&lease.data.opts);
         for (i, w) in writes.iter().enumerate() {
             let column = match w {
                 Write::Put { column, .. } | Write::Delete { column } => column,
@@ -162,7 +162,7 @@ impl Release {
                     ),
                 ));
             }
-            if column == &layout.fence || layout.is_entry(column) || column.is_empty() {
+            if column == &columns.fence || columns.is_entry(column) || column.is_empty() {
                 return Err(Error::new(
                     ErrorKind::InvalidOption,
                     format!(
@@ -341,7 +341,7 @@ impl Release {
 
     /// The counter's value in `cells`, if another grant (or a forced release) moved it.
     fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
-        let fence = Layout::of(&self.lease.data.opts).fence;
+        let fence = RowColumns::of(&self.lease.data.opts).fence;
         cells
             .iter()
             .find(|c| c.column == fence)
@@ -384,7 +384,7 @@ impl Release {
             expected: self.lease.data.value.clone(),
             new: None,
             ttl: None,
-            guard: Layout::of(&self.lease.data.opts).fence,
+            guard: RowColumns::of(&self.lease.data.opts).fence,
             guard_value: self.lease.data.fence_value.clone(),
             serial: self.lease.data.opts.serial,
             consistency: self.lease.data.opts.consistency,

@@ -10,7 +10,7 @@ use crate::lease::Lease;
 use crate::model::{Command, Reply};
 use crate::options::{Sabotage, Strategy};
 use crate::retry::SplitMix64;
-use crate::strategy::{unique, Layout};
+use crate::strategy::{unique, RowColumns};
 use crate::time::Instant;
 
 use super::held::{
@@ -90,7 +90,7 @@ impl Renew {
                 "its lock cell is gone (expired or force-released)",
             ));
         }
-        let fence = Layout::of(&self.lease.data.opts).fence;
+        let fence = RowColumns::of(&self.lease.data.opts).fence;
         cells
             .iter()
             .find(|c| c.column == fence && c.value != self.lease.data.fence_value)

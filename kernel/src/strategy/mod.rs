@@ -27,9 +27,11 @@ use crate::model::ColumnFilter;
 use crate::options::{LockOptions, Strategy};
 use crate::owner::OwnerId;
 
-/// Where a strategy keeps its cells within a lock's row.
+/// Where a strategy keeps its cells within a lock's row: which columns are entries, and which
+/// is the fencing counter. (Not the SQL table's layout, one row or two, which is
+/// `baton_statements::sql::Layout`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
+pub(crate) struct RowColumns {
     /// Columns that are lock entries start with this (unique insert: exactly `lock`).
     pub entries: String,
     /// The fencing counter's column.
@@ -39,20 +41,20 @@ pub(crate) struct Layout {
 
 pub use crate::reserved::COUNTER_COLUMN;
 
-impl Layout {
-    pub fn of(opts: &LockOptions) -> Layout {
+impl RowColumns {
+    pub fn of(opts: &LockOptions) -> RowColumns {
         match opts.strategy {
-            Strategy::UniqueInsert => Layout {
+            Strategy::UniqueInsert => RowColumns {
                 entries: String::from(unique::LOCK_COLUMN),
                 fence: String::from(COUNTER_COLUMN),
                 strategy: opts.strategy,
             },
-            Strategy::Bakery => Layout {
+            Strategy::Bakery => RowColumns {
                 entries: String::from(bakery::PREFIX),
                 fence: String::from(COUNTER_COLUMN),
                 strategy: opts.strategy,
             },
-            Strategy::ColumnPrefix => Layout {
+            Strategy::ColumnPrefix => RowColumns {
                 entries: opts.prefix.prefix.clone(),
                 fence: opts.prefix.prefix.clone(),
                 strategy: opts.strategy,

@@ -68,7 +68,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::Layout;
+use super::RowColumns;
 use crate::model::Cell;
 use crate::record::LockRecord;
 
@@ -98,14 +98,14 @@ pub(crate) fn is_stale(cell: &Cell) -> bool {
     age >= Duration::from_millis(record.ttl_ms)
 }
 
-pub(crate) fn classify(layout: &Layout, cells: Vec<Cell>, my_column: &str) -> Classified {
+pub(crate) fn classify(columns: &RowColumns, cells: Vec<Cell>, my_column: &str) -> Classified {
     let mut out = Classified::default();
     for cell in cells {
-        if cell.column == layout.fence {
+        if cell.column == columns.fence {
             out.fence = Some(cell.value);
         } else if cell.column == my_column {
             out.ours = true;
-        } else if layout.is_entry(&cell.column) {
+        } else if columns.is_entry(&cell.column) {
             if is_stale(&cell) {
                 out.stale.push((cell.column, cell.stamp));
             } else {

@@ -13,7 +13,7 @@ impl Acquire {
     fn forced_in(&mut self, cells: &[Cell]) -> u64 {
         let fence = cells
             .iter()
-            .find(|c| c.column == self.layout.fence)
+            .find(|c| c.column == self.columns.fence)
             .map(|c| c.value.as_str());
         let forced = crate::record::forced_count(fence);
         self.forced_known = forced;
@@ -96,7 +96,7 @@ impl Acquire {
                 let Some(first) = blockers.first() else {
                     let fence = cells
                         .into_iter()
-                        .find(|c| c.column == self.layout.fence)
+                        .find(|c| c.column == self.columns.fence)
                         .map(|c| c.value);
                     return self.start_fence(fence, true);
                 };

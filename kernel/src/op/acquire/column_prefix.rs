@@ -56,7 +56,7 @@ impl Acquire {
     ) {
         match (phase, reply) {
             (Phase::PrefixLook, Reply::Cells(cells)) => {
-                let found = prefix::classify(&self.layout, cells, &self.column);
+                let found = prefix::classify(&self.columns, cells, &self.column);
                 match found.others.first() {
                     // Nothing of ours to remove: back off again.
                     Some((other, _)) => {
@@ -74,7 +74,7 @@ impl Acquire {
             }
             (Phase::PrefixRead, Reply::Cells(cells)) => {
                 self.newest_stamp = cells.iter().map(|c| c.stamp).max().unwrap_or(0);
-                let found = prefix::classify(&self.layout, cells, &self.column);
+                let found = prefix::classify(&self.columns, cells, &self.column);
                 if !found.ours || self.lapsed(now) {
                     return self.abandon(Then::Restart);
                 }

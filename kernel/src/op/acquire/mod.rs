@@ -25,7 +25,7 @@ use crate::owner::OwnerId;
 use crate::record::{encode_bakery, BakeryState, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::{Bumped, FenceBump};
-use crate::strategy::Layout;
+use crate::strategy::RowColumns;
 use crate::time::Instant;
 
 /// What to do after deleting our own cell.
@@ -94,7 +94,7 @@ pub struct Acquire {
     name: LockName,
     owner: OwnerId,
     opts: LockOptions,
-    layout: Layout,
+    columns: RowColumns,
     column: String,
     /// The record of this acquisition (unique insert and column prefix; `att` is set per attempt).
     record: LockRecord,
@@ -172,8 +172,8 @@ impl Acquire {
     /// is out of range.
     pub fn new(name: LockName, owner: OwnerId, opts: LockOptions) -> Result<Self> {
         opts.validate()?;
-        let layout = Layout::of(&opts);
-        let column = layout.my_column(&opts, &owner);
+        let columns = RowColumns::of(&opts);
+        let column = columns.my_column(&opts, &owner);
         let record = LockRecord {
             owner: owner.key(),
             ttl_ms: millis(opts.ttl),
@@ -195,7 +195,7 @@ impl Acquire {
             rng: SplitMix64::new(opts.seed),
             name,
             owner,
-            layout,
+            columns,
             column,
             record,
             value,
@@ -289,7 +289,7 @@ impl Acquire {
     /// [`ErrorKind::Busy`]: the lock is `what` (for example "held by") the owner of `cell`,
     /// another owner's lock cell, who is named as the holder.
     fn busy_because_of(&self, what: &str, cell: &str) -> Error {
-        let owner = self.layout.owner_part(cell);
+        let owner = self.columns.owner_part(cell);
         Error::new(
             ErrorKind::Busy,
             format!("lock {:?} is {what} {owner}", self.name.as_str()),
@@ -321,7 +321,7 @@ impl Acquire {
     fn read_row(&self, whole: bool) -> Command {
         Command::Read {
             row: self.row(),
-            filter: self.layout.filter(whole),
+            filter: self.columns.filter(whole),
             consistency: ReadConsistency::Plain(self.opts.consistency),
         }
     }
@@ -519,7 +519,7 @@ impl Acquire {
     fn start_fence(&mut self, current: Option<String>, fresh: bool) {
         let bump = FenceBump::new(
             self.name.as_str(),
-            &self.layout.fence,
+            &self.columns.fence,
             self.owner.key(),
             self.opts.acquisition,
             current.as_deref(),
@@ -625,7 +625,7 @@ impl Acquire {
                 }
                 let fence = cells
                     .into_iter()
-                    .find(|c| c.column == self.layout.fence)
+                    .find(|c| c.column == self.columns.fence)
                     .map(|c| c.value);
                 self.start_fence(fence, true);
             }

@@ -31,7 +31,7 @@ impl Acquire {
         self.new_record_value();
         let bump = FenceBump::new(
             self.name.as_str(),
-            &self.layout.fence,
+            &self.columns.fence,
             self.owner.key(),
             self.opts.acquisition,
             self.counter_seen.as_deref(),
