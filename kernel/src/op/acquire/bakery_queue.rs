@@ -16,7 +16,7 @@ impl Acquire {
             .find(|c| c.column == self.columns.fence)
             .map(|c| c.value.as_str());
         let forced = crate::record::forced_count(fence);
-        self.forced_known = forced;
+        self.bakery.forced_known = forced;
         forced
     }
 
@@ -50,13 +50,13 @@ impl Acquire {
             (Phase::BakeryReadMax, Reply::Cells(cells)) => {
                 let forced = self.forced_in(&cells);
                 if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
-                    self.forced_seen = forced;
-                } else if forced != self.forced_seen {
+                    self.bakery.forced_seen = forced;
+                } else if forced != self.bakery.forced_seen {
                     // A forced release we cannot place before our `entering` write (or a reset
                     // counter, or a hint from another one): it may delete that version of our cell. Write `entering` again (a newer version,
                     // which only a forced release counted after this read can delete), then
                     // read the queue again. We hold no ticket yet, so nothing else is lost.
-                    self.forced_seen = forced;
+                    self.bakery.forced_seen = forced;
                     self.phase = Phase::BakeryEnter;
                     self.io.send(self.put(self.value.clone(), self.opts.ttl));
                     return;
@@ -86,7 +86,7 @@ impl Acquire {
                     .map(|c| c.value.as_str());
                 if mine != Some(self.value.as_str())
                     || self.lapsed(now)
-                    || self.forced_in(&cells) != self.forced_seen
+                    || self.forced_in(&cells) != self.bakery.forced_seen
                 {
                     return self.abandon(Then::Restart);
                 }
@@ -109,7 +109,7 @@ impl Acquire {
                 }
                 let delay = self.opts.retry.queue_delay(self.polls, &mut self.rng);
                 self.polls = self.polls.saturating_add(1);
-                self.tries_in_queue = self.tries_in_queue.saturating_add(1);
+                self.bakery.tries_in_queue = self.bakery.tries_in_queue.saturating_add(1);
                 let refresh_at = self.cell_deadline.saturating_sub(validity / 2);
                 let until = now
                     .saturating_add(delay)
@@ -123,4 +123,20 @@ impl Acquire {
             (phase, reply) => self.unexpected_reply(&phase, &reply),
         }
     }
+}
+
+/// Bakery's state across the attempts of one acquisition.
+#[derive(Debug, Default)]
+pub(super) struct BakeryAttempts {
+    /// Bakery queue polls over all attempts (they count as tries for the retry policy).
+    pub(super) tries_in_queue: u32,
+    /// Bakery: how many forced releases the latest counter value we know of counted (a fence
+    /// hint, or our latest read). It was read before the next attempt's `entering` write.
+    pub(super) forced_known: u64,
+    /// Bakery: `forced_known` when this attempt wrote `entering`. No forced release able to
+    /// delete this attempt's cell is counted in it (it reads the cell first, then counts
+    /// itself). A later read counting a different number: a forced release may have deleted our
+    /// cell and a late write of ours recreated it, so others may have passed us unseen (or the
+    /// counter was reset, and the number tells nothing).
+    pub(super) forced_seen: u64,
 }

@@ -61,7 +61,7 @@ impl Acquire {
                     // Nothing of ours to remove: back off again.
                     Some((other, _)) => {
                         let busy = self.busy_because_of("held by", other);
-                        self.aging.found(values(found.others));
+                        self.fair.aging.found(values(found.others));
                         self.contended(now, busy);
                     }
                     None => self.write_prefix_column(),
@@ -80,7 +80,7 @@ impl Acquire {
                 }
                 if let Some((other, _)) = found.others.first() {
                     let busy = self.busy_because_of("held by", other);
-                    self.aging.found(values(found.others));
+                    self.fair.aging.found(values(found.others));
                     return self.abandon(Then::Contended(busy));
                 }
                 if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {

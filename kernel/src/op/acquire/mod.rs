@@ -8,6 +8,9 @@ mod bakery_queue;
 mod column_prefix;
 mod unique_insert;
 
+use bakery_queue::BakeryAttempts;
+use unique_insert::UniqueClaims;
+
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -107,58 +110,52 @@ pub struct Acquire {
     wait_deadline: Instant,
     attempts: u32,
     polls: u32,
-    /// Bakery queue polls over all attempts (they count as tries for the retry policy).
-    tries_in_queue: u32,
     /// Whether a cell of ours exists (a write of it succeeded and it was not cleaned up since).
     wrote: bool,
     cell_deadline: Instant,
     fence_hint: Option<FenceHint>,
-    /// Unique insert: the counter's value as last seen (from the hint or a claim's reply);
-    /// `None` until one is known, when a claim expects no counter.
-    counter_seen: Option<String>,
-    /// Unique insert: the sends of a lock record so far (each gets a value of its own).
-    sends: u32,
-    /// Unique insert: claims sent again at once in this attempt because the lock was free but
-    /// the counter had moved.
-    reclaims: u32,
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
     stale: Vec<(String, u64)>,
     /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
     newest_stamp: u64,
-    /// Bakery: how many forced releases the latest counter value we know of counted (a fence
-    /// hint, or our latest read). It was read before the next attempt's `entering` write.
-    forced_known: u64,
-    /// Bakery: `forced_known` when this attempt wrote `entering`. No forced release able to
-    /// delete this attempt's cell is counted in it (it reads the cell first, then counts
-    /// itself). A later read counting a different number: a forced release may have deleted our
-    /// cell and a late write of ours recreated it, so others may have passed us unseen (or the
-    /// counter was reset, and the number tells nothing).
-    forced_seen: u64,
     data: Vec<Cell>,
-    woken: bool,
-    /// Which wake-ups this acquisition answers at once (see the `herd` module).
-    herd: Herd,
-    /// Whether the current attempt was started by a wake-up (not by the end of a back-off).
-    woke_attempt: bool,
-    /// Whether this acquisition waited for someone else (slept after finding the lock taken).
-    waited: bool,
-    /// How often the lock changed hands while we waited (see the `aging` module).
-    aging: Aging,
     /// How long the last reply took.
     round_trip: core::time::Duration,
+    /// Fairness: wake-ups, the herd, aging, the courtesy owed (the `herd`, `aging` modules).
+    fair: Fairness,
+    /// Unique insert's state.
+    unique: UniqueClaims,
+    /// Bakery's state.
+    bakery: BakeryAttempts,
+    result: Option<Result<Grant>>,
+}
+
+/// What an acquisition keeps to be fair among waiters: whether and how a wake-up cut its wait
+/// short (the herd), how often the lock changed hands while it waited (aging), and the
+/// courtesy a fence hint says it owes.
+#[derive(Debug, Default)]
+pub(super) struct Fairness {
+    pub(super) woken: bool,
+    /// Which wake-ups this acquisition answers at once (see the `herd` module).
+    pub(super) herd: Herd,
+    /// Whether the current attempt was started by a wake-up (not by the end of a back-off).
+    pub(super) woke_attempt: bool,
+    /// Whether this acquisition waited for someone else (slept after finding the lock taken).
+    pub(super) waited: bool,
+    /// How often the lock changed hands while we waited (see the `aging` module).
+    pub(super) aging: Aging,
     /// How long to wait before the first attempt (see [`Lease::fence_hint`]).
-    courtesy: Option<core::time::Duration>,
+    pub(super) courtesy: Option<core::time::Duration>,
     /// Whether the current sleep is that courtesy, which no change at the store cuts short
     /// (our own release's notification would).
-    courteous: bool,
+    pub(super) courteous: bool,
     /// How many acquisitions, this one included, owe the courtesy (from the hint), less the
     /// one this acquisition paid once it did.
-    courtesies: u8,
+    pub(super) courtesies: u8,
     /// Whether the store signalled a change while this acquisition waited (it wakes waiters at
     /// a release): how many courtesies a contended lease owes depends on it.
-    signalled: bool,
-    result: Option<Result<Grant>>,
+    pub(super) signalled: bool,
 }
 
 impl core::fmt::Debug for Io {
@@ -204,29 +201,17 @@ impl Acquire {
             wait_deadline: Instant::ZERO,
             attempts: 0,
             polls: 0,
-            tries_in_queue: 0,
             wrote: false,
             cell_deadline: Instant::ZERO,
             fence_hint: None,
-            counter_seen: None,
-            sends: 0,
-            reclaims: 0,
             fence_value: String::new(),
             stale: Vec::new(),
             newest_stamp: 0,
-            forced_known: 0,
-            forced_seen: 0,
             data: Vec::new(),
-            woken: false,
-            herd: Herd::default(),
-            woke_attempt: false,
-            waited: false,
-            aging: Aging::default(),
             round_trip: core::time::Duration::ZERO,
-            courtesy: None,
-            courteous: false,
-            courtesies: 0,
-            signalled: false,
+            fair: Fairness::default(),
+            unique: UniqueClaims::default(),
+            bakery: BakeryAttempts::default(),
             result: None,
             opts,
         })
@@ -235,12 +220,12 @@ impl Acquire {
     /// Uses the fencing counter as a previous lease of this name left it: saves one round trip
     /// for unique insert when no one else took the lock since.
     pub fn with_fence_hint(mut self, hint: Option<FenceHint>) -> Self {
-        self.forced_known = hint
+        self.bakery.forced_known = hint
             .as_ref()
             .map_or(0, |h| crate::record::forced_count(Some(&h.value)));
-        self.counter_seen = hint.as_ref().map(|h| h.value.clone());
-        self.courtesy = hint.as_ref().and_then(|h| h.courtesy);
-        self.courtesies = hint.as_ref().map_or(0, |h| h.courtesies);
+        self.unique.counter_seen = hint.as_ref().map(|h| h.value.clone());
+        self.fair.courtesy = hint.as_ref().and_then(|h| h.courtesy);
+        self.fair.courtesies = hint.as_ref().map_or(0, |h| h.courtesies);
         self.fence_hint = hint;
         self
     }
@@ -346,7 +331,7 @@ impl Acquire {
         self.polls = 0;
         match self.opts.strategy {
             Strategy::UniqueInsert => {
-                self.reclaims = 0;
+                self.unique.reclaims = 0;
                 if self.opts.sabotage() == Sabotage::FenceBlindWrite {
                     // The broken variant writes the counter apart, after the insert.
                     self.new_record_value();
@@ -366,11 +351,12 @@ impl Acquire {
             Strategy::Bakery => {
                 // Known before our cell exists: a forced release that deletes this attempt's
                 // cell reads it first and counts itself after that, so it is not counted here.
-                self.forced_seen = if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
-                    0
-                } else {
-                    self.forced_known
-                };
+                self.bakery.forced_seen =
+                    if self.opts.sabotage() == Sabotage::ForcedCountAfterEntering {
+                        0
+                    } else {
+                        self.bakery.forced_known
+                    };
                 self.value = encode_bakery(
                     BakeryState::Entering,
                     self.opts.created_unix_ms,
@@ -386,7 +372,7 @@ impl Acquire {
     /// Attempts plus bakery queue polls: both count against `RetryPolicy::max_attempts`
     /// (ScaleOut's "retry count").
     fn out_of_attempts(&self) -> bool {
-        let tries = self.attempts.saturating_add(self.tries_in_queue);
+        let tries = self.attempts.saturating_add(self.bakery.tries_in_queue);
         self.opts.retry.max_attempts.is_some_and(|max| tries >= max)
     }
 
@@ -420,19 +406,19 @@ impl Acquire {
             };
             return self.finish(Err(e));
         }
-        if core::mem::take(&mut self.woke_attempt) {
-            self.herd.lost();
+        if core::mem::take(&mut self.fair.woke_attempt) {
+            self.fair.herd.lost();
         }
         let backoff = self
             .opts
             .retry
             .delay(self.attempts.saturating_sub(1), &mut self.rng);
         // A store that wakes its waiters tells them when to try; aging is for polling ones.
-        let delay = if self.herd.woken() {
+        let delay = if self.fair.herd.woken() {
             backoff
         } else {
             let waited = self.waited(now);
-            self.aging.wait(
+            self.fair.aging.wait(
                 waited,
                 backoff,
                 self.round_trip,
@@ -441,7 +427,7 @@ impl Acquire {
             )
         };
         let until = now.saturating_add(delay).min(self.wait_deadline);
-        self.waited = true;
+        self.fair.waited = true;
         self.phase = Phase::Sleep {
             until,
             then: Next::Start,
@@ -453,7 +439,7 @@ impl Acquire {
     /// queue again, since only the waiter whose turn it is goes on.
     fn answers_wake(&mut self, then: &Next, now: Instant) -> bool {
         match then {
-            Next::Start => self.herd.answer(now, self.round_trip, &mut self.rng),
+            Next::Start => self.fair.herd.answer(now, self.round_trip, &mut self.rng),
             Next::BakeryCheck(_) => true,
         }
     }
@@ -564,10 +550,13 @@ impl Acquire {
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
             newest_stamp: self.newest_stamp,
-            courtesies: match (self.waited || self.tries_in_queue > 0, self.signalled) {
+            courtesies: match (
+                self.fair.waited || self.bakery.tries_in_queue > 0,
+                self.fair.signalled,
+            ) {
                 (true, true) => crate::lease::COURTESIES,
                 (true, false) => 1,
-                (false, _) => self.courtesies,
+                (false, _) => self.fair.courtesies,
             },
             round_trip: self.round_trip,
         });
@@ -700,10 +689,10 @@ impl Operation for Acquire {
                 IoPoll::Idle => match core::mem::replace(&mut self.phase, Phase::Done) {
                     // A contended lock's courtesy: the waiters woken by our last release go
                     // first (a change at the store ends it early).
-                    Phase::Start => match self.courtesy.take() {
+                    Phase::Start => match self.fair.courtesy.take() {
                         Some(wait) if self.opts.wait != Wait::TryOnce && !wait.is_zero() => {
-                            self.courteous = true;
-                            self.courtesies = self.courtesies.saturating_sub(1);
+                            self.fair.courteous = true;
+                            self.fair.courtesies = self.fair.courtesies.saturating_sub(1);
                             self.phase = Phase::Sleep {
                                 until: now.saturating_add(wait).min(self.wait_deadline),
                                 then: Next::Start,
@@ -712,15 +701,15 @@ impl Operation for Acquire {
                         _ => self.start_attempt(now),
                     },
                     Phase::Sleep { until, then }
-                        if now < until && (!self.woken || !self.answers_wake(&then, now)) =>
+                        if now < until && (!self.fair.woken || !self.answers_wake(&then, now)) =>
                     {
-                        self.woken = false;
+                        self.fair.woken = false;
                         self.phase = Phase::Sleep { until, then };
                         return Poll::WaitUntil(until);
                     }
                     Phase::Sleep { then, .. } => {
-                        self.woke_attempt = core::mem::take(&mut self.woken);
-                        self.courteous = false;
+                        self.fair.woke_attempt = core::mem::take(&mut self.fair.woken);
+                        self.fair.courteous = false;
                         match then {
                             Next::Start => self.start_attempt(now),
                             Next::BakeryCheck(ticket) => self.bakery_check(ticket, now),
@@ -742,9 +731,9 @@ impl Operation for Acquire {
     }
 
     fn wake(&mut self) {
-        if matches!(self.phase, Phase::Sleep { .. }) && !self.courteous {
-            self.woken = true;
-            self.signalled = true;
+        if matches!(self.phase, Phase::Sleep { .. }) && !self.fair.courteous {
+            self.fair.woken = true;
+            self.fair.signalled = true;
         }
     }
 }

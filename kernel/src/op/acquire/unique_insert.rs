@@ -18,9 +18,9 @@ impl Acquire {
     /// Unique insert: a value of its own for every send of a lock record (`att=N`): an insert
     /// the store applies late must not pass for a later one (its TTL started earlier).
     pub(super) fn new_record_value(&mut self) {
-        self.sends = self.sends.saturating_add(1);
+        self.unique.sends = self.unique.sends.saturating_add(1);
         if self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
-            self.record.att = self.sends;
+            self.record.att = self.unique.sends;
             self.value = self.record.encode();
         }
     }
@@ -34,7 +34,7 @@ impl Acquire {
             &self.columns.fence,
             self.owner.key(),
             self.opts.acquisition,
-            self.counter_seen.as_deref(),
+            self.unique.counter_seen.as_deref(),
             false,
             self.opts.consistency,
             self.opts.serial,
@@ -46,9 +46,9 @@ impl Acquire {
                 self.phase = Phase::UniqueClaim(bump);
             }
             // An unreadable counter value: let the store's own value replace it.
-            Err(_) if self.counter_seen.is_some() => {
-                self.counter_seen = None;
-                self.sends = self.sends.saturating_sub(1);
+            Err(_) if self.unique.counter_seen.is_some() => {
+                self.unique.counter_seen = None;
+                self.unique.sends = self.unique.sends.saturating_sub(1);
                 self.claim();
             }
             Err(e) => self.finish(Err(e)),
@@ -100,7 +100,7 @@ impl Acquire {
             }
         }
         let busy = unique::busy(self.name.as_str(), Some(&current));
-        self.aging.found(seen);
+        self.fair.aging.found(seen);
         self.contended(now, busy);
     }
 
@@ -134,18 +134,18 @@ impl Acquire {
                     // rather than claim from "no counter" and wait out the timeout as busy.
                     return self.finish(Err(e));
                 }
-                self.counter_seen.clone_from(&guard);
+                self.unique.counter_seen.clone_from(&guard);
                 let seen: Vec<String> = guard.into_iter().collect();
                 match current {
                     // Free, but the counter was not at the value we guessed: claim again from
                     // the value found, once per attempt.
-                    None if self.reclaims == 0 => {
-                        self.reclaims += 1;
+                    None if self.unique.reclaims == 0 => {
+                        self.unique.reclaims += 1;
                         self.claim();
                     }
                     None => {
                         // Someone took and released the lock between our two claims.
-                        self.aging.found(seen);
+                        self.fair.aging.found(seen);
                         let busy = Error::new(
                             ErrorKind::Busy,
                             format!(
@@ -178,4 +178,17 @@ impl Acquire {
             (phase, reply) => self.unexpected_reply(&phase, &reply),
         }
     }
+}
+
+/// Unique insert's state across the claims of one acquisition.
+#[derive(Debug, Default)]
+pub(super) struct UniqueClaims {
+    /// Unique insert: the counter's value as last seen (from the hint or a claim's reply);
+    /// `None` until one is known, when a claim expects no counter.
+    pub(super) counter_seen: Option<String>,
+    /// Unique insert: the sends of a lock record so far (each gets a value of its own).
+    pub(super) sends: u32,
+    /// Unique insert: claims sent again at once in this attempt because the lock was free but
+    /// the counter had moved.
+    pub(super) reclaims: u32,
 }
