@@ -276,3 +276,84 @@ async fn a_cancelled_release_is_finished_by_the_guards_task() {
         }
     }
 }
+
+/// A memory store whose command number `late_at` is on the wire when it is sent: it is applied
+/// after `delay` whatever becomes of its caller (as a request a server has already received),
+/// then answered.
+#[derive(Clone)]
+struct LateStore {
+    inner: MemoryStore,
+    late_at: u64,
+    delay: Duration,
+    executed: Arc<AtomicU64>,
+    sent: Arc<AtomicBool>,
+    applied: Arc<AtomicBool>,
+}
+
+impl Store for LateStore {
+    fn execute(&self, command: Command) -> StoreFuture<'_> {
+        if self.executed.fetch_add(1, Ordering::SeqCst) != self.late_at {
+            return self.inner.execute(command);
+        }
+        self.sent.store(true, Ordering::SeqCst);
+        let (inner, delay, applied) = (self.inner.clone(), self.delay, Arc::clone(&self.applied));
+        let (answer, reply) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let reply = inner.execute(command).await;
+            applied.store(true, Ordering::SeqCst);
+            let _ = answer.send(reply);
+        });
+        Box::pin(async move {
+            reply.await.unwrap_or_else(|_| {
+                Reply::Failed(Failure::Timeout(String::from(
+                    "the test store's task ended",
+                )))
+            })
+        })
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        self.inner.changes()
+    }
+
+    fn describe(&self) -> String {
+        String::from("late test store")
+    }
+}
+
+/// The acquisition's first write is still on its way when the caller gives up: its cleanup
+/// waits for that write's answer, then removes what it wrote. A cleanup sent at once would run
+/// first, and the write landing after it would leave a cell blocking the name for the whole
+/// TTL (an hour here).
+#[tokio::test]
+async fn a_cancellation_while_a_write_is_on_its_way_leaves_nothing_once_it_lands() {
+    for strategy in Strategy::ALL {
+        let table = MemoryStore::new();
+        let store = LateStore {
+            inner: table.clone(),
+            late_at: 0,
+            delay: Duration::from_millis(200),
+            executed: Arc::default(),
+            sent: Arc::default(),
+            applied: Arc::default(),
+        };
+        let (sent, applied) = (Arc::clone(&store.sent), Arc::clone(&store.applied));
+        let locker = locker_on(store, strategy);
+        let observer = locker_on(table, strategy);
+        let task = tokio::spawn(async move { locker.lock("late-write").await.map(drop) });
+        until_stalled(&sent, "the first write").await;
+        cancel(task, "the acquisition").await;
+        assert!(
+            !applied.load(Ordering::SeqCst),
+            "{strategy}: the write had not landed yet when the caller gave up"
+        );
+        within(PATIENCE, "the late write to land", async {
+            while !applied.load(Ordering::SeqCst) {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        free_again(&observer, "late-write", strategy, &format!("{strategy}")).await;
+    }
+}

@@ -177,9 +177,12 @@ impl Locker {
         );
         // Dropped before it finishes (a cancelled future), this removes our cell in the background.
         let cleanup_store = (!in_transaction).then(|| Arc::clone(&self.inner.store));
+        // The acquisition's commands belong to the life on the locker's own store, so that a
+        // cancellation keeps the one on its way (see `Abandon`).
+        let owned = cleanup_store.clone();
         let abandon = Abandon::new(Arc::clone(&life), cleanup_store, runtime.clone(), pid);
         let ended = life
-            .drive(store, |e| {
+            .drive(store, owned.as_ref(), |e| {
                 matches!(
                     e,
                     LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled

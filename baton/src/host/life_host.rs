@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    CommandId, Error, Failure, Instant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife, Reply,
-    Result, Write,
+    Command, CommandId, Error, Failure, Instant, Lease, LifeEvent, LifePoll, LifeStatus, LockLife,
+    Reply, Result, Write,
 };
 use tokio::sync::{watch, Notify};
 
@@ -73,7 +73,19 @@ pub(crate) struct Life {
     me: Weak<Life>,
     clock: Clock,
     view: watch::Sender<View>,
+    /// The acquisition's command on its way, when the life owns it (the locker's own store):
+    /// if the caller's future is dropped meanwhile, the cleanup task finishes it and hands its
+    /// reply to the machine before the cleanup goes, so that the cleanup cannot overtake the
+    /// write it removes (which would stay until its TTL).
+    flight: Mutex<Option<OwnedFlight>>,
 }
+
+/// How long the cleanup of a cancelled acquisition waits for the reply to the command the
+/// caller left on its way before it forgets it (see [`Life::finish_kept_command`]).
+const KEPT_REPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A command on its way whose future the life owns: its id and its reply to come.
+type OwnedFlight = (CommandId, StoreFuture<'static>);
 
 /// Who drives a life once it is granted (see the module's documentation).
 enum Driver {
@@ -98,6 +110,7 @@ impl Life {
             me: me.clone(),
             clock,
             view: watch::Sender::new(View::default()),
+            flight: Mutex::new(None),
         })
     }
 
@@ -168,6 +181,10 @@ impl Life {
     /// will not be answered (the runtime has shut down) unless the life was over anyway.
     pub(crate) fn driver_is_gone(&self) -> bool {
         matches!(&*self.driver(), Driver::Started(task) if task.is_finished())
+    }
+
+    fn flight(&self) -> MutexGuard<'_, Option<OwnedFlight>> {
+        self.flight.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The machine, for a short, non-blocking call.
@@ -300,9 +317,14 @@ impl Life {
     /// requests. While none is, an acquisition also wakes on the store's change notifications,
     /// which tell it to retry at once, by the kernel's rule ([`ChangeWatch`]: not on its own
     /// deletes).
+    ///
+    /// With `owned` (the same store, shared), each command's future belongs to the life rather
+    /// than to this call, so that dropping this call's future leaves it running (see
+    /// [`Abandon`]); a command left so by an earlier call is awaited first.
     pub(crate) async fn drive(
         &self,
         store: &dyn Store,
+        owned: Option<&Arc<dyn Store>>,
         mut stop: impl FnMut(&LifeEvent) -> bool,
     ) -> Option<LifeEvent> {
         // Only a waiting acquisition wakes on changes: a held lock (or an abandoned acquisition's
@@ -316,10 +338,18 @@ impl Life {
             match self.next(store) {
                 LifePoll::Execute(id, command) => {
                     watch.before(&command, counter(&changes));
-                    inflight = Some(InFlight {
-                        id,
-                        reply: store.execute(command),
-                    });
+                    match owned {
+                        Some(shared) => {
+                            let reply = execute_owned(Arc::clone(shared), command);
+                            *self.flight() = Some((id, reply));
+                        }
+                        None => {
+                            inflight = Some(InFlight {
+                                id,
+                                reply: store.execute(command),
+                            })
+                        }
+                    }
                 }
                 LifePoll::Event(event) => {
                     if stop(&event) {
@@ -336,6 +366,18 @@ impl Life {
                                     inflight = None;
                                     watch.after(counter(&changes));
                                     self.machine().handle(id, reply);
+                                }
+                                () = sleep => {}
+                                () = self.kick.notified() => {}
+                            }
+                        }
+                        None if self.flight().is_some() => {
+                            tokio::select! {
+                                reply = OwnedReply(&self.flight) => {
+                                    if let Some((id, reply)) = reply {
+                                        watch.after(counter(&changes));
+                                        self.machine().handle(id, reply);
+                                    }
                                 }
                                 () = sleep => {}
                                 () = self.kick.notified() => {}
@@ -395,9 +437,28 @@ impl Life {
         self.wake_driver();
     }
 
+    /// Waits for the reply to the command a dropped caller left on its way, if any, and gives it
+    /// to the machine; for at most [`KEPT_REPLY_WAIT`], after which the command is forgotten
+    /// (the cleanup then goes at once, and what the command wrote, should it still land,
+    /// expires with its TTL). Every store of this crate answers within its own timeout, which
+    /// is shorter; the bound is for a store that never answers.
+    async fn finish_kept_command(&self) {
+        if self.flight().is_none() {
+            return;
+        }
+        match tokio::time::timeout(KEPT_REPLY_WAIT, OwnedReply(&self.flight)).await {
+            Ok(Some((id, reply))) => self.machine().handle(id, reply),
+            Ok(None) => {}
+            Err(_) => {
+                drop(self.flight().take());
+                self.machine().forget_outstanding();
+            }
+        }
+    }
+
     /// Drives the machine to its end on `store`: the held part of a lock's life, in a task.
     pub(crate) async fn drive_to_end(&self, store: &dyn Store) {
-        let _ = self.drive(store, |_| false).await;
+        let _ = self.drive(store, None, |_| false).await;
     }
 }
 
@@ -416,6 +477,37 @@ impl Drop for Pending<'_> {
         ));
         let id = self.id;
         self.life.request(|m| m.handle(id, Reply::Failed(failure)));
+    }
+}
+
+/// Executes `command` on a shared store: a future that owns what it needs, so that it can
+/// outlive the call that started it.
+fn execute_owned(store: Arc<dyn Store>, command: Command) -> StoreFuture<'static> {
+    Box::pin(async move { store.execute(command).await })
+}
+
+/// The reply of the life's owned command on its way (`None` when there is none).
+struct OwnedReply<'l>(&'l Mutex<Option<OwnedFlight>>);
+
+impl std::future::Future for OwnedReply<'_> {
+    type Output = Option<(CommandId, Reply)>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some((id, reply)) = slot.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        match reply.as_mut().poll(cx) {
+            std::task::Poll::Ready(reply) => {
+                let id = *id;
+                *slot = None;
+                std::task::Poll::Ready(Some((id, reply)))
+            }
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
     }
 }
 
@@ -486,11 +578,16 @@ impl Drop for Abandon {
             std::mem::forget(Arc::clone(&self.life));
             return;
         }
-        // The acquisition's command in flight was dropped with the caller's future: its reply
-        // will never come, so the cleanup goes at once.
+        // The acquisition's command on its way is the life's when it runs on the locker's own
+        // store: the cleanup task below awaits its reply, then sends the cleanup, which so
+        // never overtakes the write it removes. Inside a caller's transaction it was dropped
+        // with the caller's future: its reply will never come.
+        let kept = self.life.flight().is_some();
         self.life.request(|m| {
             m.cancel();
-            m.forget_outstanding();
+            if !kept {
+                m.forget_outstanding();
+            }
         });
         let Some(store) = self.store.take() else {
             return;
@@ -500,6 +597,7 @@ impl Drop for Abandon {
         // If the runtime has shut down, the task is dropped unpolled: the cell expires by TTL.
         drop(self.runtime.spawn(async move {
             let _counted = counted;
+            life.finish_kept_command().await;
             life.drive_to_end(&*store).await;
             tracing::debug!("cleaned up an abandoned acquisition");
         }));
