@@ -44,6 +44,8 @@
 
 extern crate alloc;
 
+mod statement_list;
+
 pub mod cql;
 pub mod sql;
 

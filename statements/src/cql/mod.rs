@@ -27,6 +27,8 @@ use alloc::format;
 use alloc::string::String;
 use core::time::Duration;
 
+use crate::statement_list::statement_list;
+
 mod errors;
 mod operation;
 mod schema;
@@ -40,88 +42,39 @@ pub use schema::{
     COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY,
 };
 
-/// The statements an [`Operation`] asks a host to run, each prepared once per store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Statement {
-    /// Every live cell of a row.
-    ReadAll,
-    /// The cells of a row in `[from, to)`.
-    ReadRange,
-    /// The cells of a row from `from` on.
-    ReadFrom,
-    /// One cell.
-    ReadExact,
-    /// A plain put.
-    Put,
-    /// A plain delete (and delete-version).
-    Delete,
-    /// Insert-if-absent (Paxos).
-    InsertIfAbsent,
-    /// Compare-and-set (Paxos).
-    CompareAndSet,
-    /// Compare-and-delete (Paxos).
-    CompareAndDelete,
-    /// A scan from the first partition.
-    ScanFirst,
-    /// A scan after a partition.
-    ScanAfter,
+statement_list! {
+    /// The statements an [`Operation`] asks a host to run, each prepared once per store.
+    pub enum Statement {
+        /// Every live cell of a row.
+        ReadAll = "read-all", Read;
+        /// The cells of a row in `[from, to)`.
+        ReadRange = "read-range", Read;
+        /// The cells of a row from `from` on.
+        ReadFrom = "read-from", Read;
+        /// One cell.
+        ReadExact = "read-exact", Read;
+        /// A plain put.
+        Put = "put", Write;
+        /// A plain delete (and delete-version).
+        Delete = "delete", Write;
+        /// Insert-if-absent (Paxos).
+        InsertIfAbsent = "insert-if-absent", Write;
+        /// Compare-and-set (Paxos).
+        CompareAndSet = "compare-and-set", Write;
+        /// Compare-and-delete (Paxos).
+        CompareAndDelete = "compare-and-delete", Write;
+        /// A scan from the first partition.
+        ScanFirst = "scan-first", Read;
+        /// A scan after a partition.
+        ScanAfter = "scan-after", Read;
+    }
 }
 
 impl Statement {
-    /// Every statement, in the order of [`statements`].
-    pub const ALL: [Statement; 11] = [
-        Statement::ReadAll,
-        Statement::ReadRange,
-        Statement::ReadFrom,
-        Statement::ReadExact,
-        Statement::Put,
-        Statement::Delete,
-        Statement::InsertIfAbsent,
-        Statement::CompareAndSet,
-        Statement::CompareAndDelete,
-        Statement::ScanFirst,
-        Statement::ScanAfter,
-    ];
-
     /// The statement's place in [`Statement::ALL`] (and in [`statements`]): a host keeps its
     /// prepared statements in an array of that order.
     pub fn index(self) -> usize {
         self as usize
-    }
-
-    /// The statement's stable name, as adapters and logs are given it (`"insert-if-absent"`,
-    /// `"read-exact"`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Statement::ReadAll => "read-all",
-            Statement::ReadRange => "read-range",
-            Statement::ReadFrom => "read-from",
-            Statement::ReadExact => "read-exact",
-            Statement::Put => "put",
-            Statement::Delete => "delete",
-            Statement::InsertIfAbsent => "insert-if-absent",
-            Statement::CompareAndSet => "compare-and-set",
-            Statement::CompareAndDelete => "compare-and-delete",
-            Statement::ScanFirst => "scan-first",
-            Statement::ScanAfter => "scan-after",
-        }
-    }
-
-    /// Whether the statement reads or may write the lock table.
-    pub fn access(self) -> crate::Access {
-        match self {
-            Statement::ReadAll
-            | Statement::ReadRange
-            | Statement::ReadFrom
-            | Statement::ReadExact
-            | Statement::ScanFirst
-            | Statement::ScanAfter => crate::Access::Read,
-            Statement::Put
-            | Statement::Delete
-            | Statement::InsertIfAbsent
-            | Statement::CompareAndSet
-            | Statement::CompareAndDelete => crate::Access::Write,
-        }
     }
 
     /// A lightweight transaction: not idempotent, and no driver may retry it (the kernel
@@ -180,7 +133,7 @@ pub mod schema_statement {
 }
 
 /// Every statement with its CQL for table `t`.
-pub fn statements(t: &str) -> [(Statement, String); 11] {
+pub fn statements(t: &str) -> [(Statement, String); Statement::COUNT] {
     Statement::ALL.map(|s| (s, s.cql(t)))
 }
 

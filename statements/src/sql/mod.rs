@@ -52,7 +52,7 @@ pub use errors::{describe_database, failure, DriverError, Phase};
 pub use layout::{Layout, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck, SchemaSetup, SchemaStep};
-pub use statement::{schema_statement, Statement};
+pub use statement::{schema_statement, Statement, Statements};
 
 /// The database a store talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -197,138 +197,6 @@ pub fn validate_table(table: &str) -> Result<()> {
             "invalid lock table name {table:?}: it must be 1 to 63 characters of ASCII letters, digits and _, not starting with a digit"
         ),
     ))
-}
-
-/// Every statement a store runs, built once per store: the text of each (`S = String`), or
-/// whatever a driver makes of it ([`Statements::map`]), such as a prepared-statement handle.
-#[derive(Clone, Debug)]
-pub struct Statements<S = String> {
-    /// The database they are written for.
-    pub dialect: Dialect,
-    /// The table layout they are written for (see [`Layout`]).
-    pub layout: Layout,
-    /// `(row)` → `(cell, value, remaining_ms, stamp)` of every live cell.
-    pub read_all: S,
-    /// `(row, from, to)` → live cells with `from <= cell < to`.
-    pub read_range: S,
-    /// `(row, from)` → live cells with `from <= cell`.
-    pub read_from: S,
-    /// `(row, cell)` → the live cell.
-    pub read_exact: S,
-    /// `(row, cell, value, ttl_ms, stamp)`: insert, or replace a row with a smaller stamp.
-    pub put: S,
-    /// `(row, cell, stamp)`: remove the row if its stamp is at most `stamp`.
-    pub delete: S,
-    /// [`Statements::delete`] as its own transaction, for operations on the store's own
-    /// connections: on PostgreSQL it commits without waiting for the disk. It serves an
-    /// acquisition removing its own cell as it backs off or gives up
-    /// ([`Command::Delete`](baton_kernel::Command::Delete)), or another owner's cell at the
-    /// version it read ([`Command::DeleteVersion`](baton_kernel::Command::DeleteVersion): a
-    /// stale entry, a purge, a forced release, whose closing counter move is flushed and takes
-    /// these deletes to the disk with it): lost in a server crash, the cell is back until its
-    /// TTL, in others' way (a later holder, never two). Elsewhere the same text.
-    pub delete_async: S,
-    /// `(row, cell, value, ttl_ms, stamp)`: insert, or take over an expired row; whether
-    /// it was applied depends on the dialect (MariaDB reports a `LAST_INSERT_ID` marker), which
-    /// [`Operation`] reads.
-    pub insert_if_absent: S,
-    /// `(new, ttl_ms, stamp, row, cell, expected)`: one row affected when applied.
-    pub cas_update: S,
-    /// `(row, cell, expected)`: one row affected when applied.
-    pub cas_delete: S,
-    /// `(row, cell)` → `(value)` of the live cell.
-    pub current: S,
-    /// `()` → `(row, cell)` of every expired row removed. Reads the whole table (no index on
-    /// `expires_at`: see [`create_table`]).
-    pub purge_all: S,
-    /// `(row)` → `(row, cell)` of the row's expired cells removed.
-    pub purge_row: S,
-    /// `(limit)` → the first live row names.
-    pub scan_first: S,
-    /// `(after, limit)` → live row names after `after`.
-    pub scan_after: S,
-    /// `(first, last)` → `(row, cell, value, remaining_ms, stamp)` of live cells of rows in
-    /// `[first, last]`.
-    pub scan_cells: S,
-    /// A claim ([`Command::Claim`](baton_kernel::Command::Claim)), in one statement on
-    /// PostgreSQL (a data-modifying `WITH`, the counter row locked first) and MariaDB (a call
-    /// of the routine in [`Statements::routines`]): `(row, cell, value, ttl_ms, stamp, counter,
-    /// expected, next)` → `(inserted, bumped, lock, counter)`, the last two the live values
-    /// found (`''`: none; an `expected` of `''` means no counter yet; a one-row table answers
-    /// `''` for both: see [`Statements::claim_first`]). SQLite: the lock cell's half of a claim, run in one transaction with
-    /// [`Statements::claim_counter`]: `(row, cell, value, ttl_ms, stamp, row, counter,
-    /// expected)`, inserted (or an expired row taken over) only if the counter holds `expected`
-    /// (NULL: absent).
-    pub claim: S,
-    /// [`Statements::claim`] as its own transaction, for operations on the store's own
-    /// connections: on PostgreSQL a claim that inserted nothing then commits without waiting
-    /// for the disk (it wrote nothing, but the counter row's lock it may have taken would make
-    /// its commit wait for a flush). Elsewhere the same text as `claim`.
-    pub claim_async: S,
-    /// A claim that expects no counter (a name's first, or the first this client makes):
-    /// [`Statements::claim`], but on a one-row table the only claim that may insert the row
-    /// (there [`Statements::claim`] updates an existing row only, and both answer only
-    /// whether they applied: `(applied, applied, '', '')`, the cells as found read after by
-    /// [`Statements::guarded_current`]). The same text as `claim` on a two-row table.
-    pub claim_first: S,
-    /// [`Statements::claim_first`] as [`Statements::claim_async`] is [`Statements::claim`].
-    pub claim_first_async: S,
-    /// SQLite: the counter's half of a claim: `(row, counter, next, stamp, row, cell, value,
-    /// stamp, expected)`, written only if the lock cell holds this claim's value and stamp.
-    pub claim_counter: S,
-    /// SQLite: `(row, cell, row, cell, row, counter)` → `(lock value, lock stamp, counter)` as a
-    /// claim left them (`''` and 0: none).
-    pub claim_state: S,
-    /// A guarded removal ([`Command::GuardedSet`](baton_kernel::Command::GuardedSet) to nothing):
-    /// `(row, cell, expected, row, guard, guard_value)` → one row when applied (PostgreSQL: and a
-    /// notification on the table's channel).
-    pub guarded_delete: S,
-    /// The delete of a release (a batch's delete): as [`Statements::delete`], `(row, cell,
-    /// stamp)` → one row per row removed; on PostgreSQL it also notifies the table's channel
-    /// with the lock's name, which wakes the waiters of every process that listens.
-    pub delete_notify: S,
-    /// [`Statements::guarded_delete`] as its own transaction, which on PostgreSQL commits
-    /// without waiting for the disk (a release lost in a crash leaves the lock held until its
-    /// TTL: later, never two holders). For operations on the store's own connections only.
-    pub guarded_delete_async: S,
-    /// [`Statements::delete_notify`] likewise.
-    pub delete_notify_async: S,
-    /// PostgreSQL: a release of a bakery or column-prefix cell
-    /// ([`Command::Vacate`](baton_kernel::Command::Vacate)) in one statement: `(row, row, cell,
-    /// stamp)` → the row's live cells as `read_all` gives them, read before our cell is deleted.
-    /// (Other databases read, then delete.)
-    pub vacate_all: S,
-    /// The same for a column prefix: `(row, from, to, row, cell, stamp)`.
-    pub vacate_range: S,
-    /// [`Statements::vacate_all`] committing without waiting for the disk (own connection).
-    pub vacate_all_async: S,
-    /// [`Statements::vacate_range`] likewise.
-    pub vacate_range_async: S,
-    /// A guarded change: `(new, ttl_ms, stamp, row, cell, expected, row, guard, guard_value)`,
-    /// one row affected when applied.
-    pub guarded_update: S,
-    /// `(row, cell, row, guard)` → `(live value, guard value)` (`''`: none), after a guarded
-    /// command that was not applied.
-    pub guarded_current: S,
-    /// Routines the statements call, made (or replaced) whenever the store starts with
-    /// `create` on: MariaDB's claim procedure (`<table>_claim`); none elsewhere.
-    pub routines: Vec<S>,
-    /// The same, as text to show an operator.
-    pub routines_ddl: String,
-    /// `(table)` → the names of the table's columns (no rows if it does not exist).
-    pub columns: S,
-    /// `()` → `(value)` of the table's layout flag, if it has one ([`Layout::of_table`]).
-    pub layout_flag: S,
-    /// The statements that create the table.
-    pub create: Vec<S>,
-    /// The same, as text to show an operator.
-    pub ddl: String,
-    /// Adds the `stamp` column to a table made before it existed.
-    pub add_stamp: S,
-    /// The same, as text to show an operator.
-    pub add_stamp_ddl: String,
-    /// The table's name as the catalog query of `columns` expects it.
-    pub catalog_name: String,
 }
 
 impl Statements {
@@ -508,95 +376,6 @@ impl Statements {
     }
 }
 
-impl<S> Statements<S> {
-    /// The same statements with each text turned into `T` by `f` (a driver's statement type).
-    pub fn map<T>(self, mut f: impl FnMut(S) -> T) -> Statements<T> {
-        Statements {
-            dialect: self.dialect,
-            layout: self.layout,
-            read_all: f(self.read_all),
-            read_range: f(self.read_range),
-            read_from: f(self.read_from),
-            read_exact: f(self.read_exact),
-            put: f(self.put),
-            delete: f(self.delete),
-            delete_async: f(self.delete_async),
-            insert_if_absent: f(self.insert_if_absent),
-            cas_update: f(self.cas_update),
-            cas_delete: f(self.cas_delete),
-            current: f(self.current),
-            purge_all: f(self.purge_all),
-            purge_row: f(self.purge_row),
-            scan_first: f(self.scan_first),
-            scan_after: f(self.scan_after),
-            scan_cells: f(self.scan_cells),
-            claim: f(self.claim),
-            claim_async: f(self.claim_async),
-            claim_first: f(self.claim_first),
-            claim_first_async: f(self.claim_first_async),
-            claim_counter: f(self.claim_counter),
-            claim_state: f(self.claim_state),
-            guarded_delete: f(self.guarded_delete),
-            delete_notify: f(self.delete_notify),
-            guarded_delete_async: f(self.guarded_delete_async),
-            delete_notify_async: f(self.delete_notify_async),
-            vacate_all: f(self.vacate_all),
-            vacate_range: f(self.vacate_range),
-            vacate_all_async: f(self.vacate_all_async),
-            vacate_range_async: f(self.vacate_range_async),
-            guarded_update: f(self.guarded_update),
-            guarded_current: f(self.guarded_current),
-            routines: self.routines.into_iter().map(&mut f).collect(),
-            routines_ddl: self.routines_ddl,
-            columns: f(self.columns),
-            layout_flag: f(self.layout_flag),
-            create: self.create.into_iter().map(&mut f).collect(),
-            ddl: self.ddl,
-            add_stamp: f(self.add_stamp),
-            add_stamp_ddl: self.add_stamp_ddl,
-            catalog_name: self.catalog_name,
-        }
-    }
-
-    /// The statement `which`.
-    pub fn get(&self, which: Statement) -> &S {
-        match which {
-            Statement::ReadAll => &self.read_all,
-            Statement::ReadRange => &self.read_range,
-            Statement::ReadFrom => &self.read_from,
-            Statement::ReadExact => &self.read_exact,
-            Statement::Put => &self.put,
-            Statement::Delete => &self.delete,
-            Statement::DeleteAsync => &self.delete_async,
-            Statement::InsertIfAbsent => &self.insert_if_absent,
-            Statement::CasUpdate => &self.cas_update,
-            Statement::CasDelete => &self.cas_delete,
-            Statement::Current => &self.current,
-            Statement::PurgeAll => &self.purge_all,
-            Statement::PurgeRow => &self.purge_row,
-            Statement::ScanFirst => &self.scan_first,
-            Statement::ScanAfter => &self.scan_after,
-            Statement::ScanCells => &self.scan_cells,
-            Statement::Claim => &self.claim,
-            Statement::ClaimAsync => &self.claim_async,
-            Statement::ClaimFirst => &self.claim_first,
-            Statement::ClaimFirstAsync => &self.claim_first_async,
-            Statement::ClaimCounter => &self.claim_counter,
-            Statement::ClaimState => &self.claim_state,
-            Statement::GuardedDelete => &self.guarded_delete,
-            Statement::DeleteNotify => &self.delete_notify,
-            Statement::GuardedDeleteAsync => &self.guarded_delete_async,
-            Statement::DeleteNotifyAsync => &self.delete_notify_async,
-            Statement::VacateAll => &self.vacate_all,
-            Statement::VacateRange => &self.vacate_range,
-            Statement::VacateAllAsync => &self.vacate_all_async,
-            Statement::VacateRangeAsync => &self.vacate_range_async,
-            Statement::GuardedUpdate => &self.guarded_update,
-            Statement::GuardedCurrent => &self.guarded_current,
-        }
-    }
-}
-
 /// The columns every lock table has (checked when `create` is off).
 pub const COLUMNS: [&str; 5] = ["lock_name", "cell", "value", "expires_at", "stamp"];
 
@@ -700,6 +479,11 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), Statement::ALL.len(), "{names:?}");
         assert_eq!(Statement::GuardedDeleteAsync.name(), "guarded-delete-async");
+        for (i, s) in Statement::ALL.iter().enumerate() {
+            // A statement's name is its field's, in kebab case, and ALL is in declaration order.
+            assert_eq!(s.name(), s.field().replace('_', "-"), "{s:?}");
+            assert_eq!(*s as usize, i, "{s:?}");
+        }
         let layouts = [
             (Dialect::Sqlite, Layout::TwoRows),
             (Dialect::MySql, Layout::TwoRows),
