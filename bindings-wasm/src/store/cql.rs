@@ -28,9 +28,9 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Failure, Reply, Result, SerialConsistency};
 use baton_statements::cql::{
-    check_columns, create_keyspace, create_table, failure, qualified, schema_statement,
-    validate_identifier, DriverError, Level, Levels, Operation, Phase, Rows, ServerError,
-    Statement, Step, Val, Value, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
+    failure, qualified, schema_statement, validate_identifier, DriverError, Level, Levels,
+    Operation, Phase, Rows, SchemaSetup, SchemaStep, ServerError, Statement, Step, Val, Value,
+    COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
 };
 use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
@@ -265,65 +265,69 @@ impl CqlHost {
         rows(&out)
     }
 
-    /// Creates (when allowed and missing) or checks the keyspace and table, as the native
-    /// Cassandra store does.
+    /// Creates (when allowed and missing) or checks the keyspace and table, by the steps of
+    /// [`SchemaSetup`], which the native Cassandra store runs too.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
-        let keyspaces = self
-            .setup(
-                KEYSPACE_QUERY,
-                &[&self.keyspace],
-                "one",
-                schema_statement::KEYSPACE,
-            )
-            .await?;
-        if keyspaces.rows.is_empty() {
-            let ddl = create_keyspace(&self.keyspace, &self.replication);
-            if !self.create {
-                return Err(Failure::Rejected(format!(
-                    "keyspace {:?} does not exist (and create is false); create it with: {ddl}; then: {}",
-                    self.keyspace,
-                    create_table(&self.keyspace, &self.table)
-                )));
+        let mut setup =
+            SchemaSetup::new(&self.keyspace, &self.table, &self.replication, self.create);
+        loop {
+            match setup.step() {
+                SchemaStep::ReadKeyspace => {
+                    let found = self
+                        .setup(
+                            KEYSPACE_QUERY,
+                            &[&self.keyspace],
+                            "one",
+                            schema_statement::KEYSPACE,
+                        )
+                        .await?;
+                    setup.keyspace(!found.rows.is_empty());
+                }
+                SchemaStep::CreateKeyspace(cql) => {
+                    self.setup(&cql, &[], "all", schema_statement::CREATE_KEYSPACE)
+                        .await?;
+                    setup.created();
+                }
+                SchemaStep::ReadColumns => {
+                    let columns = self
+                        .setup(
+                            COLUMNS_QUERY,
+                            &[&self.keyspace, &self.table],
+                            "one",
+                            schema_statement::COLUMNS,
+                        )
+                        .await?;
+                    setup.columns(&column_rows(columns));
+                }
+                SchemaStep::CreateTable(cql) => {
+                    self.setup(&cql, &[], "all", schema_statement::CREATE_TABLE)
+                        .await?;
+                    setup.created();
+                }
+                SchemaStep::Ready => return Ok(()),
+                SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
             }
-            self.setup(&ddl, &[], "all", schema_statement::CREATE_KEYSPACE)
-                .await?;
         }
-        let columns: Vec<(String, String, String)> = self
-            .setup(
-                COLUMNS_QUERY,
-                &[&self.keyspace, &self.table],
-                "one",
-                schema_statement::COLUMNS,
-            )
-            .await?
-            .rows
-            .into_iter()
-            .map(|row| {
-                let mut text = row.into_iter().map(|v| match v {
-                    Some(Val::Text(s)) => s,
-                    _ => String::new(),
-                });
-                (
-                    text.next().unwrap_or_default(),
-                    text.next().unwrap_or_default(),
-                    text.next().unwrap_or_default(),
-                )
-            })
-            .collect();
-        if columns.is_empty() {
-            let ddl = create_table(&self.keyspace, &self.table);
-            if !self.create {
-                return Err(Failure::Rejected(format!(
-                    "lock table {}.{} does not exist (and create is false); create it with: {ddl}",
-                    self.keyspace, self.table
-                )));
-            }
-            self.setup(&ddl, &[], "all", schema_statement::CREATE_TABLE)
-                .await?;
-            return Ok(());
-        }
-        check_columns(&self.keyspace, &self.table, &columns).map_err(Failure::Rejected)
     }
+}
+
+/// The `(column_name, kind, type)` rows of [`COLUMNS_QUERY`], as text.
+fn column_rows(columns: Rows) -> Vec<(String, String, String)> {
+    columns
+        .rows
+        .into_iter()
+        .map(|row| {
+            let mut text = row.into_iter().map(|v| match v {
+                Some(Val::Text(s)) => s,
+                _ => String::new(),
+            });
+            (
+                text.next().unwrap_or_default(),
+                text.next().unwrap_or_default(),
+                text.next().unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 fn level_name(level: Level) -> &'static str {

@@ -39,7 +39,8 @@ pub use operation::{
 };
 pub use schema::{
     check_columns, create_keyspace, create_table, qualified, table_id, validate_identifier,
-    COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY,
+    SchemaSetup, SchemaStep, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS,
+    KEYSPACE_QUERY,
 };
 
 statement_list! {

@@ -155,11 +155,200 @@ pub fn check_columns(
     Ok(())
 }
 
+/// What a host runs next to set up the keyspace and lock table ([`SchemaSetup::step`]). A
+/// statement that fails ends the set-up: the host reports that failure as it reports any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SchemaStep {
+    /// Run [`KEYSPACE_QUERY`] with the keyspace, at `ONE`
+    /// ([`schema_statement::KEYSPACE`](super::schema_statement::KEYSPACE)); answer with
+    /// [`SchemaSetup::keyspace`].
+    ReadKeyspace,
+    /// Run this `CREATE KEYSPACE`, at `ALL`
+    /// ([`schema_statement::CREATE_KEYSPACE`](super::schema_statement::CREATE_KEYSPACE));
+    /// answer with [`SchemaSetup::created`].
+    CreateKeyspace(String),
+    /// Run [`COLUMNS_QUERY`] with the keyspace and table, at `ONE`
+    /// ([`schema_statement::COLUMNS`](super::schema_statement::COLUMNS)); answer with
+    /// [`SchemaSetup::columns`].
+    ReadColumns,
+    /// Run this `CREATE TABLE`, at `ALL`
+    /// ([`schema_statement::CREATE_TABLE`](super::schema_statement::CREATE_TABLE)); answer
+    /// with [`SchemaSetup::created`].
+    CreateTable(String),
+    /// Done: the keyspace and table exist, of baton's shape.
+    Ready,
+    /// They cannot be used (missing with `create=false`, or a table of another shape): the
+    /// message says what is wrong and shows the CQL that fixes it.
+    Refused(String),
+}
+
+/// The set-up of the keyspace and lock table a host runs on first use, sans-IO, so that every
+/// host (the native store, WebAssembly) takes the same steps and refuses with the same
+/// words: the keyspace is read, and created if missing and allowed; then the table's columns,
+/// and the table created if missing and allowed, or checked ([`check_columns`]). Four
+/// statements at most, each `IF NOT EXISTS`, so that concurrent set-ups and a retry after a
+/// timed-out DDL are harmless.
+#[derive(Clone, Debug)]
+pub struct SchemaSetup {
+    keyspace: String,
+    table: String,
+    replication: String,
+    create: bool,
+    step: SchemaStep,
+}
+
+impl SchemaSetup {
+    /// The set-up of `keyspace`.`table` (validated names), with `replication` the CQL map a
+    /// new keyspace gets, creating what is missing only when `create` is on.
+    pub fn new(keyspace: &str, table: &str, replication: &str, create: bool) -> SchemaSetup {
+        SchemaSetup {
+            keyspace: String::from(keyspace),
+            table: String::from(table),
+            replication: String::from(replication),
+            create,
+            step: SchemaStep::ReadKeyspace,
+        }
+    }
+
+    /// What the host does next (the same step again until it is answered).
+    pub fn step(&self) -> SchemaStep {
+        self.step.clone()
+    }
+
+    /// The answer to [`SchemaStep::ReadKeyspace`]: whether the query returned a row.
+    pub fn keyspace(&mut self, exists: bool) {
+        if self.step != SchemaStep::ReadKeyspace {
+            return;
+        }
+        let create_keyspace = create_keyspace(&self.keyspace, &self.replication);
+        self.step = match (exists, self.create) {
+            (true, _) => SchemaStep::ReadColumns,
+            (false, true) => SchemaStep::CreateKeyspace(create_keyspace),
+            (false, false) => SchemaStep::Refused(format!(
+                "the keyspace {:?} does not exist and the store may not create it (create=false); create it with: {create_keyspace}; then: {}",
+                self.keyspace,
+                create_table(&self.keyspace, &self.table)
+            )),
+        };
+    }
+
+    /// The answer to [`SchemaStep::ReadColumns`]: the `(column_name, kind, type)` rows (none
+    /// when the table does not exist).
+    pub fn columns(&mut self, columns: &[(String, String, String)]) {
+        if self.step != SchemaStep::ReadColumns {
+            return;
+        }
+        let create_table = create_table(&self.keyspace, &self.table);
+        self.step = if !columns.is_empty() {
+            match check_columns(&self.keyspace, &self.table, columns) {
+                Ok(()) => SchemaStep::Ready,
+                Err(message) => SchemaStep::Refused(message),
+            }
+        } else if self.create {
+            SchemaStep::CreateTable(create_table)
+        } else {
+            SchemaStep::Refused(format!(
+                "the lock table {}.{} does not exist and the store may not create it (create=false); create it with: {create_table}",
+                self.keyspace, self.table
+            ))
+        };
+    }
+
+    /// The answer to [`SchemaStep::CreateKeyspace`] or [`SchemaStep::CreateTable`]: the
+    /// statement succeeded.
+    pub fn created(&mut self) {
+        self.step = match self.step {
+            SchemaStep::CreateKeyspace(_) => SchemaStep::ReadColumns,
+            SchemaStep::CreateTable(_) => SchemaStep::Ready,
+            ref other => other.clone(),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::string::ToString;
     use alloc::vec;
+
+    fn run(
+        setup: &mut SchemaSetup,
+        keyspace: bool,
+        columns: &[(String, String, String)],
+    ) -> alloc::vec::Vec<SchemaStep> {
+        let mut steps = alloc::vec::Vec::new();
+        for _ in 0..8 {
+            let step = setup.step();
+            steps.push(step.clone());
+            match step {
+                SchemaStep::ReadKeyspace => setup.keyspace(keyspace),
+                SchemaStep::ReadColumns => setup.columns(columns),
+                SchemaStep::CreateKeyspace(_) | SchemaStep::CreateTable(_) => setup.created(),
+                SchemaStep::Ready | SchemaStep::Refused(_) => break,
+            }
+        }
+        steps
+    }
+
+    #[test]
+    fn schema_setup_creates_what_is_missing_only_when_allowed() {
+        let col = |n: &str, k: &str, t: &str| (n.to_string(), k.to_string(), t.to_string());
+        let good = vec![
+            col("lock_name", "partition_key", "text"),
+            col("cell", "clustering", "text"),
+            col("value", "regular", "text"),
+        ];
+        let rf = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
+        // Nothing there: keyspace, then table (the columns read once the keyspace exists).
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, true), false, &[]);
+        assert_eq!(steps.len(), 5, "{steps:?}");
+        assert!(
+            matches!(&steps[1], SchemaStep::CreateKeyspace(c) if c.contains(rf)),
+            "{steps:?}"
+        );
+        assert_eq!(steps[2], SchemaStep::ReadColumns);
+        assert!(matches!(&steps[3], SchemaStep::CreateTable(c) if c.contains("\"Ks\".\"T\"")));
+        assert_eq!(steps[4], SchemaStep::Ready);
+        // Both there: two reads.
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, false), true, &good);
+        assert_eq!(
+            steps,
+            [
+                SchemaStep::ReadKeyspace,
+                SchemaStep::ReadColumns,
+                SchemaStep::Ready
+            ]
+        );
+        // create=false: refused with the CQL that fixes it.
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, false), false, &[]);
+        assert!(
+            matches!(steps.last(), Some(SchemaStep::Refused(m))
+            if m.contains("create=false") && m.contains("CREATE KEYSPACE") && m.contains("CREATE TABLE")),
+            "{steps:?}"
+        );
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, false), true, &[]);
+        assert!(
+            matches!(steps.last(), Some(SchemaStep::Refused(m))
+            if m.contains("does not exist") && m.contains("CREATE TABLE") && !m.contains("CREATE KEYSPACE")),
+            "{steps:?}"
+        );
+        // Another shape: refused even with create on (nothing is altered).
+        let foreign = vec![
+            col("lock_name", "partition_key", "int"),
+            good[1].clone(),
+            good[2].clone(),
+        ];
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, true), true, &foreign);
+        assert!(
+            matches!(steps.last(), Some(SchemaStep::Refused(m)) if m.contains("not a baton lock table")),
+            "{steps:?}"
+        );
+        // An answer to a step not asked changes nothing.
+        let mut setup = SchemaSetup::new("Ks", "T", rf, true);
+        setup.created();
+        setup.columns(&good);
+        assert_eq!(setup.step(), SchemaStep::ReadKeyspace);
+    }
 
     #[test]
     fn identifiers() {

@@ -35,7 +35,7 @@
 //! they are case-sensitive and never interpolated unchecked.
 
 use baton_kernel::Failure;
-use baton_statements::cql::{check_columns, COLUMNS_QUERY, KEYSPACE_QUERY};
+use baton_statements::cql::{SchemaSetup, SchemaStep, COLUMNS_QUERY, KEYSPACE_QUERY};
 use scylla::client::session::Session;
 use scylla::statement::unprepared::Statement;
 
@@ -61,37 +61,33 @@ pub fn create_table_cql(options: &CassandraOptions) -> String {
     baton_statements::cql::create_table(&options.keyspace, &options.table)
 }
 
-/// Creates (when allowed and missing) or checks the keyspace and table. `Rejected` failures
-/// name what is missing or wrong and show the CQL that fixes it.
+/// Creates (when allowed and missing) or checks the keyspace and table, by the steps of
+/// [`SchemaSetup`], which every host runs. `Rejected` failures name what is missing or wrong
+/// and show the CQL that fixes it.
 pub(crate) async fn ensure(
     session: &Session,
     options: &CassandraOptions,
 ) -> std::result::Result<(), Failure> {
-    if !keyspace_exists(session, &options.keyspace).await? {
-        if !options.create {
-            return Err(Failure::Rejected(format!(
-                "keyspace {:?} does not exist (and create=false); create it with: {}; then: {}",
-                options.keyspace,
-                create_keyspace_cql(options),
-                create_table_cql(options)
-            )));
+    let mut setup = SchemaSetup::new(
+        &options.keyspace,
+        &options.table,
+        &options.replication.cql(),
+        options.create,
+    );
+    loop {
+        match setup.step() {
+            SchemaStep::ReadKeyspace => {
+                setup.keyspace(keyspace_exists(session, &options.keyspace).await?)
+            }
+            SchemaStep::ReadColumns => setup.columns(&table_columns(session, options).await?),
+            SchemaStep::CreateKeyspace(cql) | SchemaStep::CreateTable(cql) => {
+                run_ddl(session, &cql).await?;
+                setup.created();
+            }
+            SchemaStep::Ready => return Ok(()),
+            SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
         }
-        run_ddl(session, &create_keyspace_cql(options)).await?;
     }
-    let columns = table_columns(session, options).await?;
-    if columns.is_empty() {
-        if !options.create {
-            return Err(Failure::Rejected(format!(
-                "lock table {}.{} does not exist (and create=false); create it with: {}",
-                options.keyspace,
-                options.table,
-                create_table_cql(options)
-            )));
-        }
-        run_ddl(session, &create_table_cql(options)).await?;
-        return Ok(());
-    }
-    check_columns(&options.keyspace, &options.table, &columns).map_err(Failure::Rejected)
 }
 
 async fn run_ddl(session: &Session, cql: &str) -> std::result::Result<(), Failure> {
