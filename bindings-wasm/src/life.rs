@@ -76,8 +76,9 @@ impl Life {
         self.machine.borrow().remaining(js::now()).as_secs_f64() * 1000.0
     }
 
-    pub(crate) fn lost(&self) -> Option<Error> {
-        self.view.borrow().lost.clone()
+    /// The holder's check ([`LockLife::check`]).
+    pub(crate) fn check(&self, name: &str) -> Result<()> {
+        self.machine.borrow().check(js::now(), name)
     }
 
     /// Calls `callback(error)` when the lease is lost (at once if it already is).
@@ -168,12 +169,15 @@ impl Life {
                             race(Some(reply.as_mut()), timer.as_mut(), kick.as_mut(), None).await
                         }
                         None => {
+                            // Only a machine that can use them listens to changes (see
+                            // `LockLife::wants_changes`).
+                            let listen = self.machine.borrow().wants_changes();
                             let mut change = Box::pin(changes.changed(watch.seen()));
                             race::<Reply>(
                                 None,
                                 timer.as_mut(),
                                 kick.as_mut(),
-                                Some(change.as_mut()),
+                                listen.then_some(change.as_mut() as Pin<&mut dyn Future<Output = ()>>),
                             )
                             .await
                         }

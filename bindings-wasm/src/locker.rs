@@ -3,12 +3,12 @@
 //! a one-shot kernel operation; the package's JavaScript wraps them in its idiomatic classes.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
+use baton_kernel::host::{fresh_acquisition, waits_forever, ChangeWatch, FenceHints};
 use baton_kernel::{
-    Acquire, Error, ErrorKind, FenceHint, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks,
-    LockInfo, LockLife, LockOptions, Operation, OwnerId, Poll, Purge, Result,
+    Acquire, Error, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks, LockInfo, LockLife,
+    LockOptions, Operation, OwnerId, Poll, Purge, Result,
 };
 use js_sys::{Array, BigInt, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
@@ -25,9 +25,6 @@ use crate::store::sql::SqlHost;
 use crate::store::{Backend, Store};
 use crate::wake::{race, First};
 
-/// Fence hints remembered per name, at most this many (then forgotten all at once).
-const MAX_HINTS: usize = 4096;
-
 struct Inner {
     store: Rc<Store>,
     defaults: LockOptions,
@@ -35,7 +32,7 @@ struct Inner {
     host: String,
     pid: u32,
     slots: Rc<Slots>,
-    hints: RefCell<HashMap<String, FenceHint>>,
+    hints: RefCell<FenceHints>,
 }
 
 /// A store and the defaults of the locks taken on it.
@@ -91,7 +88,7 @@ impl CoreLocker {
                 host,
                 pid: js::pid(),
                 slots: Slots::new(js::random_u64()),
-                hints: RefCell::new(HashMap::new()),
+                hints: RefCell::new(FenceHints::new()),
             }),
         }
     }
@@ -137,7 +134,7 @@ impl CoreLocker {
             let mut op = Purge::new(name, &inner.options());
             let removed = run(&inner.store, &mut op).await.map_err(|e| {
                 to_js(&match &lock {
-                    Some(lock) => named(e, lock),
+                    Some(lock) => e.about_lock(lock),
                     None => e,
                 })
             })?;
@@ -164,7 +161,7 @@ impl CoreLocker {
             let mut op = ForceRelease::new(name, &inner.options());
             let infos = run(&inner.store, &mut op)
                 .await
-                .map_err(|e| to_js(&named(e, &lock)))?;
+                .map_err(|e| to_js(&e.about_lock(&lock)))?;
             Ok(infos_array(&infos).into())
         })
     }
@@ -174,13 +171,12 @@ impl CoreLocker {
     fn start(&self, name: &JsValue, options: &JsValue, try_once: bool) -> Result<Acquisition> {
         let inner = &self.inner;
         let name = lock_name(name)?;
-        let mut opts = lock_options(&inner.defaults, options, try_once)?;
-        opts.seed = js::random_u64();
-        opts.acquisition = js::random_u64() | 1;
-        opts.created_unix_ms = js::unix_ms();
+        let opts = lock_options(&inner.defaults, options, try_once)?;
+        let (seed, acquisition) = (js::random_u64(), js::random_u64());
+        let opts = fresh_acquisition(&opts, seed, acquisition, js::unix_ms());
         let slot = inner.slots.take(name.as_str());
         let owner = OwnerId::new(&inner.host, inner.pid, slot.nonce())?;
-        let hint = inner.hints.borrow().get(name.as_str()).cloned();
+        let hint = inner.hints.borrow().get(name.as_str());
         let op = Acquire::new(name.clone(), owner, opts)?.with_fence_hint(hint);
         let life = Life::new(
             LockLife::new(op, inner.keep_alive),
@@ -190,17 +186,10 @@ impl CoreLocker {
         let driver = Rc::clone(&life);
         let locker = Rc::clone(inner);
         let promise = future_to_promise(async move {
-            let ended = driver
-                .drive(|e| {
-                    matches!(
-                        e,
-                        LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
-                    )
-                })
-                .await;
-            let grant = LifeEvent::acquisition_outcome(ended)
-                .map_err(|e| to_js(&e.with_lock(name.as_str())))?;
-            locker.remember(&grant.lease);
+            let ended = driver.drive(LifeEvent::ends_acquisition).await;
+            let grant =
+                LifeEvent::acquisition_outcome(ended, name.as_str()).map_err(|e| to_js(&e))?;
+            locker.hints.borrow_mut().remember(&grant.lease);
             // The rest of the life (renewals, loss, release) runs on its own.
             let keeper = Rc::clone(&driver);
             wasm_bindgen_futures::spawn_local(async move {
@@ -228,14 +217,6 @@ impl Inner {
             seed: js::random_u64(),
             ..self.defaults.clone()
         }
-    }
-
-    fn remember(&self, lease: &baton_kernel::Lease) {
-        let mut hints = self.hints.borrow_mut();
-        if hints.len() >= MAX_HINTS && !hints.contains_key(lease.name().as_str()) {
-            hints.clear();
-        }
-        hints.insert(lease.name().as_str().to_owned(), lease.fence_hint());
     }
 }
 
@@ -297,42 +278,18 @@ impl CoreLock {
     /// Whether the lease is held now: granted, not lost, not released, deadline not passed.
     #[wasm_bindgen(getter)]
     pub fn held(&self) -> bool {
-        matches!(self.life.status(), LifeStatus::Held(deadline) if deadline > js::now())
+        matches!(self.life.status(), LifeStatus::Held(_))
     }
 
     /// Milliseconds until the lease's deadline unless renewed (0 when not held).
     #[wasm_bindgen(getter)]
     pub fn remaining(&self) -> f64 {
-        if self.held() {
-            self.life.remaining_ms()
-        } else {
-            0.0
-        }
+        self.life.remaining_ms()
     }
 
     /// Throws `Lost` if the lease was lost or its deadline passed, `NotOwner` after a release.
     pub fn check(&self) -> std::result::Result<(), JsValue> {
-        match self.life.status() {
-            LifeStatus::Held(deadline) if deadline > js::now() => Ok(()),
-            LifeStatus::Held(_) => Err(to_js(
-                &Error::new(
-                    ErrorKind::Lost,
-                    format!(
-                        "the lease of lock {:?} passed its deadline without a renewal",
-                        self.name
-                    ),
-                )
-                .with_lock(self.name.as_str()),
-            )),
-            LifeStatus::Lost(e) => Err(to_js(&e)),
-            _ => Err(to_js(&self.life.lost().unwrap_or_else(|| {
-                Error::new(
-                    ErrorKind::NotOwner,
-                    format!("lock {:?} was released", self.name),
-                )
-                .with_lock(self.name.as_str())
-            }))),
-        }
+        self.life.check(&self.name).map_err(|e| to_js(&e))
     }
 
     /// Calls `callback(error)` once when the lease is lost (at once if it already is).
@@ -356,50 +313,37 @@ impl Drop for CoreLock {
     /// The JavaScript `Lock` was collected without a release: release it now, as a dropped
     /// native guard does (what remains of a lost lease is removed too).
     fn drop(&mut self) {
-        if matches!(
-            self.life.status(),
-            LifeStatus::Held(_) | LifeStatus::Lost(_)
-        ) {
-            let _ = self.life.request(|m| m.release(Vec::new()));
-        }
+        self.life.request(LockLife::cancel);
     }
 }
 
-/// `e`, naming `lock` unless it names one already.
-fn named(e: Error, lock: &str) -> Error {
-    if e.lock().is_some() {
-        e
-    } else {
-        e.with_lock(lock)
-    }
-}
-
-/// Drives a one-shot operation on `store`.
+/// Drives a one-shot operation on `store`, by the native driver's rules: one command at a
+/// time, and a store change wakes the operation only as [`ChangeWatch`] says (never its own).
 async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
     let changes = store.changes();
-    let mut seen = changes.version();
+    let mut watch = ChangeWatch::new(changes.version());
     loop {
         match op.poll(js::now()) {
             Poll::Ready(result) => return result.map_err(|e| in_context(e, store)),
             Poll::Execute(id, command) => {
-                seen = changes.version();
+                watch.before(&command, changes.version());
                 let reply = Rc::clone(store).execute(command).await;
+                watch.after(changes.version());
                 op.handle(id, reply);
             }
-            Poll::WaitUntil(Instant::MAX) => return Err(Error::internal(
-                "internal error: the operation asked to wait forever with no command outstanding",
-            )),
+            Poll::WaitUntil(Instant::MAX) => return Err(waits_forever()),
             Poll::WaitUntil(until) => {
                 let mut timer = Box::pin(Sleep::until(until));
                 let mut never = Box::pin(core::future::pending::<()>());
-                let mut change = Box::pin(changes.changed(seen));
+                let mut change = Box::pin(changes.changed(watch.seen()));
                 if let First::Change =
                     race::<()>(None, timer.as_mut(), never.as_mut(), Some(change.as_mut())).await
                 {
                     // On the next turn of the event loop (see the life host).
                     Sleep::for_duration(core::time::Duration::ZERO).await;
-                    seen = changes.version();
-                    op.wake();
+                    if watch.take_change(changes.version()) {
+                        op.wake();
+                    }
                 }
             }
         }

@@ -139,6 +139,16 @@ impl Error {
         self
     }
 
+    /// This error, naming `lock` unless it names a lock already.
+    #[must_use]
+    pub fn about_lock(self, lock: &str) -> Self {
+        if self.lock.is_some() {
+            self
+        } else {
+            self.with_lock(lock)
+        }
+    }
+
     /// This error, naming the store it came from (the message is unchanged).
     #[must_use]
     pub fn with_store(mut self, store: impl Into<String>) -> Self {

@@ -1,13 +1,91 @@
 //! Small decisions every host of the kernel makes the same way: which commands may free a lock
 //! (so that waiters in the process look again at once), when a change wakes a waiter
-//! ([`ChangeWatch`]), and which owner id an acquisition takes (its *slot*). The tokio host and the WebAssembly host both use these, so that a lock
+//! ([`ChangeWatch`]), which owner id an acquisition takes (its *slot*), what an acquisition
+//! starts from ([`fresh_acquisition`], [`FenceHints`]), and how a plain write is stamped
+//! ([`next_stamp`]). The tokio host and the WebAssembly host both use these, so that a lock
 //! behaves the same in every language.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::{String, ToString};
 
+use crate::error::Error;
+use crate::lease::{FenceHint, Lease};
 use crate::model::{Command, Reply, Write};
+use crate::options::LockOptions;
 use crate::retry::SplitMix64;
+
+/// The options of one new acquisition: `options` with `seed` (the backoff's jitter),
+/// `acquisition` (made odd, so never zero: the id every value this acquisition writes carries,
+/// so that no two acquisitions write identical values even when they reuse an owner id) and
+/// `created_unix_ms` (shown to people reading the table). A host draws `seed` and
+/// `acquisition` from its own randomness, fresh for every acquisition.
+pub fn fresh_acquisition(
+    options: &LockOptions,
+    seed: u64,
+    acquisition: u64,
+    created_unix_ms: u64,
+) -> LockOptions {
+    LockOptions {
+        seed,
+        acquisition: acquisition | 1,
+        created_unix_ms,
+        ..options.clone()
+    }
+}
+
+/// The stamp of a plain write sent at `now_micros` (wall-clock microseconds since the Unix
+/// epoch), the last stamp the process gave being `last` (0 before the first) and the command
+/// asking for more than `floor` (a batch's `after`): greater than both, and the clock itself
+/// when it is ahead. Stamps thus never repeat or go back in one process, whatever its clock
+/// does, and a write applied late cannot undo a later one of the same owner (see
+/// [`Command::stamped`]). A host keeps `last` (one per process) and stores the result in it.
+pub fn next_stamp(now_micros: u64, floor: u64, last: u64) -> u64 {
+    now_micros
+        .max(floor.saturating_add(1))
+        .max(last.saturating_add(1))
+}
+
+/// The error of a driver loop asked to wait forever with no command outstanding: a kernel
+/// bug, reported rather than waited on.
+pub fn waits_forever() -> Error {
+    Error::internal(
+        "internal error: the operation asked to wait forever with no command outstanding (a kernel bug; please report it)",
+    )
+}
+
+/// The most names [`FenceHints`] remembers; when full, it forgets them all at once.
+pub const MAX_FENCE_HINTS: usize = 4096;
+
+/// The fencing counter as a locker's last lease of each name left it. Unique insert starts its
+/// counter update from it (one round trip less); bakery takes the forced releases counted in it
+/// as known. A stale or foreign hint (another strategy's counter) costs a retry, never safety.
+/// A host keeps one per locker, behind its own lock.
+#[derive(Clone, Debug, Default)]
+pub struct FenceHints {
+    hints: BTreeMap<String, FenceHint>,
+}
+
+impl FenceHints {
+    /// No hints.
+    pub fn new() -> FenceHints {
+        FenceHints::default()
+    }
+
+    /// The hint for lock `name`, if one is remembered.
+    pub fn get(&self, name: &str) -> Option<FenceHint> {
+        self.hints.get(name).cloned()
+    }
+
+    /// Remembers where `lease` left its name's counter (after a grant). At most
+    /// [`MAX_FENCE_HINTS`] names: a new name when full clears the others first.
+    pub fn remember(&mut self, lease: &Lease) {
+        let name = lease.name().as_str();
+        if self.hints.len() >= MAX_FENCE_HINTS && !self.hints.contains_key(name) {
+            self.hints.clear();
+        }
+        self.hints.insert(name.to_string(), lease.fence_hint());
+    }
+}
 
 /// Whether `command`, answered by `reply`, may have freed a lock that someone waits for: a
 /// release ([`Command::Vacate`], or a batch that deletes: bakery and column-prefix cells; a
@@ -167,6 +245,31 @@ impl SlotTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_follow_the_clock_and_never_repeat_or_go_back() {
+        assert_eq!(next_stamp(1_000, 0, 0), 1_000, "the clock when it is ahead");
+        assert_eq!(next_stamp(1_000, 0, 1_000), 1_001, "two in one microsecond");
+        assert_eq!(next_stamp(500, 0, 1_000), 1_001, "the clock stepped back");
+        assert_eq!(next_stamp(1_000, 5_000, 0), 5_001, "above a batch's floor");
+        assert_eq!(
+            next_stamp(u64::MAX, u64::MAX, u64::MAX),
+            u64::MAX,
+            "saturates"
+        );
+    }
+
+    #[test]
+    fn a_fresh_acquisition_has_a_nonzero_id_and_keeps_the_rest() {
+        let defaults = LockOptions::default();
+        let fresh = fresh_acquisition(&defaults, 7, 0, 1234);
+        assert_eq!(
+            (fresh.seed, fresh.acquisition, fresh.created_unix_ms),
+            (7, 1, 1234)
+        );
+        assert_eq!(fresh.strategy, defaults.strategy);
+        assert_eq!(fresh_acquisition(&defaults, 0, 6, 0).acquisition, 7);
+    }
 
     fn vacate() -> Command {
         Command::Vacate {

@@ -111,9 +111,24 @@ impl LifeEvent {
         )
     }
 
-    /// The grant an acquisition ended with, from the event that ended it (a life's first
-    /// event; `None` when the machine ended without one, a kernel bug).
-    pub fn acquisition_outcome(event: Option<LifeEvent>) -> Result<Grant> {
+    /// Whether this event ends an acquisition ([`LifeEvent::Granted`], [`LifeEvent::Failed`],
+    /// [`LifeEvent::Cancelled`]): a host drives a new life until one, then hands the outcome
+    /// to [`LifeEvent::acquisition_outcome`].
+    pub fn ends_acquisition(&self) -> bool {
+        matches!(
+            self,
+            LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+        )
+    }
+
+    /// The grant an acquisition of lock `name` ended with, from the event that ended it (a
+    /// life's first event; `None` when the machine ended without one, a kernel bug). The error
+    /// names the lock.
+    pub fn acquisition_outcome(event: Option<LifeEvent>, name: &str) -> Result<Grant> {
+        LifeEvent::outcome(event).map_err(|e| e.about_lock(name))
+    }
+
+    fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
         match event {
             Some(LifeEvent::Granted(grant)) => Ok(*grant),
             Some(LifeEvent::Failed(e)) => Err(e),
@@ -254,6 +269,29 @@ impl LockLife {
             }
             (status, _) => status.clone(),
         }
+    }
+
+    /// What a holder's `check` answers at `now` (every host's guard, lock or handle): `Ok`
+    /// while the lease is held; its loss ([`ErrorKind::Lost`], a deadline passed included)
+    /// once lost and not yet released; [`ErrorKind::NotOwner`] once released (or before a
+    /// grant). Errors name lock `name`.
+    pub fn check(&self, now: Instant, name: &str) -> Result<()> {
+        match self.status(now) {
+            LifeStatus::Held(_) => Ok(()),
+            LifeStatus::Lost(e) => Err(e.about_lock(name)),
+            _ => Err(Error::new(
+                ErrorKind::NotOwner,
+                format!("lock {name:?} was released by this holder"),
+            )
+            .with_lock(name)),
+        }
+    }
+
+    /// Whether the machine can use a store's change notices now (an acquisition waiting its
+    /// turn, [`LockLife::wake`]): a host listens for changes only then, so that a held lock is
+    /// not woken, for nothing, by every release of the table.
+    pub fn wants_changes(&self) -> bool {
+        matches!(self.phase, Phase::Acquiring(_))
     }
 
     /// The lease while held (or lost and not yet released).

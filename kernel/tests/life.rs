@@ -599,3 +599,36 @@ fn a_loss_during_a_renewal_backoff_waits_for_the_backoff_not_the_past() {
     assert!(!host.run(&mut a, host.at(2.0)));
     assert_eq!(host.count(|e| matches!(e, LifeEvent::Lost(_))), 1);
 }
+
+/// A holder's `check`, the same in every host: `Ok` while held, the loss past the deadline
+/// (before any poll) and after a loss, `NotOwner` once released, even a lease lost first.
+#[test]
+fn check_answers_held_lost_then_released() {
+    let mut host = Host::new();
+    let mut a = life(Strategy::UniqueInsert, "a", Wait::TryOnce, false);
+    assert!(a.wants_changes(), "an acquisition listens for changes");
+    assert_eq!(
+        a.check(host.now, NAME).expect_err("not granted yet").kind(),
+        ErrorKind::NotOwner
+    );
+    assert!(!host.run(&mut a, host.now));
+    assert!(granted(&host));
+    assert!(!a.wants_changes(), "a held lock does not");
+    a.check(host.now, NAME).expect("held");
+    let deadline = a.lease().expect("held").deadline();
+    let lost = a.check(deadline, NAME).expect_err("its deadline passed");
+    assert_eq!(lost.kind(), ErrorKind::Lost, "{lost}");
+    assert_eq!(lost.lock(), Some(NAME));
+    assert!(!host.run(&mut a, host.at(100.0)));
+    assert_eq!(
+        a.check(host.now, NAME).expect_err("lost").kind(),
+        ErrorKind::Lost
+    );
+    a.release(Vec::new())
+        .expect("a lost lease is still released");
+    assert!(host.run(&mut a, host.now));
+    let released = a.check(host.now, NAME).expect_err("released");
+    assert_eq!(released.kind(), ErrorKind::NotOwner, "{released}");
+    assert_eq!(released.lock(), Some(NAME));
+    assert!(released.message().contains(NAME), "{released}");
+}

@@ -121,15 +121,8 @@ impl Guard {
     /// [`ErrorKind::NotOwner`]. QCassandraLock-style code calls it before trusting the lock
     /// again after a long step.
     pub fn check(&self) -> Result<()> {
-        match self.life.status() {
-            LifeStatus::Held(_) => Ok(()),
-            LifeStatus::Lost(e) => Err(e),
-            _ => Err(Error::new(
-                ErrorKind::NotOwner,
-                format!("lock {:?} was released by this guard", self.name),
-            )
-            .with_lock(self.name.as_str())),
-        }
+        let life = &self.life;
+        life.machine().check(life.clock().now(), &self.name)
     }
 
     /// In a forked child, the error every operation on the parent's lock gives (the lock and

@@ -1,14 +1,14 @@
 //! [`Locker`]: a store plus defaults, handing out [`Guard`]s.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use baton_kernel::host::{fresh_acquisition, FenceHints};
 use baton_kernel::{
-    Acquire, Consistency, Error, ErrorKind, FenceHint, ForceRelease, Inspect, Lease, LifeEvent,
-    ListLocks, LockInfo, LockLife, LockName, LockOptions, PrefixOptions, Purge, Result,
-    RetryPolicy, SerialConsistency, Strategy, Wait,
+    Acquire, Consistency, Error, ErrorKind, ForceRelease, Inspect, LifeEvent, ListLocks, LockInfo,
+    LockLife, LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency,
+    Strategy, Wait,
 };
 
 use crate::api::guard::Guard;
@@ -45,15 +45,12 @@ struct Inner {
     keep_alive: bool,
     clock: Clock,
     /// The fencing counter as our last lease of each name left it.
-    hints: Mutex<HashMap<String, FenceHint>>,
+    hints: Mutex<FenceHints>,
     /// Owner-id slots in use per name.
     slots: Arc<Slots>,
     /// Starts held locks' tasks when their first renewal falls due.
     starter: Starter,
 }
-
-/// The most names whose fence hints are remembered (the cache is cleared when it is full).
-const MAX_HINTS: usize = 4096;
 
 impl fmt::Debug for Locker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -149,8 +146,7 @@ impl Locker {
         in_transaction: bool,
     ) -> Result<Guard> {
         let name = LockName::new(name)?;
-        let (mut opts, keep_alive) =
-            request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
+        let (opts, keep_alive) = request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
         if in_transaction && opts.strategy != Strategy::UniqueInsert {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
@@ -163,13 +159,12 @@ impl Locker {
         let runtime = current_runtime()?;
         let pid = std::process::id();
         let mut random = owner::random_in(pid);
-        opts.seed = random.next_u64();
-        opts.acquisition = random.next_u64() | 1;
-        opts.created_unix_ms = owner::unix_ms();
+        let (seed, acquisition) = (random.next_u64(), random.next_u64());
+        let opts = fresh_acquisition(&opts, seed, acquisition, owner::unix_ms());
         let slot = self.inner.slots.take(name.as_str());
         let owner = owner::owner_with_nonce(self.inner.host_id, pid, slot.nonce())?;
-        let hint = self.hint(&name);
-        let op = Acquire::new(name, owner, opts)?.with_fence_hint(hint);
+        let hint = self.hints().get(name.as_str());
+        let op = Acquire::new(name.clone(), owner, opts)?.with_fence_hint(hint);
         let life = Life::new(
             LockLife::new(op, keep_alive),
             self.inner.clock.clone(),
@@ -182,17 +177,12 @@ impl Locker {
         let owned = cleanup_store.clone();
         let abandon = Abandon::new(Arc::clone(&life), cleanup_store, runtime.clone(), pid);
         let ended = life
-            .drive(store, owned.as_ref(), |e| {
-                matches!(
-                    e,
-                    LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
-                )
-            })
+            .drive(store, owned.as_ref(), LifeEvent::ends_acquisition)
             .await;
         abandon.finish();
-        let grant = LifeEvent::acquisition_outcome(ended)?;
+        let grant = LifeEvent::acquisition_outcome(ended, name.as_str())?;
         if !in_transaction {
-            self.remember(&grant.lease);
+            self.hints().remember(&grant.lease);
         }
         Ok(Guard::start(
             life,
@@ -285,22 +275,8 @@ impl Locker {
         }
     }
 
-    /// The fencing counter as our last lease of `name` left it. Unique insert starts its counter
-    /// update from it (one round trip less); bakery takes the forced releases counted in it as
-    /// known. A stale or foreign hint (another strategy's counter) costs a retry, never safety.
-    fn hint(&self, name: &LockName) -> Option<FenceHint> {
-        self.hints().get(name.as_str()).cloned()
-    }
-
-    fn remember(&self, lease: &Lease) {
-        let mut hints = self.hints();
-        if hints.len() >= MAX_HINTS && !hints.contains_key(lease.name().as_str()) {
-            hints.clear();
-        }
-        hints.insert(lease.name().as_str().to_owned(), lease.fence_hint());
-    }
-
-    fn hints(&self) -> std::sync::MutexGuard<'_, HashMap<String, FenceHint>> {
+    /// The fence hints (see [`FenceHints`]).
+    fn hints(&self) -> std::sync::MutexGuard<'_, FenceHints> {
         self.inner
             .hints
             .lock()
@@ -452,7 +428,7 @@ impl LockerBuilder {
                 keep_alive: self.keep_alive,
                 starter: Starter::default(),
                 clock: Clock::new(),
-                hints: Mutex::new(HashMap::new()),
+                hints: Mutex::new(FenceHints::new()),
                 slots: Slots::new(owner::random_u64()),
             }),
         }

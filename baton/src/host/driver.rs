@@ -1,7 +1,7 @@
 //! The driver loop: the only place that sleeps or does I/O for a kernel operation.
 
-use baton_kernel::host::ChangeWatch;
-use baton_kernel::{Error, ErrorKind, Instant, Operation, Poll, Result};
+use baton_kernel::host::{waits_forever, ChangeWatch};
+use baton_kernel::{Instant, Operation, Poll, Result};
 use tokio::sync::watch;
 
 use crate::host::clock::Clock;
@@ -43,12 +43,7 @@ pub async fn drive<O: Operation>(
                 watch.after(counter(&changes));
                 op.handle(id, reply);
             }
-            Poll::WaitUntil(Instant::MAX) => {
-                return Err(Error::new(
-                    ErrorKind::Internal,
-                    "internal error: the operation asked to wait forever with no command outstanding (a kernel bug; please report it)",
-                ));
-            }
+            Poll::WaitUntil(Instant::MAX) => return Err(waits_forever()),
             Poll::WaitUntil(until) => {
                 if changes.is_some() {
                     store.waiting();
@@ -95,7 +90,7 @@ pub(crate) async fn wait_for_change(
 mod tests {
     use super::*;
     use crate::stores::memory::MemoryStore;
-    use baton_kernel::{Command, CommandId, Reply};
+    use baton_kernel::{Command, CommandId, ErrorKind, Reply};
 
     /// An operation that waits forever without a command: a kernel bug the driver must report.
     struct Stuck;

@@ -330,7 +330,7 @@ impl Life {
         // Only a waiting acquisition wakes on changes: a held lock (or an abandoned acquisition's
         // cleanup) would only be woken for nothing, on another thread, by every release of the
         // table.
-        let acquiring = matches!(self.status(), LifeStatus::Acquiring);
+        let acquiring = self.machine().wants_changes();
         let mut changes = if acquiring { store.changes() } else { None };
         let mut watch = ChangeWatch::new(counter(&changes));
         let mut inflight: Option<InFlight<'_>> = None;

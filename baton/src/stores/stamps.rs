@@ -6,12 +6,14 @@
 //! send the command.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use baton_kernel::host::next_stamp;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The last stamp [`next_stamp_after`] returned (0 before the first).
 static LAST: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh write stamp, greater than `floor` (a batch's
+/// A fresh write stamp by the kernel's rule ([`next_stamp`]), greater than `floor` (a batch's
 /// [`after`](baton_kernel::Command::Batch), 0 otherwise; the generator moves past it, so later
 /// stamps stay greater too): microseconds since the Unix epoch by the wall clock, and **strictly
 /// greater than every stamp returned before in this process**, from any thread and any store.
@@ -25,13 +27,13 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// processes stamps are only as well ordered as the hosts' clocks, which is enough because a
 /// cell is written with plain writes by one owner only, and an owner lives in one process.
 pub(crate) fn next_stamp_after(floor: u64) -> u64 {
-    let now = now_micros().max(floor.saturating_add(1));
+    let now = now_micros();
     let previous = LAST
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
-            Some(now.max(last.saturating_add(1)))
+            Some(next_stamp(now, floor, last))
         })
         .unwrap_or_else(|last| last);
-    now.max(previous.saturating_add(1))
+    next_stamp(now, floor, previous)
 }
 
 /// The wall clock in microseconds since the Unix epoch (0 before it).

@@ -123,15 +123,13 @@ pub(crate) fn require_methods(
     Ok(())
 }
 
-/// The write stamp of a command: wall-clock microseconds, above `floor` and above every stamp
-/// this module gave before (the native stores' generator, for one module instance).
+/// The write stamp of a command by the kernel's rule ([`next_stamp`](baton_kernel::host::next_stamp)):
+/// wall-clock microseconds, above `floor` and above every stamp this module instance gave before.
 pub(crate) fn next_stamp_after(floor: u64) -> u64 {
     thread_local!(static LAST: Cell<u64> = const { Cell::new(0) });
     let now = js::unix_ms().saturating_mul(1000);
     LAST.with(|last| {
-        let stamp = now
-            .max(floor.saturating_add(1))
-            .max(last.get().saturating_add(1));
+        let stamp = baton_kernel::host::next_stamp(now, floor, last.get());
         last.set(stamp);
         stamp
     })
