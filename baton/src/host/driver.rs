@@ -17,7 +17,7 @@ use crate::stores::store::Store;
 /// - `WaitUntil(t)`: sleep until `t`, or until the store's [`Store::changes`] counter moves
 ///   (a lock may have been freed), in which case the operation is [woken](Operation::wake) so it
 ///   retries at once. `WaitUntil(Instant::MAX)` with no command outstanding can only be a kernel
-///   bug: it is reported as a [`ErrorKind::StoreError`] rather than waiting forever.
+///   bug: it is reported ([`waits_forever`], an internal error) rather than waiting forever.
 /// - `Ready`: the result.
 ///
 /// No wake-up is lost: the driver subscribes to changes before the first poll; which changes

@@ -11,7 +11,7 @@
 //!   `"localSerial"`), `serialConsistency` for conditional statements, `idempotent` (false for
 //!   conditional statements: never retry them), for scans `fetchSize` and `pageState`, and
 //!   `statement` and `access`: the statement's name ([`Statement::name`], or a
-//!   [`schema_statement`] name) and what it does ([`Access::as_str`]), so that a wrapper can
+//!   [`schema_statement`](baton_statements::cql::schema_statement) name) and what it does ([`Access::as_str`]), so that a wrapper can
 //!   tell a write by what it is, not by its text. Values are strings, numbers (`int`) and
 //!   bigints (`bigint`, write timestamps).
 //! - `adapter.batch([{ query, params, statement, access }, …], { consistency, access })` runs
@@ -28,9 +28,9 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Failure, Reply, Result, SerialConsistency};
 use baton_statements::cql::{
-    failure, qualified, schema_statement, validate_identifier, DriverError, Level, Levels,
-    Operation, Phase, Rows, SchemaSetup, SchemaStep, ServerError, Statement, Step, Val, Value,
-    COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
+    ddl_failure, failure, qualified, simple_replication, validate_identifier, DriverError, Level,
+    Levels, Operation, Phase, Rows, SchemaSetup, SchemaStep, ServerError, Statement, Step, Val,
+    Value, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
 };
 use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
@@ -38,9 +38,6 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use super::{call, next_stamp_after, timed_out, CallError};
 use crate::js;
-
-/// The replication of a keyspace baton creates, unless the adapter says otherwise.
-const DEFAULT_REPLICATION: &str = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
 
 /// A CQL adapter, its table and its statements.
 pub(crate) struct CqlHost {
@@ -56,7 +53,7 @@ pub(crate) struct CqlHost {
 }
 
 impl CqlHost {
-    /// Reads the adapter's `keyspace` (default `baton`), `table` (default `locks`),
+    /// Reads the adapter's `keyspace` (default `baton`), `table` (default `baton_locks`),
     /// `replication` (CQL map text for a keyspace baton creates), `create` (default true).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<CqlHost> {
         super::require_methods(adapter, "CQL", &["execute", "batch"])?;
@@ -69,7 +66,7 @@ impl CqlHost {
         Ok(CqlHost {
             adapter: adapter.clone(),
             replication: js::string_field(adapter, "replication")
-                .unwrap_or_else(|| DEFAULT_REPLICATION.to_owned()),
+                .unwrap_or_else(|| simple_replication(1).to_owned()),
             create: js::field(adapter, "create").is_none_or(|v| v.is_truthy()),
             cql: Statement::ALL.iter().map(|s| s.cql(&name)).collect(),
             keyspace,
@@ -237,16 +234,20 @@ impl CqlHost {
         }
     }
 
-    /// A statement of the schema's setup (`name`, a [`schema_statement`] name), at `level`.
+    /// A statement of the schema's set-up (`name`, a [`schema_statement`](baton_statements::cql::schema_statement) name), at `level`.
     async fn setup(
         &self,
         cql: &str,
         values: &[&str],
-        level: &str,
+        level: Option<Level>,
         name: &'static str,
     ) -> std::result::Result<Rows, Failure> {
         let options = Object::new();
-        js::set(&options, "consistency", level);
+        js::set(
+            &options,
+            "consistency",
+            level_name(level.unwrap_or(Level::One)),
+        );
         js::set(&options, "idempotent", true);
         js::set(&options, "statement", name);
         js::set(&options, "access", Access::Schema.as_str());
@@ -257,11 +258,7 @@ impl CqlHost {
                 &[cql.into(), values.into(), options.into()],
                 Phase::Connect,
             )
-            .await
-            .map_err(|f| match f {
-                Failure::Rejected(m) => Failure::Rejected(format!("{m} (running: {cql})")),
-                other => other,
-            })?;
+            .await?;
         rows(&out)
     }
 
@@ -271,37 +268,25 @@ impl CqlHost {
         let mut setup =
             SchemaSetup::new(&self.keyspace, &self.table, &self.replication, self.create);
         loop {
-            match setup.step() {
+            let step = setup.step();
+            let (level, name) = (step.level(), step.statement().unwrap_or_default());
+            match step {
                 SchemaStep::ReadKeyspace => {
                     let found = self
-                        .setup(
-                            KEYSPACE_QUERY,
-                            &[&self.keyspace],
-                            "one",
-                            schema_statement::KEYSPACE,
-                        )
+                        .setup(KEYSPACE_QUERY, &[&self.keyspace], level, name)
                         .await?;
                     setup.keyspace(!found.rows.is_empty());
                 }
-                SchemaStep::CreateKeyspace(cql) => {
-                    self.setup(&cql, &[], "all", schema_statement::CREATE_KEYSPACE)
-                        .await?;
-                    setup.created();
-                }
                 SchemaStep::ReadColumns => {
                     let columns = self
-                        .setup(
-                            COLUMNS_QUERY,
-                            &[&self.keyspace, &self.table],
-                            "one",
-                            schema_statement::COLUMNS,
-                        )
+                        .setup(COLUMNS_QUERY, &[&self.keyspace, &self.table], level, name)
                         .await?;
                     setup.columns(&column_rows(columns));
                 }
-                SchemaStep::CreateTable(cql) => {
-                    self.setup(&cql, &[], "all", schema_statement::CREATE_TABLE)
-                        .await?;
+                SchemaStep::CreateKeyspace(cql) | SchemaStep::CreateTable(cql) => {
+                    self.setup(&cql, &[], level, name)
+                        .await
+                        .map_err(|f| ddl_failure(f, &cql))?;
                     setup.created();
                 }
                 SchemaStep::Ready => return Ok(()),

@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    add_stamp_failed, failure, schema_statement, Dialect, Done, DriverError, Kind, Layout,
-    Operation, Param, Phase, SchemaSetup, SchemaStep, Statement, Statements, Val,
+    failure, schema_statement, Dialect, Done, DriverError, Kind, Layout, Operation, Param, Phase,
+    SchemaSetup, SchemaStep, Statement, Statements, Val,
 };
 use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
@@ -248,7 +248,6 @@ impl SqlHost {
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
         let st = self.statements_of(self.new_table);
         let mut setup = SchemaSetup::new(st, &self.table, self.create);
-        let mut last_error = None;
         loop {
             let run = match setup.step() {
                 SchemaStep::ReadColumns => {
@@ -266,18 +265,7 @@ impl SqlHost {
                     return Ok(());
                 }
                 SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
-                SchemaStep::Failed { add_stamp } => {
-                    return Err(match last_error {
-                        Some(Failure::Rejected(m)) if add_stamp => {
-                            Failure::Rejected(add_stamp_failed(&self.table, &m, &st.add_stamp_ddl))
-                        }
-                        Some(e) => e,
-                        None => Failure::Rejected(format!(
-                            "internal error: setting up the lock table {:?} failed with no error",
-                            self.table
-                        )),
-                    });
-                }
+                SchemaStep::Failed(failure) => return Err(failure),
                 SchemaStep::CreateTable(i) => {
                     self.schema(&st.create[i], &[], schema_statement::CREATE_TABLE)
                         .await
@@ -291,8 +279,7 @@ impl SqlHost {
                         .await
                 }
             };
-            setup.ran(run.is_ok());
-            last_error = run.err();
+            setup.ran(run.map(drop));
         }
     }
 

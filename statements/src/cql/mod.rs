@@ -38,9 +38,9 @@ pub use operation::{
     effective_writes, Level, Levels, Operation, Rows, Step, Val, Value, SCAN_PAGE,
 };
 pub use schema::{
-    check_columns, create_keyspace, create_table, qualified, table_id, validate_identifier,
-    SchemaSetup, SchemaStep, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS,
-    KEYSPACE_QUERY,
+    check_columns, create_keyspace, create_table, ddl_failure, qualified, simple_replication,
+    table_id, validate_identifier, SchemaSetup, SchemaStep, COLUMNS_QUERY, DEFAULT_KEYSPACE,
+    DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY,
 };
 
 statement_list! {

@@ -36,7 +36,9 @@
 use alloc::format;
 use alloc::string::String;
 
-use baton_kernel::{Error, ErrorKind, Result};
+use baton_kernel::{Error, ErrorKind, Failure, Result};
+
+use super::Level;
 
 /// The default keyspace.
 pub const DEFAULT_KEYSPACE: &str = "baton";
@@ -74,6 +76,12 @@ pub fn validate_identifier(what: &str, name: &str) -> Result<()> {
 /// `"keyspace"."table"`, for statements. Both names must be validated identifiers.
 pub fn qualified(keyspace: &str, table: &str) -> String {
     format!("\"{keyspace}\".\"{table}\"")
+}
+
+/// The replication map of a keyspace with `factor` copies of each row in one data centre
+/// (`SimpleStrategy`); a new keyspace gets 1 unless told otherwise.
+pub fn simple_replication(factor: u32) -> String {
+    format!("{{'class': 'SimpleStrategy', 'replication_factor': {factor}}}")
 }
 
 /// The `CREATE KEYSPACE` statement, with `replication` the CQL map of its replication.
@@ -180,6 +188,41 @@ pub enum SchemaStep {
     /// They cannot be used (missing with `create=false`, or a table of another shape): the
     /// message says what is wrong and shows the CQL that fixes it.
     Refused(String),
+}
+
+impl SchemaStep {
+    /// The name a host gives the step's statement ([`schema_statement`](super::schema_statement),
+    /// all of [`Access::Schema`](crate::Access::Schema)). `None` for `Ready` and `Refused`.
+    pub fn statement(&self) -> Option<&'static str> {
+        use super::schema_statement as name;
+        match self {
+            SchemaStep::ReadKeyspace => Some(name::KEYSPACE),
+            SchemaStep::CreateKeyspace(_) => Some(name::CREATE_KEYSPACE),
+            SchemaStep::ReadColumns => Some(name::COLUMNS),
+            SchemaStep::CreateTable(_) => Some(name::CREATE_TABLE),
+            SchemaStep::Ready | SchemaStep::Refused(_) => None,
+        }
+    }
+
+    /// The consistency the step's statement runs at: `ONE` for the catalog reads (the schema is
+    /// replicated to every node), `ALL` for the DDL (so that the next read, on any node, sees
+    /// it). `None` for `Ready` and `Refused`.
+    pub fn level(&self) -> Option<Level> {
+        match self {
+            SchemaStep::ReadKeyspace | SchemaStep::ReadColumns => Some(Level::One),
+            SchemaStep::CreateKeyspace(_) | SchemaStep::CreateTable(_) => Some(Level::All),
+            SchemaStep::Ready | SchemaStep::Refused(_) => None,
+        }
+    }
+}
+
+/// A DDL statement's failure, naming the statement when the server refused it. (One that timed
+/// out may have been applied: the next set-up's `IF NOT EXISTS` copes with either.)
+pub fn ddl_failure(failure: Failure, cql: &str) -> Failure {
+    match failure {
+        Failure::Rejected(m) => Failure::Rejected(format!("{m} (running: {cql})")),
+        other => other,
+    }
 }
 
 /// The set-up of the keyspace and lock table a host runs on first use, sans-IO, so that every
@@ -342,6 +385,20 @@ mod tests {
         assert!(
             matches!(steps.last(), Some(SchemaStep::Refused(m)) if m.contains("not a baton lock table")),
             "{steps:?}"
+        );
+        // Reads at ONE, DDL at ALL, each under its schema statement's name.
+        for step in run(&mut SchemaSetup::new("Ks", "T", rf, true), false, &[]) {
+            let expected = match step {
+                SchemaStep::ReadKeyspace | SchemaStep::ReadColumns => Some(Level::One),
+                SchemaStep::CreateKeyspace(_) | SchemaStep::CreateTable(_) => Some(Level::All),
+                _ => None,
+            };
+            assert_eq!(step.level(), expected, "{step:?}");
+            assert_eq!(step.statement().is_some(), expected.is_some(), "{step:?}");
+        }
+        assert_eq!(
+            ddl_failure(Failure::Rejected("no".into()), "CREATE X"),
+            Failure::Rejected("no (running: CREATE X)".into())
         );
         // An answer to a step not asked changes nothing.
         let mut setup = SchemaSetup::new("Ks", "T", rf, true);

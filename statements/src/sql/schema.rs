@@ -7,6 +7,8 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use baton_kernel::Failure;
+
 use super::{Dialect, Layout, Statements, COLUMNS, STAMP_COLUMN};
 
 /// What [`SchemaSetup`] needs the host to do next.
@@ -35,13 +37,9 @@ pub enum SchemaStep {
     /// The table cannot be used as it is (a rejection, with what to do about it).
     Refused(String),
     /// The statement run last failed and the table still lacks what it was to add (or a
-    /// routine could not be made): the host reports that statement's failure as it reports
-    /// any, a rejection of the stamp column's addition (`add_stamp`) through
-    /// [`add_stamp_failed`].
-    Failed {
-        /// The failed statement was [`SchemaStep::AddStamp`].
-        add_stamp: bool,
-    },
+    /// routine could not be made): that statement's failure, as the host classified it
+    /// (a refused addition of the stamp column says how to add it by hand).
+    Failed(Failure),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +87,8 @@ pub struct SchemaSetup {
     present: Vec<String>,
     changed: Option<&'static str>,
     stage: Stage,
+    /// The failure of the statement run last, if it failed.
+    last_failure: Option<Failure>,
 }
 
 impl SchemaSetup {
@@ -106,6 +106,7 @@ impl SchemaSetup {
             present: Vec::new(),
             changed: None,
             stage: Stage::Start,
+            last_failure: None,
         }
     }
 
@@ -152,9 +153,9 @@ impl SchemaSetup {
             },
             // Made by someone else meanwhile: go on as if ours had worked.
             Stage::CreateFailed(i) if ready => self.creating(i + 1),
-            Stage::CreateFailed(_) => Stage::Done(SchemaStep::Failed { add_stamp: false }),
+            Stage::CreateFailed(_) => Stage::Done(self.failed(false)),
             Stage::AddStampFailed if ready => Stage::Verify,
-            Stage::AddStampFailed => Stage::Done(SchemaStep::Failed { add_stamp: true }),
+            Stage::AddStampFailed => Stage::Done(self.failed(true)),
             Stage::Verify => match SchemaCheck::verify(&present, &self.table, &self.ddl) {
                 SchemaCheck::Ready => self.after_table(),
                 SchemaCheck::Refuse(message) => Stage::Done(SchemaStep::Refused(message)),
@@ -171,9 +172,11 @@ impl SchemaSetup {
     }
 
     /// The answer to [`SchemaStep::CreateTable`], [`SchemaStep::AddStamp`] or
-    /// [`SchemaStep::CreateRoutine`]: whether the statement succeeded (the host keeps its
-    /// error, for [`SchemaStep::Failed`]).
-    pub fn ran(&mut self, ok: bool) {
+    /// [`SchemaStep::CreateRoutine`]: what the statement gave, its failure as the host
+    /// classifies any (kept for [`SchemaStep::Failed`]).
+    pub fn ran(&mut self, outcome: Result<(), Failure>) {
+        let ok = outcome.is_ok();
+        self.last_failure = outcome.err();
         self.stage = match core::mem::replace(&mut self.stage, Stage::Start) {
             Stage::Creating(i) if ok => self.creating(i + 1),
             Stage::Creating(i) => Stage::CreateFailed(i),
@@ -183,7 +186,7 @@ impl SchemaSetup {
             }
             Stage::AddingStamp => Stage::AddStampFailed,
             Stage::Routines(i) if ok => self.routine(i + 1),
-            Stage::Routines(_) => Stage::Done(SchemaStep::Failed { add_stamp: false }),
+            Stage::Routines(_) => Stage::Done(self.failed(false)),
             other => other,
         };
     }
@@ -197,6 +200,21 @@ impl SchemaSetup {
                 Err(message) => SchemaStep::Refused(message),
             });
         }
+    }
+
+    /// The end of a set-up whose last statement failed: that failure (`add_stamp`: adding the
+    /// stamp column was refused, and the message says how to add it by hand).
+    fn failed(&mut self, add_stamp: bool) -> SchemaStep {
+        SchemaStep::Failed(match self.last_failure.take() {
+            Some(Failure::Rejected(m)) if add_stamp => {
+                Failure::Rejected(add_stamp_failed(&self.table, &m, &self.add_stamp_ddl))
+            }
+            Some(failure) => failure,
+            None => Failure::Rejected(format!(
+                "internal error: setting up the lock table {:?} failed with no error",
+                self.table
+            )),
+        })
     }
 
     /// `create[i]` next, or the check of the table made once every one has run.
@@ -347,13 +365,18 @@ mod tests {
                     if worked && !matches!(step, SchemaStep::CreateRoutine(_)) {
                         present = all.clone();
                     }
-                    setup.ran(worked);
+                    setup.ran(if worked { Ok(()) } else { Err(refused()) });
                 }
                 SchemaStep::ReadLayoutFlag => setup.layout_flag(flag),
                 _ => return steps,
             }
         }
         panic!("the set-up did not end: {steps:?}")
+    }
+
+    /// What the tests' failing statements give.
+    fn refused() -> Failure {
+        Failure::Rejected(String::from("no such privilege"))
     }
 
     fn setup(dialect: Dialect, create: bool) -> SchemaSetup {
@@ -430,14 +453,14 @@ mod tests {
         assert_eq!(setup.step(), SchemaStep::ReadColumns);
         setup.columns(Vec::new());
         assert_eq!(setup.step(), SchemaStep::CreateTable(0));
-        setup.ran(false);
+        setup.ran(Err(refused()));
         assert_eq!(setup.step(), SchemaStep::ReadColumns);
         setup.columns(columns(COLUMNS.len()));
         let mut next = setup.step();
         while let SchemaStep::CreateTable(_) | SchemaStep::ReadColumns = next {
             match next {
                 SchemaStep::ReadColumns => setup.columns(columns(COLUMNS.len())),
-                _ => setup.ran(true),
+                _ => setup.ran(Ok(())),
             }
             next = setup.step();
         }
@@ -449,7 +472,7 @@ mod tests {
             |_| false,
             None,
         );
-        assert_eq!(steps.last(), Some(&SchemaStep::Failed { add_stamp: false }));
+        assert_eq!(steps.last(), Some(&SchemaStep::Failed(refused())));
     }
 
     #[test]
@@ -459,7 +482,11 @@ mod tests {
         assert!(steps.contains(&SchemaStep::AddStamp), "{steps:?}");
         assert_eq!(steps.last(), Some(&SchemaStep::Ready(Layout::TwoRows)));
         let steps = run(setup(Dialect::Sqlite, true), old.clone(), |_| false, None);
-        assert_eq!(steps.last(), Some(&SchemaStep::Failed { add_stamp: true }));
+        assert!(
+            matches!(steps.last(), Some(SchemaStep::Failed(Failure::Rejected(m)))
+                if m.contains("no such privilege") && m.contains("ALTER TABLE")),
+            "{steps:?}"
+        );
         let steps = run(setup(Dialect::Sqlite, false), old, |_| true, None);
         assert!(matches!(steps.last(), Some(SchemaStep::Refused(m)) if m.contains("ADD")));
     }

@@ -22,7 +22,8 @@ use super::errors::failure;
 use super::statements::Statements;
 use crate::stores::stamps::next_stamp_after;
 
-fn cl(level: Level) -> Cl {
+/// The driver's consistency for `level`.
+pub(crate) fn cl(level: Level) -> Cl {
     match level {
         Level::One => Cl::One,
         Level::Quorum => Cl::Quorum,

@@ -25,9 +25,7 @@ impl Replication {
     /// validated identifiers, so they can be quoted safely.
     pub(crate) fn cql(&self) -> String {
         match self {
-            Replication::Simple(n) => {
-                format!("{{'class': 'SimpleStrategy', 'replication_factor': {n}}}")
-            }
+            Replication::Simple(n) => baton_statements::cql::simple_replication(*n),
             Replication::Network(dcs) => {
                 let mut out = String::from("{'class': 'NetworkTopologyStrategy'");
                 for (dc, n) in dcs {

@@ -35,11 +35,13 @@
 //! they are case-sensitive and never interpolated unchecked.
 
 use baton_kernel::Failure;
-use baton_statements::cql::{SchemaSetup, SchemaStep, COLUMNS_QUERY, KEYSPACE_QUERY};
+use baton_statements::cql::{ddl_failure, SchemaSetup, SchemaStep, COLUMNS_QUERY, KEYSPACE_QUERY};
 use scylla::client::session::Session;
 use scylla::statement::unprepared::Statement;
+use scylla::statement::Consistency;
 
 use super::errors::setup_failure;
+use super::exec::cl;
 use super::options::CassandraOptions;
 
 pub use baton_statements::cql::{
@@ -75,13 +77,32 @@ pub(crate) async fn ensure(
         options.create,
     );
     loop {
-        match setup.step() {
+        let step = setup.step();
+        let level = step.level().map(cl);
+        match step {
             SchemaStep::ReadKeyspace => {
-                setup.keyspace(keyspace_exists(session, &options.keyspace).await?)
+                let rows: Vec<(String,)> =
+                    system_query(session, KEYSPACE_QUERY, (options.keyspace.as_str(),), level)
+                        .await?;
+                setup.keyspace(!rows.is_empty());
             }
-            SchemaStep::ReadColumns => setup.columns(&table_columns(session, options).await?),
+            SchemaStep::ReadColumns => {
+                let columns = system_query(
+                    session,
+                    COLUMNS_QUERY,
+                    (options.keyspace.as_str(), options.table.as_str()),
+                    level,
+                )
+                .await?;
+                setup.columns(&columns);
+            }
             SchemaStep::CreateKeyspace(cql) | SchemaStep::CreateTable(cql) => {
-                run_ddl(session, &cql).await?;
+                let mut statement = Statement::new(cql.as_str());
+                statement.set_consistency(level.unwrap_or(Consistency::All));
+                session
+                    .query_unpaged(statement, ())
+                    .await
+                    .map_err(|e| ddl_failure(setup_failure(&e), &cql))?;
                 setup.created();
             }
             SchemaStep::Ready => return Ok(()),
@@ -90,50 +111,19 @@ pub(crate) async fn ensure(
     }
 }
 
-async fn run_ddl(session: &Session, cql: &str) -> std::result::Result<(), Failure> {
-    let mut statement = Statement::new(cql);
-    statement.set_consistency(scylla::statement::Consistency::All);
-    session
-        .query_unpaged(statement, ())
-        .await
-        .map(|_| ())
-        .map_err(|e| match setup_failure(&e) {
-            Failure::Rejected(m) => Failure::Rejected(format!("{m} (running: {cql})")),
-            // A DDL statement that timed out may have been applied: the next attempt's
-            // IF NOT EXISTS copes with either (a setup failure is never a timeout).
-            other => other,
-        })
-}
-
-async fn keyspace_exists(session: &Session, keyspace: &str) -> std::result::Result<bool, Failure> {
-    let rows: Vec<(String,)> = system_query(session, KEYSPACE_QUERY, (keyspace,)).await?;
-    Ok(!rows.is_empty())
-}
-
-/// `(column_name, kind, type)` of every column of the lock table (empty if it is missing).
-async fn table_columns(
-    session: &Session,
-    options: &CassandraOptions,
-) -> std::result::Result<Vec<(String, String, String)>, Failure> {
-    system_query(
-        session,
-        COLUMNS_QUERY,
-        (options.keyspace.as_str(), options.table.as_str()),
-    )
-    .await
-}
-
+/// The rows of a catalog read at `level`.
 async fn system_query<V, R>(
     session: &Session,
     cql: &str,
     values: V,
+    level: Option<Consistency>,
 ) -> std::result::Result<Vec<R>, Failure>
 where
     V: scylla::serialize::row::SerializeRow,
     R: for<'f, 'm> scylla::deserialize::row::DeserializeRow<'f, 'm>,
 {
     let mut statement = Statement::new(cql);
-    statement.set_consistency(scylla::statement::Consistency::One);
+    statement.set_consistency(level.unwrap_or(Consistency::One));
     let result = session
         .query_unpaged(statement, values)
         .await

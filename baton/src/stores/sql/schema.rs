@@ -4,7 +4,7 @@
 //! statement.
 
 use baton_kernel::Failure;
-use baton_statements::sql::{add_stamp_failed, Kind, Layout, Param, SchemaSetup, SchemaStep, Val};
+use baton_statements::sql::{Kind, Layout, Param, SchemaSetup, SchemaStep, Val};
 
 use super::conn::Sealed;
 use super::dialect::Statements;
@@ -22,7 +22,6 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
     table: &str,
 ) -> Result<Layout, Failure> {
     let mut setup = SchemaSetup::new(st, table, create);
-    let mut last_error = None;
     loop {
         let run = match setup.step() {
             SchemaStep::ReadColumns => {
@@ -42,25 +41,12 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
                 return Ok(layout);
             }
             SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
-            SchemaStep::Failed { add_stamp } => {
-                let Some(e) = last_error else {
-                    return Err(Failure::Rejected(format!(
-                        "internal error: setting up the lock table {table:?} failed with no error"
-                    )));
-                };
-                return Err(match failure(&e, st.dialect, Phase::Connect) {
-                    Failure::Rejected(m) if add_stamp => {
-                        Failure::Rejected(add_stamp_failed(table, &m, &st.add_stamp_ddl))
-                    }
-                    other => other,
-                });
-            }
+            SchemaStep::Failed(failure) => return Err(failure),
             SchemaStep::CreateTable(i) => conn.run(&st.create[i], &[]).await.map(drop),
             SchemaStep::AddStamp => conn.run(&st.add_stamp, &[]).await.map(drop),
             SchemaStep::CreateRoutine(i) => conn.script(&st.routines[i]).await,
         };
-        setup.ran(run.is_ok());
-        last_error = run.err();
+        setup.ran(run.map_err(|e| failure(&e, st.dialect, Phase::Connect)));
     }
 }
 
