@@ -23,7 +23,7 @@ use std::time::Duration;
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
     failure, schema_statement, Dialect, Done, DriverError, Kind, Layout, Operation, Param, Phase,
-    SchemaSetup, SchemaStep, Statement, Statements, Val,
+    SchemaSetup, SchemaStep, Statement, StatementSets, Statements, Val,
 };
 use baton_statements::Access;
 use js_sys::{Array, BigInt, Object};
@@ -35,12 +35,8 @@ use crate::js;
 /// A SQL adapter and the statements of its dialect and table.
 pub(crate) struct SqlHost {
     adapter: JsValue,
-    /// The statements of a two-row table (and the table-level ones of every layout).
-    statements: Statements,
-    /// PostgreSQL: the statements of a one-row table.
-    one_row: Option<Statements>,
-    /// The layout of a table this host creates.
-    new_table: Layout,
+    /// The statements of every layout, and the layout of a table this host creates.
+    sets: StatementSets,
     /// The table's layout, as its first check found it.
     layout: Cell<Layout>,
     table: String,
@@ -56,41 +52,31 @@ impl SqlHost {
     /// elsewhere: the layout of a table this store creates; an existing table keeps its own).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
         super::require_methods(adapter, "SQL", &["query", "transaction"])?;
-        let dialect = match js::string_field(adapter, "dialect").as_deref() {
-            Some("postgres" | "postgresql") => Dialect::Postgres,
-            Some("mysql" | "mariadb") => Dialect::MySql,
-            Some("sqlite") => Dialect::Sqlite,
-            other => {
-                return Err(Error::new(
-                    ErrorKind::InvalidOption,
-                    format!("a SQL store's dialect must be \"postgres\", \"mysql\" or \"sqlite\", not {other:?}"),
-                ))
-            }
+        let dialect = js::string_field(adapter, "dialect");
+        let Some(dialect) = dialect.as_deref().and_then(Dialect::parse) else {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!("a SQL store's dialect must be \"postgres\", \"mysql\" or \"sqlite\", not {dialect:?}"),
+            ));
         };
         let table = js::string_field(adapter, "table")
             .unwrap_or_else(|| baton_statements::sql::DEFAULT_TABLE.to_owned());
-        let statements = Statements::new(dialect, &table)?;
-        let one_row = match dialect {
-            Dialect::Postgres => Some(Statements::in_layout(dialect, &table, Layout::OneRow)?),
-            Dialect::Sqlite | Dialect::MySql => None,
-        };
-        let new_table = match js::string_field(adapter, "layout").as_deref() {
-            None => Layout::for_new_table(dialect),
-            Some("one-row") if one_row.is_some() => Layout::OneRow,
-            Some("two-rows") => Layout::TwoRows,
-            Some(other) => {
-                return Err(Error::new(
+        let layout = match js::string_field(adapter, "layout") {
+            None => None,
+            Some(name) => Some(Layout::parse(&name).ok_or_else(|| {
+                Error::new(
                     ErrorKind::InvalidOption,
-                    format!("a SQL store's layout must be \"two-rows\", or \"one-row\" on PostgreSQL, not {other:?} on {}", dialect.name()),
-                ))
-            }
+                    format!(
+                        "a SQL store's layout must be \"two-rows\" or \"one-row\", not {name:?}"
+                    ),
+                )
+            })?),
         };
+        let sets = StatementSets::new(dialect, &table, layout)?;
         let create = js::field(adapter, "create").is_none_or(|v| v.is_truthy());
         Ok(SqlHost {
             adapter: adapter.clone(),
-            statements,
-            one_row,
-            new_table,
+            sets,
             layout: Cell::new(Layout::TwoRows),
             table,
             create,
@@ -100,7 +86,7 @@ impl SqlHost {
     }
 
     pub(crate) fn dialect_name(&self) -> &'static str {
-        self.statements.dialect.name()
+        self.sets.dialect().name()
     }
 
     /// Executes `command`, creating or checking the table first if it has not been yet.
@@ -108,16 +94,8 @@ impl SqlHost {
         super::schema_then(&self.ready, self.ensure_schema(), self.run(command)).await
     }
 
-    /// The statements of `layout`.
-    fn statements_of(&self, layout: Layout) -> &Statements {
-        match (layout, &self.one_row) {
-            (Layout::OneRow, Some(one_row)) => one_row,
-            _ => &self.statements,
-        }
-    }
-
     async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
-        let st = self.statements_of(self.layout.get());
+        let st = self.sets.of(self.layout.get());
         let mut op = Operation::new(st.dialect, command, next_stamp_after)?.in_layout(st.layout);
         let phase = Phase::Statement;
         loop {
@@ -211,7 +189,7 @@ impl SqlHost {
 
     /// A thrown error as the kernel's failure.
     fn failure(&self, thrown: &JsValue, phase: Phase) -> Failure {
-        let dialect = self.statements.dialect;
+        let dialect = self.sets.dialect();
         let message = js::message_of(thrown);
         let code = js::string_field(thrown, "code");
         let number = js::field(thrown, "number")
@@ -246,7 +224,7 @@ impl SqlHost {
     /// stamp column to an older table, makes the routines after the table, refuses a table that
     /// is not baton's), executed through the adapter.
     async fn ensure_schema(&self) -> std::result::Result<(), Failure> {
-        let st = self.statements_of(self.new_table);
+        let st = self.sets.for_new_table();
         let mut setup = SchemaSetup::new(st, &self.table, self.create);
         loop {
             let run = match setup.step() {
@@ -287,7 +265,7 @@ impl SqlHost {
     async fn layout_flag(&self) -> std::result::Result<Option<String>, Failure> {
         let out = self
             .schema(
-                &self.statements.layout_flag,
+                &self.sets.of(Layout::TwoRows).layout_flag,
                 &[],
                 schema_statement::LAYOUT_FLAG,
             )
@@ -299,7 +277,7 @@ impl SqlHost {
 
     /// The table's column names (none when the table does not exist).
     async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {
-        let st = &self.statements;
+        let st = self.sets.of(Layout::TwoRows);
         let out = self
             .schema(
                 &st.columns,

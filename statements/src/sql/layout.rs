@@ -18,7 +18,9 @@
 use alloc::format;
 use alloc::string::String;
 
-use super::Dialect;
+use baton_kernel::{Error, ErrorKind, Result};
+
+use super::{Dialect, Statements};
 
 /// The layout flag's row name: empty, which no lock name can be.
 pub const FLAG_ROW: &str = "";
@@ -40,6 +42,23 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The layout named `name` as users write it (`"one-row"`, `"two-rows"`).
+    pub fn parse(name: &str) -> Option<Layout> {
+        match name {
+            "one-row" => Some(Layout::OneRow),
+            "two-rows" => Some(Layout::TwoRows),
+            _ => None,
+        }
+    }
+
+    /// The layout's name as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::OneRow => "one-row",
+            Layout::TwoRows => "two-rows",
+        }
+    }
+
     /// The layout of a table a store of `dialect` creates when it is not asked for one: one
     /// row on PostgreSQL (a claim and a release each change one row version, where two rows
     /// change two: docs/performance.md), two rows elsewhere (the only layout there).
@@ -92,6 +111,43 @@ mod tests {
     use alloc::vec;
 
     #[test]
+    fn statement_sets_hold_each_layout_a_database_has() {
+        for layout in [Layout::OneRow, Layout::TwoRows] {
+            assert_eq!(Layout::parse(layout.name()), Some(layout));
+        }
+        assert_eq!(Layout::parse("one_row"), None);
+        let pg = StatementSets::new(Dialect::Postgres, "t", None).expect("valid");
+        assert_eq!(pg.new_table(), Layout::OneRow);
+        assert_eq!(pg.for_new_table().layout, Layout::OneRow);
+        assert_eq!(pg.of(Layout::TwoRows).layout, Layout::TwoRows);
+        let asked = StatementSets::new(Dialect::Postgres, "t", Some(Layout::TwoRows));
+        assert_eq!(
+            asked.expect("valid").for_new_table().layout,
+            Layout::TwoRows
+        );
+        for dialect in [Dialect::Sqlite, Dialect::MySql] {
+            let sets = StatementSets::new(dialect, "t", None).expect("valid");
+            assert_eq!(sets.new_table(), Layout::TwoRows);
+            // A table found one-row (another database's flag) still gets two-row statements;
+            // the set-up refuses such a table first (`Layout::of_table`).
+            assert_eq!(sets.of(Layout::OneRow).layout, Layout::TwoRows);
+            let e = StatementSets::new(dialect, "t", Some(Layout::OneRow)).expect_err("one-row");
+            assert_eq!(e.kind(), ErrorKind::InvalidOption);
+            assert!(e.message().contains("PostgreSQL only"), "{e}");
+        }
+        assert!(StatementSets::new(Dialect::Sqlite, "bad name", None).is_err());
+        for (name, dialect) in [
+            ("postgresql", Dialect::Postgres),
+            ("mariadb", Dialect::MySql),
+            ("sqlite", Dialect::Sqlite),
+        ] {
+            assert_eq!(Dialect::parse(name), Some(dialect));
+            assert_eq!(Dialect::parse(dialect.name()), Some(dialect));
+        }
+        assert_eq!(Dialect::parse("Postgres"), None);
+    }
+
+    #[test]
     fn the_flag_decides_and_unknown_layouts_are_refused() {
         let all = vec!["fence".to_string(), "FENCE_STAMP".to_string()];
         let pg = Dialect::Postgres;
@@ -107,5 +163,79 @@ mod tests {
         for d in [Dialect::Sqlite, Dialect::MySql] {
             assert!(Layout::of_table(d, "t", Some("fence"), &all).is_err());
         }
+    }
+}
+
+/// A store's statements in each layout its database has (two rows everywhere; one row on
+/// PostgreSQL), and the layout of a table the store creates. A host builds it once, runs the
+/// schema set-up with [`StatementSets::for_new_table`], then every command with the statements
+/// of the layout the table turned out to have ([`StatementSets::of`]).
+#[derive(Clone, Debug)]
+pub struct StatementSets<S = String> {
+    two_rows: Statements<S>,
+    one_row: Option<Statements<S>>,
+    new_table: Layout,
+}
+
+impl StatementSets {
+    /// The statements of `dialect` on `table` (validated), a new table getting `layout`, or by
+    /// default [`Layout::for_new_table`]; [`ErrorKind::InvalidOption`] for a one-row layout on
+    /// a database other than PostgreSQL.
+    pub fn new(dialect: Dialect, table: &str, layout: Option<Layout>) -> Result<StatementSets> {
+        let two_rows = Statements::new(dialect, table)?;
+        let one_row = match dialect {
+            Dialect::Postgres => Some(Statements::in_layout(dialect, table, Layout::OneRow)?),
+            Dialect::Sqlite | Dialect::MySql => None,
+        };
+        let new_table = layout.unwrap_or_else(|| Layout::for_new_table(dialect));
+        if new_table == Layout::OneRow && one_row.is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "layout one-row: the one-row table layout exists on PostgreSQL only, not on {}",
+                    dialect.name()
+                ),
+            ));
+        }
+        Ok(StatementSets {
+            two_rows,
+            one_row,
+            new_table,
+        })
+    }
+}
+
+impl<S> StatementSets<S> {
+    /// The same sets with each statement turned into `T` by `f` (a driver's statement type).
+    pub fn map<T>(self, mut f: impl FnMut(S) -> T) -> StatementSets<T> {
+        StatementSets {
+            two_rows: self.two_rows.map(&mut f),
+            one_row: self.one_row.map(|st| st.map(&mut f)),
+            new_table: self.new_table,
+        }
+    }
+
+    /// The database they are written for.
+    pub fn dialect(&self) -> Dialect {
+        self.two_rows.dialect
+    }
+
+    /// The layout of a table the store creates.
+    pub fn new_table(&self) -> Layout {
+        self.new_table
+    }
+
+    /// The statements of a table in `layout` (every set has the same table-level statements).
+    pub fn of(&self, layout: Layout) -> &Statements<S> {
+        match (layout, &self.one_row) {
+            (Layout::OneRow, Some(one_row)) => one_row,
+            _ => &self.two_rows,
+        }
+    }
+
+    /// The statements the schema set-up runs: those of the layout a new table gets, whose
+    /// `create` makes a table of that layout.
+    pub fn for_new_table(&self) -> &Statements<S> {
+        self.of(self.new_table)
     }
 }

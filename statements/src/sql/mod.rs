@@ -49,7 +49,7 @@ mod statement;
 
 use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
-pub use layout::{Layout, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
+pub use layout::{Layout, StatementSets, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck, SchemaSetup, SchemaStep};
 pub use statement::{schema_statement, Statement, Statements};
@@ -66,6 +66,17 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The database named `name`, as URL schemes and adapters name it (`"postgres"` or
+    /// `"postgresql"`, `"mysql"` or `"mariadb"`, `"sqlite"`).
+    pub fn parse(name: &str) -> Option<Dialect> {
+        match name {
+            "postgres" | "postgresql" => Some(Dialect::Postgres),
+            "mysql" | "mariadb" => Some(Dialect::MySql),
+            "sqlite" => Some(Dialect::Sqlite),
+            _ => None,
+        }
+    }
+
     /// The database's name in messages.
     pub fn name(self) -> &'static str {
         match self {

@@ -10,12 +10,20 @@ use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 /// Every statement a store runs, as sqlx statements, built once per store.
 pub(crate) type Statements = baton_statements::sql::Statements<SqlStr>;
 
-/// The statements of `dialect` on `table` in `layout` (validated: [`ErrorKind::InvalidOption`]
-/// otherwise).
+/// A store's statements in every layout its database has, as sqlx statements.
+pub(crate) type StatementSets = baton_statements::sql::StatementSets<SqlStr>;
+
+/// The statements of `dialect` on `table`, a new table getting `layout` (or the database's
+/// default): validated ([`ErrorKind::InvalidOption`] otherwise, see
+/// [`baton_statements::sql::StatementSets::new`]).
 ///
 /// [`ErrorKind::InvalidOption`]: crate::ErrorKind::InvalidOption
-pub(crate) fn statements(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
-    let text = baton_statements::sql::Statements::in_layout(dialect, table, layout)?;
+pub(crate) fn statement_sets(
+    dialect: Dialect,
+    table: &str,
+    layout: Option<Layout>,
+) -> Result<StatementSets> {
+    let text = baton_statements::sql::StatementSets::new(dialect, table, layout)?;
     // Safe: built from constant text and the validated, quoted table name only; every value
     // travels as a bound parameter.
     Ok(text.map(|sql| AssertSqlSafe(sql).into_sql_str()))

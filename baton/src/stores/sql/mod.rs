@@ -70,7 +70,10 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
+use baton_kernel::{Command, Error, Failure, Reply, Result};
+// The docs name its kinds.
+#[cfg(doc)]
+use baton_kernel::ErrorKind;
 use tokio::sync::{watch, OnceCell};
 
 pub use conn::SqlConn;
@@ -82,7 +85,7 @@ pub use pool::SqlPool;
 use detached::Detached;
 
 use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
-use dialect::Statements;
+use dialect::{StatementSets, Statements};
 use errors::{failure, Phase};
 use exec::ExecError;
 
@@ -103,12 +106,8 @@ struct Inner {
     pg_conns: Detached<sqlx::PgConnection>,
     #[cfg(feature = "mysql")]
     my_conns: Detached<sqlx::MySqlConnection>,
-    /// The statements of a two-row table (and the table-level ones of every layout).
-    statements: Statements,
-    /// PostgreSQL: the statements of a one-row table.
-    one_row: Option<Statements>,
-    /// The layout of a table this store creates.
-    new_table: Layout,
+    /// The statements of every layout, and the layout of a table this store creates.
+    sets: StatementSets,
     options: SqlOptions,
     /// Set, to the table's layout, once the table is known to exist with every column.
     ready: OnceCell<Layout>,
@@ -151,27 +150,7 @@ impl SqlStore {
 
     fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
         let dialect = pool.dialect();
-        let statements = dialect::statements(dialect, &options.table, Layout::TwoRows)?;
-        let one_row = match dialect {
-            Dialect::Postgres => Some(dialect::statements(
-                dialect,
-                &options.table,
-                Layout::OneRow,
-            )?),
-            Dialect::Sqlite | Dialect::MySql => None,
-        };
-        let new_table = options
-            .layout
-            .unwrap_or_else(|| Layout::for_new_table(dialect));
-        if new_table == Layout::OneRow && one_row.is_none() {
-            return Err(Error::new(
-                ErrorKind::InvalidOption,
-                format!(
-                    "layout=one-row: the one-row table layout exists on PostgreSQL only, not on {}",
-                    dialect.name()
-                ),
-            ));
-        }
+        let sets = dialect::statement_sets(dialect, &options.table, options.layout)?;
         let describe = format!("{}, table {}", pool.describe(), options.table);
         #[cfg(any(feature = "postgres", feature = "mysql"))]
         let size = pool.max_connections();
@@ -182,9 +161,7 @@ impl SqlStore {
                 #[cfg(feature = "mysql")]
                 my_conns: Detached::new(size),
                 pool,
-                statements,
-                one_row,
-                new_table,
+                sets,
                 options,
                 ready: OnceCell::new(),
                 changes: Arc::new(watch::Sender::new(0)),
@@ -205,7 +182,7 @@ impl SqlStore {
 
     /// The database.
     pub fn dialect(&self) -> Dialect {
-        self.inner.statements.dialect
+        self.inner.sets.dialect()
     }
 
     /// The options.
@@ -286,7 +263,7 @@ impl SqlStore {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
                 let mut conn = self.acquire(p).await?;
-                let st = self.statements_of(inner.new_table);
+                let st = inner.sets.for_new_table();
                 schema::ensure(&mut *conn, st, create, table).await
             }
             // On a connection the store then keeps for its statements: the check opens none of
@@ -357,7 +334,7 @@ impl SqlStore {
         };
         let mut conn = conns.checkout(connect).await?;
         let (create, table) = (inner.options.create, &inner.options.table);
-        let st = self.statements_of(inner.new_table);
+        let st = inner.sets.for_new_table();
         let layout = schema::ensure(&mut *conn, st, create, table).await?;
         conn.keep();
         Ok(layout)
@@ -454,16 +431,7 @@ impl SqlStore {
     /// The statements of the table's layout (two-row ones until the first check read it:
     /// every command runs after [`SqlStore::ready`]).
     pub(crate) fn statements(&self) -> &Statements {
-        self.statements_of(self.inner.ready.get().copied().unwrap_or(Layout::TwoRows))
-    }
-
-    /// The statements of `layout` (every set has the same table-level statements; their
-    /// `create` makes a table of that layout).
-    fn statements_of(&self, layout: Layout) -> &Statements {
-        match (layout, &self.inner.one_row) {
-            (Layout::OneRow, Some(one_row)) => one_row,
-            _ => &self.inner.statements,
-        }
+        (self.inner.sets).of(self.inner.ready.get().copied().unwrap_or(Layout::TwoRows))
     }
 
     /// The table's layout ([`Layout`]: where it keeps each name's fencing counter), once the

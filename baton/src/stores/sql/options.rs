@@ -172,15 +172,11 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
                     })?)
             }
             "layout" => {
-                options.layout = Some(match value {
-                    "one-row" => Layout::OneRow,
-                    "two-rows" => Layout::TwoRows,
-                    _ => {
-                        return Err(bad(&format!(
-                            "layout={value:?} is not a table layout (one-row or two-rows)"
-                        )))
-                    }
-                })
+                options.layout = Some(Layout::parse(value).ok_or_else(|| {
+                    bad(&format!(
+                        "layout={value:?} is not a table layout (one-row or two-rows)"
+                    ))
+                })?)
             }
             other => {
                 return Err(bad(&format!(
