@@ -49,6 +49,15 @@ mod statement_list;
 pub mod cql;
 pub mod sql;
 
+/// The message of a statement given up by its host after `after` with no answer (kind
+/// `ClientTimeout` in [`sql::DriverError`] and [`cql::DriverError`]): every host words it so.
+pub fn no_answer_within(after: core::time::Duration) -> alloc::string::String {
+    alloc::format!(
+        "no answer from the store within {} ms (the statement may still be applied)",
+        after.as_millis()
+    )
+}
+
 /// What a statement does, as a host tells its driver or adapter with the statement's name
 /// (`sql::Statement::name`, `cql::Statement::name`): a wrapper around a driver (a test's
 /// delaying adapter, a tracer, a metrics hook) recognises a write by this, never by the

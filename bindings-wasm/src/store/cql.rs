@@ -32,11 +32,11 @@ use baton_statements::cql::{
     Levels, Operation, Phase, Rows, SchemaSetup, SchemaStep, ServerError, Statement, Step, Val,
     Value, COLUMNS_QUERY, DEFAULT_KEYSPACE, DEFAULT_TABLE, KEYSPACE_QUERY,
 };
-use baton_statements::Access;
+use baton_statements::{no_answer_within, Access};
 use js_sys::{Array, BigInt, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{call, next_stamp_after, timed_out, CallError};
+use super::{call, next_stamp_after, CallError};
 use crate::js;
 
 /// A CQL adapter, its table and its statements.
@@ -224,7 +224,7 @@ impl CqlHost {
             Err(CallError::TimedOut(t)) => Err(failure(
                 DriverError::ClientTimeout,
                 phase,
-                timed_out(t).message().to_owned(),
+                no_answer_within(t),
             )),
             Err(CallError::Thrown(thrown)) => Err(failure(
                 driver_error(&thrown),

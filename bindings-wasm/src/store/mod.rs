@@ -161,11 +161,3 @@ pub(crate) async fn call(
         _ => Err(CallError::TimedOut(timeout)),
     }
 }
-
-/// The failure of an adapter call that timed out.
-pub(crate) fn timed_out(timeout: Duration) -> Failure {
-    Failure::Timeout(format!(
-        "no answer from the store within {} ms (the statement may still be applied)",
-        timeout.as_millis()
-    ))
-}

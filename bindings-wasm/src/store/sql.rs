@@ -25,11 +25,11 @@ use baton_statements::sql::{
     failure, schema_statement, Dialect, Done, DriverError, Kind, Layout, Operation, Param, Phase,
     SchemaSetup, SchemaStep, Statement, StatementSets, Statements, Val,
 };
-use baton_statements::Access;
+use baton_statements::{no_answer_within, Access};
 use js_sys::{Array, BigInt, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{call, next_stamp_after, timed_out, CallError};
+use super::{call, next_stamp_after, CallError};
 use crate::js;
 
 /// A SQL adapter and the statements of its dialect and table.
@@ -178,11 +178,12 @@ impl SqlHost {
     ) -> std::result::Result<JsValue, Failure> {
         match call(&self.adapter, method, args, self.timeout).await {
             Ok(value) => Ok(value),
-            Err(CallError::TimedOut(t)) if phase == Phase::Statement => Err(timed_out(t)),
-            Err(CallError::TimedOut(t)) => Err(Failure::Unavailable(format!(
-                "no answer from the store within {} ms while connecting",
-                t.as_millis()
-            ))),
+            Err(CallError::TimedOut(t)) => Err(failure(
+                DriverError::ClientTimeout,
+                self.sets.dialect(),
+                phase,
+                no_answer_within(t),
+            )),
             Err(CallError::Thrown(thrown)) => Err(self.failure(&thrown, phase)),
         }
     }

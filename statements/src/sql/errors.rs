@@ -40,6 +40,9 @@ pub enum DriverError<'a> {
     /// The connection failed (I/O, TLS, a protocol error): a statement sent on it may or may
     /// not have been applied.
     Connection,
+    /// The host gave up waiting for an answer (its client-side timeout, see
+    /// [`no_answer_within`](crate::no_answer_within)): the statement may still be applied.
+    ClientTimeout,
     /// Anything else (a value that does not decode, a configuration error).
     Other,
 }
@@ -55,7 +58,7 @@ pub fn failure(error: DriverError<'_>, dialect: Dialect, phase: Phase, message: 
             Class::Refused => Failure::Rejected(message),
         },
         DriverError::NoConnection => Failure::Unavailable(message),
-        DriverError::Connection => match phase {
+        DriverError::Connection | DriverError::ClientTimeout => match phase {
             Phase::Connect => Failure::Unavailable(message),
             Phase::Statement => Failure::Timeout(message),
         },
@@ -135,6 +138,16 @@ mod tests {
         assert_eq!(
             kind(DriverError::Connection, pg, Phase::Statement),
             "timeout"
+        );
+        // A statement the host gave up on may still be applied; a connection attempt had
+        // nothing at stake.
+        assert_eq!(
+            kind(DriverError::ClientTimeout, pg, Phase::Statement),
+            "timeout"
+        );
+        assert_eq!(
+            kind(DriverError::ClientTimeout, pg, Phase::Connect),
+            "unavailable"
         );
         assert_eq!(
             kind(DriverError::NoConnection, Dialect::MySql, Phase::Statement),

@@ -415,8 +415,14 @@ impl SqlStore {
         self.inner.options.timeout + Duration::from_secs(1)
     }
 
+    /// A statement given up after [`SqlStore::client_timeout`].
     pub(crate) fn client_timed_out(&self) -> Failure {
-        Failure::Timeout(format!("no answer within {:?}", self.client_timeout()))
+        baton_statements::sql::failure(
+            baton_statements::sql::DriverError::ClientTimeout,
+            self.dialect(),
+            Phase::Statement,
+            baton_statements::no_answer_within(self.client_timeout()),
+        )
     }
 
     /// A command's outcome as a reply.
