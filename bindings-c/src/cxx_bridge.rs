@@ -165,7 +165,7 @@ impl Locker {
     }
 
     fn lock_for(&self, name: &[u8], wait_ms: i64) -> Result<Box<Guard>, Coded> {
-        let wait = shared::millis("baton::Lock", "the wait", wait_ms).map_err(Coded)?;
+        let wait = shared::millis("baton::Lock", "the wait", wait_ms, true).map_err(Coded)?;
         self.take(name, Attempt::For(wait))
     }
 }
@@ -215,7 +215,8 @@ impl Guard {
 
     fn wait_lost(&self, timeout_ms: i64) -> Result<bool, Coded> {
         guarded(|| {
-            let timeout = shared::millis("baton::Lock::wait_lost", "the timeout", timeout_ms)?;
+            let timeout =
+                shared::millis("baton::Lock::wait_lost", "the timeout", timeout_ms, true)?;
             self.guard()?.wait_lost(timeout)
         })
     }

@@ -152,7 +152,7 @@ pub unsafe extern "C" fn baton_guard_wait_lost(
         if lost.is_null() {
             return Err(invalid(F, "lost is NULL"));
         }
-        let timeout = millis(F, "timeout_ms", timeout_ms)?;
+        let timeout = millis(F, "timeout_ms", timeout_ms, true)?;
         let ended = this
             .guard()
             .0

@@ -216,7 +216,7 @@ pub unsafe extern "C" fn baton_lock_for(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     const F: &str = "baton_lock_for";
-    let wait = match shared::millis(F, "wait_ms", wait_ms) {
+    let wait = match shared::millis(F, "wait_ms", wait_ms, true) {
         Ok(wait) => wait,
         Err(e) => return call(|| Err(e)),
     };

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use baton::baton_kernel::host::{duration_from, TimeUnit};
 use baton::{BlockingGuard, BlockingLocker, Error, LockOptions, LockRequest, LockerSpec, Wait};
 
 use crate::call::invalid;
@@ -28,16 +29,21 @@ pub(crate) fn default_times() -> (i64, i64) {
     (ms(defaults.ttl), wait)
 }
 
-/// A duration in milliseconds from C or C++: negative is refused, `INT64_MAX` is forever.
-pub(crate) fn millis(function: &str, what: &str, ms: i64) -> Result<Duration, Error> {
-    match u64::try_from(ms) {
-        Ok(ms) if ms == i64::MAX as u64 => Ok(Duration::MAX),
-        Ok(ms) => Ok(Duration::from_millis(ms)),
-        Err(_) => Err(invalid(
-            function,
-            &format!("{what} must not be negative (got {ms} ms)"),
-        )),
-    }
+/// A duration in milliseconds from C or C++, read as every binding reads one
+/// ([`duration_from`]): negative is refused, `INT64_MAX` is forever where `forever` is allowed
+/// (a wait), refused elsewhere (a ttl).
+pub(crate) fn millis(
+    function: &str,
+    what: &str,
+    ms: i64,
+    forever: bool,
+) -> Result<Duration, Error> {
+    let amount = match ms {
+        i64::MAX => f64::INFINITY,
+        ms => ms as f64,
+    };
+    duration_from(what, amount, TimeUnit::Milliseconds, forever)
+        .map_err(|e| invalid(function, e.message()))
 }
 
 /// Opens the locker `url` names with `options` (the reading of each option is the `baton`
@@ -50,11 +56,12 @@ pub(crate) fn open(
     let spec = LockerSpec {
         url,
         strategy: options.strategy,
-        ttl: Some(millis(function, "the ttl", options.ttl_ms)?),
+        ttl: Some(millis(function, "the ttl", options.ttl_ms, false)?),
         wait_timeout: Some(millis(
             function,
             "the wait timeout",
             options.wait_timeout_ms,
+            true,
         )?),
         consistency: options.consistency,
         table: options.table,

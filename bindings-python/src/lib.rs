@@ -16,6 +16,7 @@ use std::time::Duration;
 
 mod callback;
 
+use baton::baton_kernel::host::{duration_from, TimeUnit};
 use baton::{Error, ErrorKind, LockRequest, LockerSpec};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -42,19 +43,10 @@ fn to_py(e: &Error) -> PyErr {
     })
 }
 
-fn invalid(what: String) -> Error {
-    Error::new(ErrorKind::InvalidOption, what)
-}
-
-/// Seconds from Python (already a float) as a duration: negative or NaN is refused, infinity
-/// is "forever".
-fn seconds(what: &str, s: f64) -> Result<Duration, Error> {
-    if s.is_nan() || s < 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a number of seconds >= 0, got {s}"
-        )));
-    }
-    Ok(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
+/// Seconds from Python (already a float) as a duration, read as every binding reads one
+/// ([`duration_from`]): negative or NaN is refused, infinity is "forever" for a wait only.
+fn seconds(what: &str, s: f64, forever: bool) -> Result<Duration, Error> {
+    duration_from(what, s, TimeUnit::Seconds, forever)
 }
 
 fn runtime() -> PyResult<Arc<tokio::runtime::Runtime>> {
@@ -88,7 +80,7 @@ fn request(timeout: Option<f64>, blocking: bool) -> Result<LockRequest, Error> {
     Ok(match (blocking, timeout) {
         (false, _) => LockRequest::new().try_once(),
         (true, None) => LockRequest::new(),
-        (true, Some(t)) => LockRequest::new().wait_timeout(seconds("timeout", t)?),
+        (true, Some(t)) => LockRequest::new().wait_timeout(seconds("timeout", t, true)?),
     })
 }
 
@@ -109,8 +101,8 @@ impl Locker {
             LockerSpec {
                 url,
                 strategy,
-                ttl: ttl.map(|t| seconds("ttl", t)).transpose()?,
-                wait_timeout: timeout.map(|t| seconds("timeout", t)).transpose()?,
+                ttl: ttl.map(|t| seconds("ttl", t, false)).transpose()?,
+                wait_timeout: timeout.map(|t| seconds("timeout", t, true)).transpose()?,
                 consistency,
                 table,
                 keep_alive,

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use baton_kernel::host::{duration_from, TimeUnit};
 use baton_kernel::{Error, ErrorKind, LockName, LockOptions, OwnerId, Result, Strategy, Wait};
 use js_sys::{JsString, Object};
 use wasm_bindgen::{JsCast, JsValue};
@@ -164,14 +165,15 @@ fn object(what: &str, value: &JsValue, keys: &[&str]) -> Result<Option<JsValue>>
     Ok(Some(value.clone()))
 }
 
-/// Milliseconds as a duration: a non-negative number (fractions allowed) or bigint;
-/// `Infinity` only where `infinite` (waiting forever).
+/// Milliseconds as a duration: a bigint, or a number read as every binding reads one
+/// ([`duration_from`]: non-negative, fractions kept, `Infinity` only where `infinite`, for
+/// waiting forever).
 pub(crate) fn duration(what: &str, value: &JsValue, infinite: bool) -> Result<Duration> {
     if let Some(b) = value.dyn_ref::<js_sys::BigInt>() {
         return match u64::try_from(b.clone()) {
             Ok(ms) => Ok(Duration::from_millis(ms)),
             Err(_) => Err(invalid(format!(
-                "{what} must be a non-negative number of milliseconds, got {b:?}n"
+                "{what} must be a number of milliseconds >= 0, got {b:?}n"
             ))),
         };
     }
@@ -181,19 +183,7 @@ pub(crate) fn duration(what: &str, value: &JsValue, infinite: bool) -> Result<Du
             type_of(value)
         )));
     };
-    if ms.is_nan() || ms < 0.0 {
-        return Err(invalid(format!(
-            "{what} must be a non-negative number of milliseconds, got {ms}"
-        )));
-    }
-    if ms.is_infinite() {
-        return if infinite {
-            Ok(Duration::MAX)
-        } else {
-            Err(invalid(format!("{what} must be finite")))
-        };
-    }
-    Ok(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
+    duration_from(what, ms, TimeUnit::Milliseconds, infinite)
 }
 
 fn type_of(value: &JsValue) -> String {

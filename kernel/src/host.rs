@@ -45,6 +45,53 @@ pub fn next_stamp(now_micros: u64, floor: u64, last: u64) -> u64 {
         .max(last.saturating_add(1))
 }
 
+/// The unit a binding's users count a duration in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    /// Seconds (Python).
+    Seconds,
+    /// Milliseconds (C, C++, JavaScript).
+    Milliseconds,
+}
+
+/// A duration a binding's user gave as a number of `unit`s, read the same in every language:
+/// NaN and negative numbers are refused ([`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption),
+/// naming `what`); fractions are kept; infinity is forever ([`Duration::MAX`](core::time::Duration::MAX))
+/// where `forever` is allowed (a wait), refused elsewhere (a lease must end); a finite number
+/// past a duration's range is [`Duration::MAX`](core::time::Duration::MAX) too, which the
+/// options' own checks judge (a ttl has a maximum).
+pub fn duration_from(
+    what: &str,
+    amount: f64,
+    unit: TimeUnit,
+    forever: bool,
+) -> crate::Result<core::time::Duration> {
+    let unit_name = match unit {
+        TimeUnit::Seconds => "seconds",
+        TimeUnit::Milliseconds => "milliseconds",
+    };
+    let invalid = |why: String| Error::new(crate::ErrorKind::InvalidOption, why);
+    if amount.is_nan() || amount < 0.0 {
+        return Err(invalid(alloc::format!(
+            "{what} must be a number of {unit_name} >= 0, got {amount}"
+        )));
+    }
+    if amount.is_infinite() {
+        return if forever {
+            Ok(core::time::Duration::MAX)
+        } else {
+            Err(invalid(alloc::format!(
+                "{what} must be a finite number of {unit_name}, got {amount}"
+            )))
+        };
+    }
+    let seconds = match unit {
+        TimeUnit::Seconds => amount,
+        TimeUnit::Milliseconds => amount / 1000.0,
+    };
+    Ok(core::time::Duration::try_from_secs_f64(seconds).unwrap_or(core::time::Duration::MAX))
+}
+
 /// The error of a driver loop asked to wait forever with no command outstanding: a kernel
 /// bug, reported rather than waited on.
 pub fn waits_forever() -> Error {
@@ -245,6 +292,38 @@ impl SlotTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_the_same_in_every_binding() {
+        use core::time::Duration;
+        let ms = TimeUnit::Milliseconds;
+        assert_eq!(
+            duration_from("t", 1500.0, ms, false),
+            Ok(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            duration_from("t", 0.5, TimeUnit::Seconds, false),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(duration_from("t", 0.0, ms, false), Ok(Duration::ZERO));
+        assert_eq!(
+            duration_from("t", f64::INFINITY, ms, true),
+            Ok(Duration::MAX)
+        );
+        assert_eq!(duration_from("t", 1e300, ms, false), Ok(Duration::MAX));
+        for bad in [-1.0, f64::NAN, f64::NEG_INFINITY, -0.001] {
+            let e = duration_from("the ttl", bad, ms, true).expect_err("refused");
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidOption);
+            assert!(
+                e.message()
+                    .starts_with("the ttl must be a number of milliseconds >= 0"),
+                "{e}"
+            );
+        }
+        let e = duration_from("the ttl", f64::INFINITY, TimeUnit::Seconds, false)
+            .expect_err("a lease ends");
+        assert!(e.message().contains("finite number of seconds"), "{e}");
+    }
 
     #[test]
     fn stamps_follow_the_clock_and_never_repeat_or_go_back() {

@@ -114,7 +114,10 @@ async fn a_server_that_stops_answering(db: Db) {
     let waited = started.elapsed();
     match &reply {
         Reply::Failed(Failure::Timeout(message)) => {
-            assert!(message.contains("no answer from the store within"), "{message}");
+            assert!(
+                message.contains("no answer from the store within"),
+                "{message}"
+            );
         }
         other => panic!("{db:?}: a held reply must time out, got {other:?}"),
     }
