@@ -231,7 +231,7 @@ impl From<baton::LockInfo> for LockEntry {
             name: i.name,
             strategy: i.strategy.to_string(),
             owner: i.owner,
-            state: format!("{:?}", i.state).to_lowercase(),
+            state: i.state.as_str().to_owned(),
             token: i.token,
             expires_in: i.expires_in.map(|d| d.as_secs_f64()),
         }
