@@ -66,6 +66,7 @@ pub(crate) fn open(
         consistency: options.consistency,
         table: options.table,
         keep_alive: options.keep_alive,
+        password_file: None,
     };
     Ok(spec.open()?.blocking())
 }

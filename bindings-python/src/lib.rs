@@ -87,7 +87,8 @@ fn request(timeout: Option<f64>, blocking: bool) -> Result<LockRequest, Error> {
 #[pymethods]
 impl Locker {
     #[new]
-    #[pyo3(signature = (url, *, strategy=None, ttl=None, timeout=None, consistency=None, table=None, keep_alive=true))]
+    #[pyo3(signature = (url, *, strategy=None, ttl=None, timeout=None, consistency=None, table=None, keep_alive=true, password_file=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         url: &str,
         strategy: Option<&str>,
@@ -96,6 +97,7 @@ impl Locker {
         consistency: Option<&str>,
         table: Option<&str>,
         keep_alive: bool,
+        password_file: Option<&str>,
     ) -> PyResult<Self> {
         let open = || -> Result<baton::Locker, Error> {
             LockerSpec {
@@ -106,6 +108,7 @@ impl Locker {
                 consistency,
                 table,
                 keep_alive,
+                password_file,
             }
             .open()
         };

@@ -49,7 +49,21 @@ function start(code, env) {
 }
 
 const cases = [
-  { name: 'PostgreSQL (pg)', example: examples.find((c) => c.includes('baton-locks/postgres')), url: process.env.BATON_POSTGRES_URL, env: (url) => ({ DATABASE_URL: url }), cli: (url) => url },
+  { name: 'PostgreSQL (pg)', example: examples.find((c) => c.includes('baton-locks/postgres') && !c.includes('PGSSLROOTCERT')), url: process.env.BATON_POSTGRES_URL, env: (url) => ({ DATABASE_URL: url }), cli: (url) => url },
+  {
+    name: 'PostgreSQL over verified TLS (pg)',
+    example: examples.find((c) => c.includes('PGSSLROOTCERT')),
+    url: process.env.BATON_POSTGRES_TLS_URL,
+    // The test command's TLS-only user, as the example's variables.
+    env: (url) => {
+      const u = new URL(url);
+      return {
+        PGHOST: u.hostname, PGPORT: u.port, PGUSER: u.username, PGDATABASE: u.pathname.slice(1),
+        PGPASSWORD_FILE: u.searchParams.get('password_file'), PGSSLROOTCERT: u.searchParams.get('sslrootcert'),
+      };
+    },
+    cli: (url) => url,
+  },
   { name: 'Cassandra (cassandra-driver)', example: examples.find((c) => c.includes('baton-locks/cassandra')), url: process.env.BATON_CASSANDRA_URL, env: () => ({ CASSANDRA_CONTACT_POINTS: '127.0.0.1' }), cli: (url) => { const u = new URL(url); return `cassandra://${u.host}/baton?consistency=quorum`; } },
 ];
 

@@ -109,3 +109,63 @@ fn every_command_on_mariadb() {
 fn every_command_on_cassandra() {
     every_command_on("BATON_CASSANDRA_URL", "cassandra");
 }
+
+#[test]
+fn every_command_on_postgres_over_verified_tls_with_a_password_file() {
+    every_command_on("BATON_POSTGRES_TLS_URL", "postgres-tls");
+}
+
+#[test]
+fn every_command_on_mariadb_over_verified_tls_with_a_password_file() {
+    every_command_on("BATON_MYSQL_TLS_URL", "mariadb-tls");
+}
+
+/// `url` without its `password_file=` parameter.
+fn without_password_file(url: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| !p.starts_with("password_file="))
+        .collect();
+    format!("{base}?{}", kept.join("&"))
+}
+
+/// MariaDB's TLS-only user with its password in `BATON_STORE_PASSWORD`; a wrong one is said to
+/// be refused, and no password shows in any output, `--json` included.
+#[test]
+fn a_password_from_the_environment_and_none_ever_shown() {
+    let Some(url) = store_url("BATON_MYSQL_TLS_URL") else {
+        return;
+    };
+    let world = World::new("password-env");
+    let url = without_password_file(&url);
+    let lock = fresh_name("env-password");
+    let run = |password: &str| {
+        let mut cmd = bare_baton(&world.path("home"));
+        cmd.env("BATON_STORE_PASSWORD", password).args([
+            "--store",
+            &url,
+            "run",
+            "--lock",
+            &lock,
+            "--no-wait",
+            "--",
+            "true",
+        ]);
+        Out::of(cmd.output().expect("baton runs"))
+    };
+    run("baton-tls").expect_code(0);
+    let secret = "Wr0ng-env-pa55";
+    let refused = run(secret);
+    assert_ne!(refused.code, Some(0), "{refused:#?}");
+    refused.expect_stderr("Access denied");
+    assert!(!format!("{refused:?}").contains(secret), "{refused:#?}");
+    // A password in the URL: not in `locks --json`, not in an error.
+    let inline = url.replacen("baton_tls@", &format!("baton_tls:{secret}@"), 1);
+    for args in [&["locks", "--json"][..], &["locks"][..]] {
+        let mut cmd = bare_baton(&world.path("home"));
+        cmd.args(["--store", &inline]).args(args);
+        let out = Out::of(cmd.output().expect("baton runs"));
+        assert!(!format!("{out:?}").contains(secret), "{out:#?}");
+    }
+}

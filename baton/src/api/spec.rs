@@ -27,6 +27,9 @@ pub struct LockerSpec<'a> {
     pub table: Option<&'a str>,
     /// Whether held locks renew their leases in the background.
     pub keep_alive: bool,
+    /// A file holding the store's password (network stores), added to the URL's query as
+    /// `password_file=`, so that no password need be written in the URL.
+    pub password_file: Option<&'a str>,
 }
 
 impl<'a> LockerSpec<'a> {
@@ -40,19 +43,20 @@ impl<'a> LockerSpec<'a> {
             consistency: None,
             table: None,
             keep_alive: true,
+            password_file: None,
         }
     }
 
     /// Opens the locker (never connects). Errors: [`ErrorKind::InvalidOption`] naming the bad
     /// URL, strategy, consistency or out-of-range duration.
     pub fn open(&self) -> Result<Locker> {
-        let url = match self.table {
-            Some(table) => {
-                let separator = if self.url.contains('?') { '&' } else { '?' };
-                format!("{}{separator}table={table}", self.url)
+        let mut url = self.url.to_owned();
+        for (key, value) in [("table", self.table), ("password_file", self.password_file)] {
+            if let Some(value) = value {
+                let separator = if url.contains('?') { '&' } else { '?' };
+                url = format!("{url}{separator}{key}={}", query_escape(value));
             }
-            None => self.url.to_owned(),
-        };
+        }
         let mut builder = LockerBuilder::new(open_store(&url)?).keep_alive(self.keep_alive);
         if let Some(ttl) = self.ttl {
             builder = builder.ttl(ttl);
@@ -88,9 +92,31 @@ fn consistency(level: &str) -> Result<baton_kernel::Consistency> {
     ))
 }
 
+/// `text` with the characters that end or split a URL query value escaped (`%`, `&`, `#`,
+/// `+`, `=`, space, and any non-printable byte), so a path such as `/run/secrets/db pw` stays
+/// one value.
+fn query_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        match byte {
+            b'%' | b'&' | b'#' | b'+' | b'=' | b'?' | b' ' => out.push_str(&format!("%{byte:02X}")),
+            b if b.is_ascii_graphic() => out.push(char::from(b)),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_values_are_escaped() {
+        assert_eq!(query_escape("/run/secrets/db pw"), "/run/secrets/db%20pw");
+        assert_eq!(query_escape("a&b=c#d%e+f?"), "a%26b%3Dc%23d%25e%2Bf%3F");
+        assert_eq!(query_escape("/ok/path.pem"), "/ok/path.pem");
+    }
 
     #[test]
     fn options_are_read_or_refused_by_name() {

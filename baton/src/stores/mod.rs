@@ -4,6 +4,13 @@
 
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
+#[cfg(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "cassandra"
+))]
+pub mod credentials;
 pub mod memory;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub mod sql;

@@ -17,6 +17,17 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
+/// Whether the URL's user info carries a password (`user:password@`).
+pub(crate) fn has_password(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    rest[..authority_end]
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+}
+
 /// Reading the `?key=value&...` parameters the SQL and Cassandra URLs share. Each parser
 /// returns the reason for a bad value, for the caller to wrap with the URL.
 #[cfg(any(
@@ -35,6 +46,28 @@ pub(crate) mod params {
             .split('&')
             .filter(|p| !p.is_empty())
             .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
+    }
+
+    /// Decodes `%XX` escapes (for credentials with reserved characters).
+    pub(crate) fn percent_decode(text: &str) -> String {
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 2 < bytes.len() {
+                if let Some(b) = text
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(bytes[i]);
+            i += 1;
+        }
+        String::from_utf8_lossy(&out).into_owned()
     }
 
     /// `true`, `1`, `yes` or `false`, `0`, `no`.

@@ -13,6 +13,10 @@ pub enum Db {
     Sqlite,
     Postgres,
     MySql,
+    /// PostgreSQL as the TLS-only user: `sslmode=verify-full`, the password from a file.
+    PostgresTls,
+    /// MariaDB as the TLS-only user: `ssl-mode=VERIFY_IDENTITY`, the password from a file.
+    MySqlTls,
 }
 
 impl Db {
@@ -22,14 +26,16 @@ impl Db {
             Db::Sqlite => None,
             Db::Postgres => Some("BATON_POSTGRES_URL"),
             Db::MySql => Some("BATON_MYSQL_URL"),
+            Db::PostgresTls => Some("BATON_POSTGRES_TLS_URL"),
+            Db::MySqlTls => Some("BATON_MYSQL_TLS_URL"),
         }
     }
 
     fn built(self) -> bool {
         match self {
             Db::Sqlite => cfg!(feature = "sqlite"),
-            Db::Postgres => cfg!(feature = "postgres"),
-            Db::MySql => cfg!(feature = "mysql"),
+            Db::Postgres | Db::PostgresTls => cfg!(feature = "postgres"),
+            Db::MySql | Db::MySqlTls => cfg!(feature = "mysql"),
         }
     }
 }
@@ -213,6 +219,24 @@ macro_rules! per_db {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mysql() {
                 if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
+                }
+            }
+
+            /// PostgreSQL over verified TLS (the TLS-only user, its password from a file).
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres_tls() {
+                if let Some(url) = $crate::common::url($crate::common::Db::PostgresTls) {
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
+                }
+            }
+
+            /// MariaDB over verified TLS (the TLS-only user, its password from a file).
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql_tls() {
+                if let Some(url) = $crate::common::url($crate::common::Db::MySqlTls) {
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;
                 }

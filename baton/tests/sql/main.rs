@@ -24,4 +24,6 @@ mod process;
 mod schema;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod stalled;
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+mod tls;
 mod tx;

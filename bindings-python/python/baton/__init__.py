@@ -18,6 +18,7 @@ import atexit
 import datetime
 import functools
 import inspect
+import os
 from typing import Any, Awaitable, Callable, List, Optional, Tuple, TypeVar, Union, cast
 
 from . import _baton
@@ -249,8 +250,10 @@ class Locker:
     Options: ``strategy`` (``"unique-insert"``, the default, ``"bakery"`` or
     ``"column-prefix"``), ``ttl`` (the lease, renewed in the background while held; default
     60 s), ``timeout`` (how long :meth:`lock` waits; default 30 s), ``consistency``
-    (Cassandra: ``"quorum"`` by default), ``table`` (the lock table). Durations are seconds or
-    ``timedelta``s. A Locker is safe to share between threads.
+    (Cassandra: ``"quorum"`` by default), ``table`` (the lock table), ``password_file`` (a
+    file holding the store's password, so that the URL holds none; the URL may also carry TLS
+    settings such as ``sslmode=verify-full&sslrootcert=/path/ca.pem``). Durations are seconds
+    or ``timedelta``s. A Locker is safe to share between threads.
     """
 
     __slots__ = ("_native",)
@@ -265,9 +268,14 @@ class Locker:
         consistency: Optional[str] = None,
         table: Optional[str] = None,
         keep_alive: bool = True,
+        password_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         if not isinstance(url, str):
             raise InvalidOption(f"the store URL must be a str, not {type(url).__name__}")
+        if password_file is not None and not isinstance(password_file, (str, os.PathLike)):
+            raise InvalidOption(
+                f"password_file must be a path, not {type(password_file).__name__}"
+            )
         self._native = _baton.Locker(
             url,
             strategy=strategy,
@@ -276,6 +284,7 @@ class Locker:
             consistency=consistency,
             table=table,
             keep_alive=keep_alive,
+            password_file=None if password_file is None else os.fspath(password_file),
         )
 
     def lock(self, name: str, timeout: Optional[Seconds] = None) -> _LockContext:

@@ -35,6 +35,7 @@ class Locker:
         consistency: Optional[str] = ...,
         table: Optional[str] = ...,
         keep_alive: bool = ...,
+        password_file: Optional[str] = ...,
     ) -> None: ...
     def lock(self, name: str, timeout: Optional[float] = ..., blocking: bool = ...) -> Guard: ...
     def lock_async(

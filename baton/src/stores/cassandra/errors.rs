@@ -41,11 +41,11 @@ pub(crate) fn session_failure(error: &NewSessionError) -> Failure {
         }
         _ => DriverError::NotSent,
     };
-    baton_statements::cql::failure(
-        driver,
-        Phase::Connect,
-        format!("cannot connect to the Cassandra cluster: {error}"),
-    )
+    let message = format!("cannot connect to the Cassandra cluster: {error}");
+    // A TLS failure, with its cause in plain words (an untrusted or expired certificate, a
+    // name mismatch).
+    let message = crate::stores::credentials::explain_tls(&message).unwrap_or(message);
+    baton_statements::cql::failure(driver, Phase::Connect, message)
 }
 
 fn execution_error(error: &ExecutionError) -> DriverError {

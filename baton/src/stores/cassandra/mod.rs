@@ -103,6 +103,7 @@ pub(crate) mod exec;
 mod options;
 pub mod schema;
 mod statements;
+mod tls;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -118,6 +119,7 @@ use scylla::response::query_result::QueryResult;
 use tokio::sync::{watch, OnceCell};
 
 pub use options::{parse_consistency, parse_serial, CassandraOptions, Replication, DEFAULT_PORT};
+pub use tls::{CassandraTls, TlsMode};
 
 use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
 use baton_statements::cql::Levels;
@@ -393,6 +395,12 @@ async fn connect(options: &CassandraOptions) -> std::result::Result<Session, Fai
         .keyspaces_to_fetch([options.keyspace.clone()]);
     if let (Some(user), Some(password)) = (&options.user, &options.password) {
         builder = builder.user(user, password);
+    }
+    if let Some(tls) = &options.tls {
+        let config = tls
+            .client_config()
+            .map_err(|e| Failure::Rejected(e.message().to_owned()))?;
+        builder = builder.tls_context(Some(config));
     }
     let connecting = builder.build();
     // Building a session resolves names and fetches metadata; bound it in case a node accepts

@@ -1,11 +1,15 @@
 //! [`CassandraOptions`] and the `cassandra://` URLs that carry them.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_kernel::{Consistency, Error, ErrorKind, Result, SerialConsistency};
 
 use super::schema::{validate_identifier, DEFAULT_KEYSPACE, DEFAULT_TABLE};
-use crate::stores::url_text::{params, redact};
+use super::tls::{CassandraTls, TlsMode};
+use crate::stores::credentials;
+use crate::stores::url_text::params::{self, percent_decode};
+use crate::stores::url_text::redact;
 
 /// The CQL native-protocol port used when a host names none.
 pub const DEFAULT_PORT: u16 = 9042;
@@ -82,6 +86,9 @@ pub struct CassandraOptions {
     pub user: Option<String>,
     /// Password for password authentication.
     pub password: Option<String>,
+    /// TLS to every node (the URL's `sslmode=`, `sslrootcert=`, `sslcert=`, `sslkey=`);
+    /// `None`: plain TCP.
+    pub tls: Option<CassandraTls>,
 }
 
 impl std::fmt::Debug for CassandraOptions {
@@ -98,6 +105,7 @@ impl std::fmt::Debug for CassandraOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -121,6 +129,7 @@ impl CassandraOptions {
             connect_timeout: Duration::from_secs(5),
             user: None,
             password: None,
+            tls: None,
         }
     }
 
@@ -176,6 +185,12 @@ impl CassandraOptions {
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.user = Some(user.into());
         self.password = Some(password.into());
+        self
+    }
+
+    /// TLS to every node.
+    pub fn tls(mut self, tls: CassandraTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 
@@ -319,11 +334,15 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
         return Err(bad("it names no host"));
     }
     let mut options = CassandraOptions::new(hosts.split(',').map(str::trim));
+    let mut user_only = None;
     if let Some(info) = userinfo {
-        let (user, password) = info
-            .split_once(':')
-            .ok_or_else(|| bad("credentials must be user:password@"))?;
-        options = options.credentials(percent_decode(user), percent_decode(password));
+        match info.split_once(':') {
+            Some((user, password)) => {
+                options = options.credentials(percent_decode(user), percent_decode(password))
+            }
+            // The password then comes from password_file= or BATON_STORE_PASSWORD.
+            None => user_only = Some(percent_decode(info)),
+        }
     }
     let path = path.trim_end_matches('/');
     if !path.is_empty() {
@@ -331,8 +350,21 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
     }
     let mut create_given = None;
     let mut weak_allowed = false;
+    let mut password_file = None;
+    let (mut mode, mut ca, mut cert, mut key_file) = (None, None, None, None);
     for (key, value) in params::pairs(query) {
         match key {
+            "password_file" => password_file = Some(PathBuf::from(percent_decode(value))),
+            "sslmode" => {
+                mode = Some(TlsMode::parse(value).map_err(|()| {
+                    bad(&format!(
+                        "sslmode={value:?} is not disable, require, verify-ca or verify-full"
+                    ))
+                })?)
+            }
+            "sslrootcert" => ca = Some(PathBuf::from(percent_decode(value))),
+            "sslcert" => cert = Some(PathBuf::from(percent_decode(value))),
+            "sslkey" => key_file = Some(PathBuf::from(percent_decode(value))),
             "table" => options.table = value.to_owned(),
             "allow_weak_consistency" => {
                 weak_allowed = params::flag(key, value).map_err(|why| bad(&why))?
@@ -361,7 +393,7 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
             }
             other => {
                 return Err(bad(&format!(
-                    "unknown parameter {other:?} (Cassandra store URLs take table, create, consistency, allow_weak_consistency, serial, replication, timeout and connect_timeout)"
+                    "unknown parameter {other:?} (Cassandra store URLs take table, create, consistency, allow_weak_consistency, serial, replication, timeout, connect_timeout, password_file, sslmode, sslrootcert, sslcert and sslkey)"
                 )))
             }
         }
@@ -379,10 +411,66 @@ pub fn parse(url: &str) -> Result<CassandraOptions> {
     if let Some(create) = create_given {
         options.create = create;
     }
+    // TLS: sslrootcert=, sslcert= or sslkey= alone mean verify-full; sslmode=disable with any of
+    // them is a contradiction.
+    let tls_files = ca.is_some() || cert.is_some() || key_file.is_some();
+    match mode {
+        Some(None) if tls_files => {
+            return Err(bad(
+                "sslmode=disable with sslrootcert=, sslcert= or sslkey=: TLS is off, so the files would be ignored",
+            ))
+        }
+        Some(None) => {}
+        Some(Some(mode)) => options.tls = Some(tls_of(mode, ca, cert, key_file)),
+        None if tls_files => options.tls = Some(tls_of(TlsMode::VerifyFull, ca, cert, key_file)),
+        None => {}
+    }
+    // The password: the URL's, else the file's, else the environment's.
+    match (&options.password, password_file, user_only) {
+        (Some(_), Some(_), _) => {
+            return Err(bad(
+                "it has a password and password_file= names another: give it once",
+            ))
+        }
+        (Some(_), None, _) => {}
+        (None, Some(_), None) => {
+            return Err(bad(
+                "password_file= needs the user name in the URL (cassandra://user@host/…)",
+            ))
+        }
+        (None, Some(file), Some(user)) => {
+            let password = credentials::password_from_file(&file)
+                .map_err(|e| invalid(format!("store URL {shown:?}: {}", e.message())))?;
+            options = options.credentials(user, password);
+        }
+        (None, None, Some(user)) => match credentials::password_from_env() {
+            Some(password) => options = options.credentials(user, password),
+            None => {
+                return Err(bad(&format!(
+                    "it names user {user:?} without a password: give it in the URL, with password_file=, or in {}",
+                    credentials::PASSWORD_ENV
+                )))
+            }
+        },
+        (None, None, None) => {}
+    }
     options
         .validate()
         .map_err(|e| invalid(format!("store URL {shown:?}: {}", e.message())))?;
     Ok(options)
+}
+
+fn tls_of(
+    mode: TlsMode,
+    ca: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+) -> CassandraTls {
+    let mut tls = CassandraTls::new(mode);
+    tls.ca_file = ca;
+    tls.cert_file = cert;
+    tls.key_file = key;
+    tls
 }
 
 fn parse_replication(text: &str) -> Option<Replication> {
@@ -395,28 +483,6 @@ fn parse_replication(text: &str) -> Option<Replication> {
         dcs.push((dc.to_owned(), n.parse().ok()?));
     }
     Some(Replication::Network(dcs))
-}
-
-/// Decodes `%XX` escapes (for credentials with reserved characters).
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(b) = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn invalid(message: String) -> Error {

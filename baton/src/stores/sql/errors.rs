@@ -38,7 +38,12 @@ fn describe(error: &sqlx::Error, dialect: Dialect) -> String {
         sqlx::Error::PoolTimedOut => String::from(
             "no connection became available in time (the server is unreachable or slow, or every pooled connection is busy)",
         ),
-        other => other.to_string(),
+        // A TLS failure, with its cause in plain words (an untrusted or expired certificate,
+        // a name mismatch).
+        other => {
+            let message = other.to_string();
+            crate::stores::credentials::explain_tls(&message).unwrap_or(message)
+        }
     }
 }
 

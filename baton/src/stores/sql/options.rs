@@ -45,6 +45,10 @@ pub struct SqlOptions {
     /// versions of baton before it, which read only two-row tables: [`Layout::TwoRows`] makes
     /// a table they can share (docs/sql-store.md, "The lock table").
     pub layout: Option<Layout>,
+    /// A file holding the password (PostgreSQL, MariaDB), read when the store connects: its
+    /// whole content but for one trailing newline. Used when the URL has no password; see
+    /// the [credentials](crate::stores::credentials) docs for the order of the sources.
+    pub password_file: Option<PathBuf>,
 }
 
 impl Default for SqlOptions {
@@ -55,6 +59,7 @@ impl Default for SqlOptions {
             timeout: Duration::from_secs(5),
             pool: None,
             layout: None,
+            password_file: None,
         }
     }
 }
@@ -92,6 +97,12 @@ impl SqlOptions {
     /// The layout of a table this store creates.
     pub fn layout(mut self, layout: Layout) -> Self {
         self.layout = Some(layout);
+        self
+    }
+
+    /// The file the password is read from (see [`SqlOptions::password_file`]).
+    pub fn password_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.password_file = Some(path.into());
         self
     }
 
@@ -160,8 +171,38 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
         other => return Err(bad(&format!("{other:?} is not a SQL store scheme"))),
     };
     let mut options = SqlOptions::default();
+    // TLS parameters go on to the driver, which reads them as libpq and MariaDB's clients do.
+    let mut tls = Vec::new();
+    let network = !matches!(target, Target::SqliteFile(_) | Target::SqliteMemory);
     for (key, value) in params::pairs(query) {
         match key {
+            "sslmode" | "sslrootcert" | "sslcert" | "sslkey"
+                if matches!(target, Target::Postgres(_)) =>
+            {
+                if key == "sslmode" && !POSTGRES_SSL_MODES.contains(&value) {
+                    return Err(bad(&format!(
+                        "sslmode={value:?} is not one of {}",
+                        POSTGRES_SSL_MODES.join(", ")
+                    )));
+                }
+                tls.push(format!("{key}={value}"));
+            }
+            "ssl-mode" | "ssl-ca" | "ssl-cert" | "ssl-key"
+                if matches!(target, Target::MySql(_)) =>
+            {
+                if key == "ssl-mode"
+                    && !MYSQL_SSL_MODES.contains(&value.to_ascii_uppercase().as_str())
+                {
+                    return Err(bad(&format!(
+                        "ssl-mode={value:?} is not one of {}",
+                        MYSQL_SSL_MODES.join(", ")
+                    )));
+                }
+                tls.push(format!("{key}={value}"));
+            }
+            "password_file" if network => {
+                options.password_file = Some(PathBuf::from(params::percent_decode(value)))
+            }
             "table" => options.table = value.to_owned(),
             "create" => options.create = params::flag(key, value).map_err(|why| bad(&why))?,
             "timeout" => options.timeout = params::duration(key, value).map_err(|why| bad(&why))?,
@@ -179,16 +220,58 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
                 })?)
             }
             other => {
+                let tls_words = match target {
+                    Target::Postgres(_) => {
+                        ", password_file, sslmode, sslrootcert, sslcert and sslkey"
+                    }
+                    Target::MySql(_) => ", password_file, ssl-mode, ssl-ca, ssl-cert and ssl-key",
+                    Target::SqliteFile(_) | Target::SqliteMemory => "",
+                };
                 return Err(bad(&format!(
-                "unknown parameter {other:?} (SQL store URLs take table, create, timeout, pool and layout)"
-            )))
+                    "unknown parameter {other:?} (this SQL store URL takes table, create, timeout, pool, layout{tls_words})"
+                )));
             }
         }
     }
+    let target = match target {
+        Target::Postgres(base) => Target::Postgres(with_params(base, &tls)),
+        Target::MySql(base) => Target::MySql(with_params(base, &tls)),
+        sqlite => sqlite,
+    };
     options
         .validate()
         .map_err(|e| invalid(format!("store URL {shown:?}: {}", e.message())))?;
     Ok((target, options))
+}
+
+/// libpq's `sslmode` values (the default, as libpq's, is `prefer`: TLS when the server offers
+/// it, unchecked).
+const POSTGRES_SSL_MODES: [&str; 6] = [
+    "disable",
+    "allow",
+    "prefer",
+    "require",
+    "verify-ca",
+    "verify-full",
+];
+
+/// MariaDB's and MySQL's clients' `ssl-mode` values (case does not matter; the default is
+/// `PREFERRED`: TLS when the server offers it, unchecked).
+const MYSQL_SSL_MODES: [&str; 5] = [
+    "DISABLED",
+    "PREFERRED",
+    "REQUIRED",
+    "VERIFY_CA",
+    "VERIFY_IDENTITY",
+];
+
+/// `base` with `params` as its query.
+fn with_params(base: String, params: &[String]) -> String {
+    if params.is_empty() {
+        base
+    } else {
+        format!("{base}?{}", params.join("&"))
+    }
 }
 
 /// `scheme://rest` for sqlx, after checking there is a host.

@@ -139,6 +139,27 @@ const MAX_CONNECT_WAIT: Duration = Duration::from_secs(2);
 /// Connections handed out for callers' transactions are pinged before use, so a dead one is
 /// replaced rather than failing the caller's statement; the store's own statements run on
 /// connections it detached from the pool, which are never pinged (see `detached`).
+/// The password to connect with when the URL `base` has none: from
+/// [`SqlOptions::password_file`], or with `env`, from `BATON_STORE_PASSWORD` (PostgreSQL's own
+/// `PGPASSWORD`, `PGPASSFILE` and `~/.pgpass` are read by the driver). A URL with a password
+/// and a password file is refused: the password is given once.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn password(base: &str, options: &SqlOptions, env: bool) -> Result<Option<String>> {
+    let in_url = crate::stores::url_text::has_password(base);
+    match &options.password_file {
+        Some(_) if in_url => Err(Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "store URL {:?} has a password and password_file= names another: give it once",
+                redact(base)
+            ),
+        )),
+        Some(path) => crate::stores::credentials::password_from_file(path).map(Some),
+        None if in_url || !env => Ok(None),
+        None => Ok(crate::stores::credentials::password_from_env()),
+    }
+}
+
 pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> Result<SqlPool> {
     let not_built = |feature: &str| {
         Error::new(
@@ -204,6 +225,10 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
                     format!("malformed store URL {:?}: {e}", redact(url)),
                 )
             })?;
+            let connect = match password(base, options, false)? {
+                Some(password) => connect.password(&password),
+                None => connect,
+            };
             // What `baton_statements::sql::session_setup` says, as a connection option.
             let ms = timeout.as_millis().to_string();
             let connect = connect
@@ -221,6 +246,10 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
                     format!("malformed store URL {:?}: {e}", redact(url)),
                 )
             })?;
+            let connect = match password(base, options, true)? {
+                Some(password) => connect.password(&password),
+                None => connect,
+            };
             // The server aborts (and rolls back) a statement after the timeout; lock waits
             // give up at the same time.
             let setup = baton_statements::sql::session_setup(Dialect::MySql, timeout);

@@ -1,0 +1,244 @@
+//! TLS and credentials on PostgreSQL and MariaDB, against the test command's TLS-only users
+//! (`scripts/postgres url-tls`, `scripts/mariadb url-tls`) and certificates (`scripts/tls`):
+//! every failure at open is a store error that names its cause, in bounded time, and never
+//! shows a password. (The conformance tests of `per_db!` run over verified TLS too, as
+//! `postgres_tls` and `mysql_tls`.)
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton::{Error, ErrorKind, LockRequest, Locker};
+use rustls::pki_types::pem::PemObject;
+
+use crate::common::{base_url, Db};
+
+/// The test certificates, or `None` to skip (with the TLS URLs unset).
+fn tls_dir() -> Option<PathBuf> {
+    base_url(Db::PostgresTls)?;
+    Some(PathBuf::from(
+        std::env::var("BATON_TLS_DIR").expect("BATON_TLS_DIR is set with the TLS URLs"),
+    ))
+}
+
+/// `url` with `key=value` in place of its own value of `key` (added if it has none; removed
+/// when `value` is `None`).
+fn param(url: &str, key: &str, value: Option<&str>) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut pairs: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty() && p.split('=').next() != Some(key))
+        .map(str::to_owned)
+        .collect();
+    if let Some(value) = value {
+        pairs.push(format!("{key}={value}"));
+    }
+    format!("{base}?{}", pairs.join("&"))
+}
+
+/// The first use of a store: a lock taken and released, or the error that stopped it, and how
+/// long that took.
+async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
+    let started = Instant::now();
+    let outcome = async {
+        let locker = Locker::open(url)?;
+        let mut guard = locker
+            .lock_with("tls", LockRequest::new().try_once())
+            .await?;
+        guard.release().await
+    }
+    .await;
+    (outcome, started.elapsed())
+}
+
+/// Asserts that `url` fails at open with a store error whose message has `cause`, within 20 s.
+async fn refused(url: &str, cause: &str) -> Error {
+    let (outcome, took) = first_use(url).await;
+    let e = outcome.expect_err(url);
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::StoreUnavailable | ErrorKind::StoreError
+        ),
+        "{url}: {e}"
+    );
+    assert!(e.message().contains(cause), "{url}: {cause:?} not in: {e}");
+    assert!(took < Duration::from_secs(20), "{url}: took {took:?}");
+    e
+}
+
+/// Each TLS URL with the names of its own parameters: (url, mode key, CA key, cert key, key key).
+fn urls() -> Vec<(String, [&'static str; 4])> {
+    let mut out = Vec::new();
+    if let Some(url) = base_url(Db::PostgresTls) {
+        out.push((url, ["sslmode", "sslrootcert", "sslcert", "sslkey"]));
+    }
+    if let Some(url) = base_url(Db::MySqlTls) {
+        out.push((url, ["ssl-mode", "ssl-ca", "ssl-cert", "ssl-key"]));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verified_tls_with_a_password_file_takes_a_lock() {
+    for (url, _) in urls() {
+        let (outcome, _) = first_use(&url).await;
+        outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_ca_is_refused_as_untrusted() {
+    let Some(dir) = tls_dir() else { return };
+    let other = dir.join("other-ca.pem");
+    for (url, [_, ca, _, _]) in urls() {
+        let url = param(&url, ca, Some(other.to_str().expect("UTF-8")));
+        refused(&url, "not trusted").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_mismatch_is_refused() {
+    for (url, _) in urls() {
+        // The servers' certificate names localhost only.
+        let url = url.replacen("@localhost:", "@127.0.0.1:", 1);
+        refused(&url, "name mismatch").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tls_only_users_are_refused_without_tls() {
+    let Some(pg) = base_url(Db::PostgresTls) else {
+        return;
+    };
+    let url = param(&param(&pg, "sslrootcert", None), "sslmode", Some("disable"));
+    // pg_hba.conf's reject line.
+    refused(&url, "no encryption").await;
+    if let Some(my) = base_url(Db::MySqlTls) {
+        let url = param(&param(&my, "ssl-ca", None), "ssl-mode", Some("DISABLED"));
+        // REQUIRE SSL: MariaDB says only that access is denied.
+        refused(&url, "Access denied").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_without_a_ca_encrypts_without_checking() {
+    // As libpq's sslmode=require: the certificate (of a CA no system trusts) is not checked.
+    let modes = [("sslmode", "require"), ("ssl-mode", "REQUIRED")];
+    for ((url, [mode, ca, _, _]), (_, value)) in urls().into_iter().zip(modes) {
+        let url = param(&param(&url, ca, None), mode, Some(value));
+        let (outcome, _) = first_use(&url).await;
+        outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
+        // verify-full without the CA: the system's trust store does not know the test CA.
+        let strict = if mode == "sslmode" {
+            "verify-full"
+        } else {
+            "VERIFY_IDENTITY"
+        };
+        refused(&param(&url, mode, Some(strict)), "not trusted").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_logs_in_where_the_server_demands_one() {
+    let Some(dir) = tls_dir() else { return };
+    let (cert, key) = (dir.join("client.pem"), dir.join("client.key"));
+    let users = [("baton_tls", "baton_cert"), ("baton_tls", "baton_x509")];
+    for ((url, [_, _, cert_key, key_key]), (from, to)) in urls().into_iter().zip(users) {
+        let url = param(&url, "password_file", None).replacen(from, to, 1);
+        let url = param(&url, cert_key, Some(cert.to_str().expect("UTF-8")));
+        let url = param(&url, key_key, Some(key.to_str().expect("UTF-8")));
+        let (outcome, _) = first_use(&url).await;
+        outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
+    let Some(dir) = tls_dir() else { return };
+    let secret = "Wr0ng-pa55-never-shown";
+    let file = dir.join(format!("wrong-password-{}", std::process::id()));
+    std::fs::write(&file, format!("{secret}\n")).expect("write");
+    let causes = ["password authentication failed", "Access denied"];
+    for ((url, _), cause) in urls().into_iter().zip(causes) {
+        let url = param(&url, "password_file", Some(file.to_str().expect("UTF-8")));
+        let e = refused(&url, cause).await;
+        assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
+        // A password in the URL is never shown either: not by the locker, not by its errors.
+        let inline = url.replacen("baton_tls@", &format!("baton_tls:{secret}@"), 1);
+        let inline = param(&inline, "password_file", None);
+        let locker = Locker::open(&inline).expect("valid URL");
+        assert!(!format!("{locker:?}").contains(secret), "{locker:?}");
+        let e = locker
+            .lock_with("tls", LockRequest::new().try_once())
+            .await
+            .expect_err("wrong password");
+        assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
+        // Both at once is refused, naming neither.
+        let both = param(
+            &inline,
+            "password_file",
+            Some(file.to_str().expect("UTF-8")),
+        );
+        let e = Locker::open(&both).expect_err("given twice");
+        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+        assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
+    }
+    std::fs::remove_file(&file).expect("clean up");
+}
+
+/// A PostgreSQL server in name only: it accepts TLS (answering the SSLRequest) and shows the
+/// expired certificate of `scripts/tls`; the client must refuse it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_certificate_is_refused() {
+    let Some(dir) = tls_dir() else { return };
+    let Some(url) = base_url(Db::PostgresTls) else {
+        return;
+    };
+    let certs = rustls::pki_types::CertificateDer::pem_file_iter(dir.join("expired.pem"))
+        .expect("expired.pem")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("a certificate");
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join("expired.key"))
+        .expect("expired.key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("a server certificate"),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    // Every attempt of the client (it retries) gets the same certificate; the thread ends
+    // with the test process.
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { continue };
+            let config = Arc::clone(&config);
+            std::thread::spawn(move || {
+                let _ = socket.set_read_timeout(Some(Duration::from_secs(20)));
+                let mut request = [0u8; 8];
+                if socket.read_exact(&mut request).is_err() || socket.write_all(b"S").is_err() {
+                    return;
+                }
+                let Ok(mut tls) = rustls::ServerConnection::new(config) else { return };
+                // Ends when the client gives up on the certificate.
+                while tls.is_handshaking() {
+                    if tls.complete_io(&mut socket).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    // The same URL, at the fake server's port.
+    let at = url.find("@localhost:").expect("host localhost") + "@localhost:".len();
+    let end = at + url[at..].find('/').expect("a database");
+    let fake = format!("{}{port}{}", &url[..at], &url[end..]);
+    refused(&fake, "expired").await;
+}
