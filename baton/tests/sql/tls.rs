@@ -226,7 +226,9 @@ async fn an_expired_certificate_is_refused() {
                 if socket.read_exact(&mut request).is_err() || socket.write_all(b"S").is_err() {
                     return;
                 }
-                let Ok(mut tls) = rustls::ServerConnection::new(config) else { return };
+                let Ok(mut tls) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
                 // Ends when the client gives up on the certificate.
                 while tls.is_handshaking() {
                     if tls.complete_io(&mut socket).is_err() {

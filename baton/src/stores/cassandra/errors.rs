@@ -34,7 +34,10 @@ pub(crate) fn prepare_failure(error: &PrepareError, message: String) -> Failure 
 }
 
 /// A session that could not be built: the cluster is unreachable (or refused the login).
-pub(crate) fn session_failure(error: &NewSessionError) -> Failure {
+///
+/// Without TLS (`tls` false), a connection the server drops during the connection setup gets
+/// a hint: that is how a TLS-only port answers a plain client.
+pub(crate) fn session_failure(error: &NewSessionError, tls: bool) -> Failure {
     let driver = match error {
         NewSessionError::EmptyKnownNodesList | NewSessionError::IllegalConfig(_) => {
             DriverError::Invalid
@@ -45,6 +48,14 @@ pub(crate) fn session_failure(error: &NewSessionError) -> Failure {
     // A TLS failure, with its cause in plain words (an untrusted or expired certificate, a
     // name mismatch).
     let message = crate::stores::credentials::explain_tls(&message).unwrap_or(message);
+    let dropped = message.contains("Connection reset")
+        || message.contains("Failed to read the frame header")
+        || message.contains("connection setup request");
+    let message = if !tls && dropped {
+        format!("{message} (a node that requires TLS drops a plain connection so: if the cluster's client port is TLS-only, add sslmode=verify-full and sslrootcert=)")
+    } else {
+        message
+    };
     baton_statements::cql::failure(driver, Phase::Connect, message)
 }
 
