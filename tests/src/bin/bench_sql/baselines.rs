@@ -22,6 +22,7 @@ impl PlainClient {
         let table = format!("bench_plain_{}", std::process::id());
         let create = format!("CREATE TABLE IF NOT EXISTS {table} (id int primary key, v bigint)");
         let insert = format!("INSERT INTO {table} VALUES (1, 0)");
+        let base = &driver_url(base)?;
         Ok(match base.split("://").next() {
             Some("postgres" | "postgresql") => {
                 let mut c = sqlx::PgConnection::connect(base).await?;
@@ -90,6 +91,46 @@ impl PlainClient {
     }
 }
 
+/// `base` as the driver takes it: baton's own `password_file=` read into the URL's user info
+/// (the TLS parameters are the driver's).
+fn driver_url(base: &str) -> Result<String, Error> {
+    let (head, query) = base.split_once('?').unwrap_or((base, ""));
+    let mut file = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| match p.strip_prefix("password_file=") {
+            Some(path) => {
+                file = Some(path.to_owned());
+                false
+            }
+            None => !p.is_empty(),
+        })
+        .collect();
+    let head = match file {
+        Some(path) => {
+            let password = std::fs::read_to_string(&path)?;
+            let password = password.trim_end_matches(['\n', '\r']);
+            let escaped: String = password
+                .bytes()
+                .map(|b| match b {
+                    b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => {
+                        char::from(b).to_string()
+                    }
+                    b => format!("%{b:02X}"),
+                })
+                .collect();
+            let at = head.find('@').ok_or("a password_file without a user")?;
+            format!("{}:{escaped}{}", &head[..at], &head[at..])
+        }
+        None => head.to_owned(),
+    };
+    Ok(if kept.is_empty() {
+        head
+    } else {
+        format!("{head}?{}", kept.join("&"))
+    })
+}
+
 /// One connection to the database's own lock: `pg_advisory_lock`, `GET_LOCK`, or SQLite's write
 /// lock (`BEGIN IMMEDIATE`).
 enum DbLock {
@@ -101,9 +142,10 @@ enum DbLock {
 impl DbLock {
     async fn connect(store: &str, base: &str) -> Result<DbLock, Error> {
         use sqlx::Connection;
-        Ok(match store {
-            "postgres" => DbLock::Postgres(sqlx::PgConnection::connect(base).await?),
-            "mysql" => DbLock::MySql(sqlx::MySqlConnection::connect(base).await?),
+        let driver_url = driver_url(base)?;
+        Ok(match store.trim_end_matches("-tls") {
+            "postgres" => DbLock::Postgres(sqlx::PgConnection::connect(&driver_url).await?),
+            "mysql" => DbLock::MySql(sqlx::MySqlConnection::connect(&driver_url).await?),
             _ => {
                 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
                 use std::str::FromStr as _;

@@ -116,7 +116,9 @@ fn settings() -> Result<Settings, Error> {
         cpu: 1000,
         blocks: 1000,
         keep_alive: false,
-        stores: vec!["sqlite".into(), "postgres".into(), "mysql".into()],
+        stores: ["sqlite", "postgres", "postgres-tls", "mysql", "mysql-tls"]
+            .map(String::from)
+            .to_vec(),
         strategies: vec![
             Strategy::UniqueInsert,
             Strategy::Bakery,
@@ -172,6 +174,9 @@ fn base_url(store: &str) -> Result<String, String> {
         "sqlite" => "BATON_SQLITE_URL",
         "postgres" => "BATON_POSTGRES_URL",
         "mysql" => "BATON_MYSQL_URL",
+        // The TLS-only users: verified TLS, the password from a file.
+        "postgres-tls" => "BATON_POSTGRES_TLS_URL",
+        "mysql-tls" => "BATON_MYSQL_TLS_URL",
         other => return Err(format!("unknown store {other}")),
     };
     match std::env::var(var) {
@@ -482,7 +487,7 @@ async fn run(s: Settings) -> Result<(), Error> {
         // The SQLite file this run made goes when the store's measurements end, failed or not.
         let _scratch = (store == "sqlite" && std::env::var("BATON_SQLITE_URL").is_err())
             .then(|| ScratchFile(base.trim_start_matches("sqlite://").to_owned()));
-        let backend = match store.as_str() {
+        let backend = match store.trim_end_matches("-tls") {
             "postgres" => Backend::Postgres,
             "mysql" => Backend::Mysql,
             _ => Backend::Sqlite,
@@ -502,6 +507,12 @@ async fn run(s: Settings) -> Result<(), Error> {
             per_s: db_rates,
         };
         println!("{store}: database lock, {db_rates}");
+        let first = first_use(&base, s.iterations.min(20)).await?;
+        println!(
+            "{store}: first use of a new store (connect, authenticate{}, check the table, lock+release) p50 {} ms",
+            if store.ends_with("-tls") { ", TLS handshake" } else { "" },
+            ms(first)
+        );
         let raw = if store == "postgres" {
             pgbench_advisory(&base)
         } else {
@@ -522,7 +533,10 @@ async fn run(s: Settings) -> Result<(), Error> {
         }
         let mut table = markdown(store, lock_name, db, &rows, &s).replacen(
             ")\n",
-            &format!("; {db_rates})\n"),
+            &format!(
+                "; {db_rates}; first use of a new store p50 {} ms)\n",
+                ms(first)
+            ),
             1,
         );
         if let Some(raw) = raw {
@@ -540,6 +554,25 @@ async fn run(s: Settings) -> Result<(), Error> {
     println!("\n{}", tables.join("\n"));
     println!("{LEGEND}");
     Ok(())
+}
+
+/// The median cost of a new store's first lock+release (`n` times): a new connection (and TLS
+/// handshake), authentication, the table check, and the lock itself.
+async fn first_use(base: &str, n: u64) -> Result<Duration, Error> {
+    let url = with_table(base, &format!("bench_first_{}", std::process::id()));
+    // The table made once first, so that each measured use only checks it.
+    let mut guard = baton::Locker::open(&url)?.lock("first use").await?;
+    guard.release().await?;
+    let mut samples = Vec::with_capacity(n as usize);
+    for _ in 0..n.max(1) {
+        let started = std::time::Instant::now();
+        let locker = baton::Locker::open(&url)?;
+        let mut guard = locker.lock("first use").await?;
+        guard.release().await?;
+        samples.push(started.elapsed());
+    }
+    samples.sort_unstable();
+    Ok(samples[samples.len() / 2])
 }
 
 /// The database's own lock's acquisitions per second with each number of contending clients.
