@@ -169,3 +169,8 @@ fn a_password_from_the_environment_and_none_ever_shown() {
         assert!(!format!("{out:?}").contains(secret), "{out:#?}");
     }
 }
+
+#[test]
+fn every_command_on_cassandra_over_verified_tls() {
+    every_command_on("BATON_CASSANDRA_TLS_URL", "cassandra-tls");
+}

@@ -161,7 +161,7 @@ async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
     let secret = "Wr0ng-pa55-never-shown";
     let file = dir.join(format!("wrong-password-{}", std::process::id()));
     std::fs::write(&file, format!("{secret}\n")).expect("write");
-    let causes = ["password authentication failed", "Access denied"];
+    let causes = ["password authentication failed", "authentication failed: Access denied"];
     for ((url, _), cause) in urls().into_iter().zip(causes) {
         let url = param(&url, "password_file", Some(file.to_str().expect("UTF-8")));
         let e = refused(&url, cause).await;

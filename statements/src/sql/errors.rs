@@ -70,6 +70,11 @@ pub fn failure(error: DriverError<'_>, dialect: Dialect, phase: Phase, message: 
 pub fn describe_database(dialect: Dialect, code: Option<&str>, message: &str) -> String {
     match code {
         Some(code) if dialect == Dialect::Sqlite => format!("{message} (sqlite error {code})"),
+        // MariaDB says only "Access denied" for a wrong password, a user unknown from that host,
+        // or a user that requires TLS reached without it.
+        Some(code @ "28000") if dialect == Dialect::MySql => format!(
+            "authentication failed: {message} (SQLSTATE {code}; a wrong password, or a user that requires TLS reached without it)"
+        ),
         Some(code) => format!("{message} (SQLSTATE {code})"),
         None => String::from(message),
     }
