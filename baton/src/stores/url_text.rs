@@ -1,8 +1,26 @@
 //! The text of store URLs, shared by [`open_store`](crate::open_store) and the stores' option
 //! parsers: masking passwords for messages, and reading `?key=value` parameters.
 
-/// The URL with the password of its user info (`user:password@`) masked, for messages.
+/// The URL with the password of its user info (`user:password@`) masked, for messages, and the
+/// value of any `password=` query parameter (which baton refuses, but a user may try).
 pub(crate) fn redact(url: &str) -> String {
+    let masked = redact_userinfo(url);
+    match masked.split_once('?') {
+        Some((head, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{head}?{}", query.join("&"))
+        }
+        None => masked,
+    }
+}
+
+fn redact_userinfo(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -111,5 +129,11 @@ mod tests {
             "postgres://app@db1/locks"
         );
         assert_eq!(redact("memory:"), "memory:");
+        assert_eq!(
+            redact("mysql://u:pw@h/db?ssl-mode=REQUIRED&password=s3cret&Password=x"),
+            "mysql://u:***@h/db?ssl-mode=REQUIRED&password=***&Password=***"
+        );
+        assert!(has_password("postgres://app:pw@db/x?password_file=/p"));
+        assert!(!has_password("postgres://app@db/x?password_file=/p"));
     }
 }
