@@ -161,7 +161,10 @@ async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
     let secret = "Wr0ng-pa55-never-shown";
     let file = dir.join(format!("wrong-password-{}", std::process::id()));
     std::fs::write(&file, format!("{secret}\n")).expect("write");
-    let causes = ["password authentication failed", "authentication failed: Access denied"];
+    let causes = [
+        "password authentication failed",
+        "authentication failed: Access denied",
+    ];
     for ((url, _), cause) in urls().into_iter().zip(causes) {
         let url = param(&url, "password_file", Some(file.to_str().expect("UTF-8")));
         let e = refused(&url, cause).await;
@@ -189,14 +192,13 @@ async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
     std::fs::remove_file(&file).expect("clean up");
 }
 
-/// A PostgreSQL server in name only: it accepts TLS (answering the SSLRequest) and shows the
-/// expired certificate of `scripts/tls`; the client must refuse it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_certificate_is_refused() {
-    let Some(dir) = tls_dir() else { return };
-    let Some(url) = base_url(Db::PostgresTls) else {
-        return;
-    };
+/// A TLS server on 127.0.0.1 in name only: to every connection it speaks `greet` (the
+/// database's own way of agreeing to TLS), then shows the expired certificate of `scripts/tls`.
+/// Returns its port; its threads end with the test process.
+fn expired_server(
+    dir: &std::path::Path,
+    greet: fn(&mut std::net::TcpStream) -> std::io::Result<()>,
+) -> u16 {
     let certs = rustls::pki_types::CertificateDer::pem_file_iter(dir.join("expired.pem"))
         .expect("expired.pem")
         .collect::<Result<Vec<_>, _>>()
@@ -214,16 +216,14 @@ async fn an_expired_certificate_is_refused() {
     );
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("address").port();
-    // Every attempt of the client (it retries) gets the same certificate; the thread ends
-    // with the test process.
+    // Every attempt of the client (it retries) gets the same certificate.
     std::thread::spawn(move || {
         for socket in listener.incoming() {
             let Ok(mut socket) = socket else { continue };
             let config = Arc::clone(&config);
             std::thread::spawn(move || {
                 let _ = socket.set_read_timeout(Some(Duration::from_secs(20)));
-                let mut request = [0u8; 8];
-                if socket.read_exact(&mut request).is_err() || socket.write_all(b"S").is_err() {
+                if greet(&mut socket).is_err() {
                     return;
                 }
                 let Ok(mut tls) = rustls::ServerConnection::new(config) else {
@@ -238,9 +238,65 @@ async fn an_expired_certificate_is_refused() {
             });
         }
     });
-    // The same URL, at the fake server's port.
+    port
+}
+
+/// PostgreSQL's way: the client's SSLRequest (8 bytes), answered `S`.
+fn postgres_greeting(socket: &mut std::net::TcpStream) -> std::io::Result<()> {
+    let mut request = [0u8; 8];
+    socket.read_exact(&mut request)?;
+    socket.write_all(b"S")
+}
+
+/// MariaDB's way: the server's handshake (protocol 10, offering TLS), then the client's
+/// SSLRequest packet (its 4-byte header says how long it is).
+fn mariadb_greeting(socket: &mut std::net::TcpStream) -> std::io::Result<()> {
+    // CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
+    let capabilities: u32 = 0x0200 | 0x0800 | 0x8000 | 0x0008_0000;
+    let mut payload = vec![10u8];
+    payload.extend_from_slice(b"5.5.5-10.11.0-MariaDB\0");
+    payload.extend_from_slice(&1u32.to_le_bytes()); // connection id
+    payload.extend_from_slice(b"abcdefgh\0"); // scramble, part 1
+    payload.extend_from_slice(&(capabilities as u16).to_le_bytes());
+    payload.push(45); // utf8mb4
+    payload.extend_from_slice(&2u16.to_le_bytes()); // SERVER_STATUS_AUTOCOMMIT
+    payload.extend_from_slice(&((capabilities >> 16) as u16).to_le_bytes());
+    payload.push(21); // scramble length
+    payload.extend_from_slice(&[0; 10]);
+    payload.extend_from_slice(b"ijklmnopqrst\0"); // scramble, part 2
+    payload.extend_from_slice(b"mysql_native_password\0");
+    let mut packet = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+    packet.push(0); // sequence id
+    packet.extend_from_slice(&payload);
+    socket.write_all(&packet)?;
+    let mut header = [0u8; 4];
+    socket.read_exact(&mut header)?;
+    let mut request = vec![0u8; usize::from(header[0]) | usize::from(header[1]) << 8];
+    socket.read_exact(&mut request)
+}
+
+/// `url` pointed at localhost:`port`.
+fn at_port(url: &str, port: u16) -> String {
     let at = url.find("@localhost:").expect("host localhost") + "@localhost:".len();
     let end = at + url[at..].find('/').expect("a database");
-    let fake = format!("{}{port}{}", &url[..at], &url[end..]);
-    refused(&fake, "expired").await;
+    format!("{}{port}{}", &url[..at], &url[end..])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_certificate_is_refused() {
+    let Some(dir) = tls_dir() else { return };
+    if let Some(url) = base_url(Db::PostgresTls) {
+        refused(
+            &at_port(&url, expired_server(&dir, postgres_greeting)),
+            "expired",
+        )
+        .await;
+    }
+    if let Some(url) = base_url(Db::MySqlTls) {
+        refused(
+            &at_port(&url, expired_server(&dir, mariadb_greeting)),
+            "expired",
+        )
+        .await;
+    }
 }
