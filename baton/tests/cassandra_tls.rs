@@ -5,6 +5,9 @@
 //! its cause, in bounded time.
 #![cfg(feature = "cassandra")]
 
+#[path = "shared/tls_support.rs"]
+mod tls_support;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use baton::cassandra::{CassandraStore, TlsMode};
 use baton::{Error, ErrorKind, LockRequest, Locker};
+
 use rustls::pki_types::pem::PemObject;
+use tls_support::{assert_refused, param};
 
 /// The TLS URL and the certificates' directory, or `None` to skip.
 fn tls() -> Option<(String, PathBuf)> {
@@ -30,20 +35,6 @@ fn tls() -> Option<(String, PathBuf)> {
             None
         }
     }
-}
-
-/// `url` with `key=value` in place of its own value of `key` (removed when `value` is `None`).
-fn param(url: &str, key: &str, value: Option<&str>) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut pairs: Vec<String> = query
-        .split('&')
-        .filter(|p| !p.is_empty() && p.split('=').next() != Some(key))
-        .map(str::to_owned)
-        .collect();
-    if let Some(value) = value {
-        pairs.push(format!("{key}={value}"));
-    }
-    format!("{base}?{}", pairs.join("&"))
 }
 
 /// A lock taken and released on a fresh table at `url`, or the error that stopped it.
@@ -66,20 +57,10 @@ async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
     (outcome, started.elapsed())
 }
 
-/// Asserts that `url` fails with a store error naming `cause`, within 30 s.
+/// Asserts that `url` fails at its first use with a store error naming `cause`, within 30 s.
 async fn refused(url: &str, cause: &str) -> Error {
     let (outcome, took) = first_use(url).await;
-    let e = outcome.expect_err(url);
-    assert!(
-        matches!(
-            e.kind(),
-            ErrorKind::StoreUnavailable | ErrorKind::StoreError
-        ),
-        "{url}: {e}"
-    );
-    assert!(e.message().contains(cause), "{url}: {cause:?} not in: {e}");
-    assert!(took < Duration::from_secs(30), "{url}: took {took:?}");
-    e
+    assert_refused(url, outcome, took, cause, Duration::from_secs(30))
 }
 
 /// A TLS-only server on 127.0.0.1 that shows `cert` (a file of the certificates' directory)

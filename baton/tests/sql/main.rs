@@ -26,4 +26,7 @@ mod schema;
 mod stalled;
 #[cfg(all(feature = "postgres", feature = "mysql"))]
 mod tls;
+#[cfg(all(feature = "postgres", feature = "mysql"))]
+#[path = "../shared/tls_support.rs"]
+mod tls_support;
 mod tx;

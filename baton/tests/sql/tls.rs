@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::{Error, ErrorKind, LockRequest, Locker};
+
+use crate::tls_support::{assert_refused, param};
 use rustls::pki_types::pem::PemObject;
 
 use crate::common::{base_url, Db};
@@ -21,21 +23,6 @@ fn tls_dir() -> Option<PathBuf> {
     Some(PathBuf::from(
         std::env::var("BATON_TLS_DIR").expect("BATON_TLS_DIR is set with the TLS URLs"),
     ))
-}
-
-/// `url` with `key=value` in place of its own value of `key` (added if it has none; removed
-/// when `value` is `None`).
-fn param(url: &str, key: &str, value: Option<&str>) -> String {
-    let (base, query) = url.split_once('?').unwrap_or((url, ""));
-    let mut pairs: Vec<String> = query
-        .split('&')
-        .filter(|p| !p.is_empty() && p.split('=').next() != Some(key))
-        .map(str::to_owned)
-        .collect();
-    if let Some(value) = value {
-        pairs.push(format!("{key}={value}"));
-    }
-    format!("{base}?{}", pairs.join("&"))
 }
 
 /// The first use of a store: a lock taken and released, or the error that stopped it, and how
@@ -53,20 +40,10 @@ async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
     (outcome, started.elapsed())
 }
 
-/// Asserts that `url` fails at open with a store error whose message has `cause`, within 20 s.
+/// Asserts that `url` fails at its first use with a store error naming `cause`, within 20 s.
 async fn refused(url: &str, cause: &str) -> Error {
     let (outcome, took) = first_use(url).await;
-    let e = outcome.expect_err(url);
-    assert!(
-        matches!(
-            e.kind(),
-            ErrorKind::StoreUnavailable | ErrorKind::StoreError
-        ),
-        "{url}: {e}"
-    );
-    assert!(e.message().contains(cause), "{url}: {cause:?} not in: {e}");
-    assert!(took < Duration::from_secs(20), "{url}: took {took:?}");
-    e
+    assert_refused(url, outcome, took, cause, Duration::from_secs(20))
 }
 
 /// Each TLS URL with the names of its own parameters: (url, mode key, CA key, cert key, key key).

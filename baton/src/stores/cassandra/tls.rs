@@ -101,8 +101,14 @@ impl CassandraTls {
             .map_err(|e| invalid(format!("TLS: no usable CA certificate ({e})")))?;
         let verifier: Arc<dyn ServerCertVerifier> = match self.mode {
             TlsMode::VerifyFull => verifier,
-            TlsMode::VerifyCa => Arc::new(ChainOnly { verifier, provider }),
-            TlsMode::Require => Arc::new(Unchecked { provider }),
+            TlsMode::VerifyCa => Arc::new(Lenient {
+                chain: Some(verifier),
+                provider,
+            }),
+            TlsMode::Require => Arc::new(Lenient {
+                chain: None,
+                provider,
+            }),
         };
         let builder = builder
             .dangerous()
@@ -181,14 +187,15 @@ fn invalid(message: String) -> Error {
     Error::new(ErrorKind::InvalidOption, message)
 }
 
-/// `verify-ca`: the chain (trust, validity) is checked, the name is not.
+/// The verifier of `verify-ca` (`chain`: the chain's trust and validity are checked, the name
+/// is not) and of `require` (no `chain`: nothing is checked but the handshake's signatures).
 #[derive(Debug)]
-struct ChainOnly {
-    verifier: Arc<WebPkiServerVerifier>,
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -197,72 +204,15 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        match self.verifier.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// `require`: encrypted, nothing of the certificate checked but its signatures on the
-/// handshake.
-#[derive(Debug)]
-struct Unchecked {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
