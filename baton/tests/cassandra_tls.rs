@@ -8,16 +8,13 @@
 #[path = "shared/tls_support.rs"]
 mod tls_support;
 
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::cassandra::{CassandraStore, TlsMode};
 use baton::{Error, ErrorKind, LockRequest, Locker};
 
-use rustls::pki_types::pem::PemObject;
-use tls_support::{assert_refused, param};
+use tls_support::{assert_refused, param, tls_server};
 
 /// The TLS URL and the certificates' directory, or `None` to skip.
 fn tls() -> Option<(String, PathBuf)> {
@@ -63,45 +60,9 @@ async fn refused(url: &str, cause: &str) -> Error {
     assert_refused(url, outcome, took, cause, Duration::from_secs(30))
 }
 
-/// A TLS-only server on 127.0.0.1 that shows `cert` (a file of the certificates' directory)
-/// to every connection, and speaks nothing after the handshake. Returns its port.
-fn fake_server(dir: &std::path::Path, cert: &str) -> u16 {
-    let certs = rustls::pki_types::CertificateDer::pem_file_iter(dir.join(format!("{cert}.pem")))
-        .expect("certificate file")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("certificates");
-    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join(format!("{cert}.key")))
-        .expect("key file");
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .expect("a server certificate"),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    std::thread::spawn(move || {
-        for socket in listener.incoming() {
-            let Ok(mut socket) = socket else { continue };
-            let config = Arc::clone(&config);
-            std::thread::spawn(move || {
-                let _ = socket.set_read_timeout(Some(Duration::from_secs(20)));
-                let Ok(mut tls) = rustls::ServerConnection::new(config) else {
-                    return;
-                };
-                while tls.is_handshaking() {
-                    if tls.complete_io(&mut socket).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
+/// Cassandra's clients speak TLS at once: nothing to say first.
+fn no_greeting(_: &mut std::net::TcpStream) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// `url` pointed at 127.0.0.1:`port`.
@@ -153,10 +114,14 @@ async fn a_wrong_ca_is_refused_as_untrusted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_certificate_and_a_name_mismatch_are_refused() {
     let Some((url, dir)) = tls() else { return };
-    refused(&at_port(&url, fake_server(&dir, "expired")), "expired").await;
+    refused(
+        &at_port(&url, tls_server(&dir, "expired", no_greeting)),
+        "expired",
+    )
+    .await;
     // Issued for 127.0.0.9, shown at 127.0.0.1.
     refused(
-        &at_port(&url, fake_server(&dir, "wrong-name")),
+        &at_port(&url, tls_server(&dir, "wrong-name", no_greeting)),
         "name mismatch",
     )
     .await;

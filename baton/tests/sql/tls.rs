@@ -5,15 +5,12 @@
 //! `postgres_tls` and `mysql_tls`.)
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::{Error, ErrorKind, LockRequest, Locker};
 
-use crate::tls_support::{assert_refused, param};
-use rustls::pki_types::pem::PemObject;
+use crate::tls_support::{assert_refused, param, tls_server};
 
 use crate::common::{base_url, Db};
 
@@ -169,55 +166,6 @@ async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
     std::fs::remove_file(&file).expect("clean up");
 }
 
-/// A TLS server on 127.0.0.1 in name only: to every connection it speaks `greet` (the
-/// database's own way of agreeing to TLS), then shows the expired certificate of `scripts/tls`.
-/// Returns its port; its threads end with the test process.
-fn expired_server(
-    dir: &std::path::Path,
-    greet: fn(&mut std::net::TcpStream) -> std::io::Result<()>,
-) -> u16 {
-    let certs = rustls::pki_types::CertificateDer::pem_file_iter(dir.join("expired.pem"))
-        .expect("expired.pem")
-        .collect::<Result<Vec<_>, _>>()
-        .expect("a certificate");
-    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join("expired.key"))
-        .expect("expired.key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .expect("a server certificate"),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    // Every attempt of the client (it retries) gets the same certificate.
-    std::thread::spawn(move || {
-        for socket in listener.incoming() {
-            let Ok(mut socket) = socket else { continue };
-            let config = Arc::clone(&config);
-            std::thread::spawn(move || {
-                let _ = socket.set_read_timeout(Some(Duration::from_secs(20)));
-                if greet(&mut socket).is_err() {
-                    return;
-                }
-                let Ok(mut tls) = rustls::ServerConnection::new(config) else {
-                    return;
-                };
-                // Ends when the client gives up on the certificate.
-                while tls.is_handshaking() {
-                    if tls.complete_io(&mut socket).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
 /// PostgreSQL's way: the client's SSLRequest (8 bytes), answered `S`.
 fn postgres_greeting(socket: &mut std::net::TcpStream) -> std::io::Result<()> {
     let mut request = [0u8; 8];
@@ -264,14 +212,14 @@ async fn an_expired_certificate_is_refused() {
     let Some(dir) = tls_dir() else { return };
     if let Some(url) = base_url(Db::PostgresTls) {
         refused(
-            &at_port(&url, expired_server(&dir, postgres_greeting)),
+            &at_port(&url, tls_server(&dir, "expired", postgres_greeting)),
             "expired",
         )
         .await;
     }
     if let Some(url) = base_url(Db::MySqlTls) {
         refused(
-            &at_port(&url, expired_server(&dir, mariadb_greeting)),
+            &at_port(&url, tls_server(&dir, "expired", mariadb_greeting)),
             "expired",
         )
         .await;
