@@ -49,7 +49,8 @@ impl TlsMode {
     }
 }
 
-/// TLS to a Cassandra cluster (see the [module docs](self)).
+/// TLS to a Cassandra cluster: from the URL's `sslmode=`, `sslrootcert=`, `sslcert=` and
+/// `sslkey=`, or built here (docs/cassandra-store.md, "TLS and passwords").
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CassandraTls {

@@ -45,9 +45,9 @@ pub struct SqlOptions {
     /// versions of baton before it, which read only two-row tables: [`Layout::TwoRows`] makes
     /// a table they can share (docs/sql-store.md, "The lock table").
     pub layout: Option<Layout>,
-    /// A file holding the password (PostgreSQL, MariaDB), read when the store connects: its
-    /// whole content but for one trailing newline. Used when the URL has no password; see
-    /// the [credentials](crate::stores::credentials) docs for the order of the sources.
+    /// A file holding the password (PostgreSQL, MariaDB), read when the store is opened: its
+    /// whole content but for one trailing newline. Used when the URL has no password (the
+    /// order of the sources: docs/sql-store.md, "TLS and passwords").
     pub password_file: Option<PathBuf>,
 }
 
