@@ -176,26 +176,16 @@ pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
     let network = !matches!(target, Target::SqliteFile(_) | Target::SqliteMemory);
     for (key, value) in params::pairs(query) {
         match key {
-            "sslmode" | "sslrootcert" | "sslcert" | "sslkey"
-                if matches!(target, Target::Postgres(_)) =>
-            {
-                if key == "sslmode" && !POSTGRES_SSL_MODES.contains(&value) {
-                    return Err(bad(&format!(
-                        "sslmode={value:?} is not one of {}",
-                        POSTGRES_SSL_MODES.join(", ")
-                    )));
-                }
-                tls.push(format!("{key}={value}"));
-            }
-            "ssl-mode" | "ssl-ca" | "ssl-cert" | "ssl-key"
-                if matches!(target, Target::MySql(_)) =>
-            {
-                if key == "ssl-mode"
-                    && !MYSQL_SSL_MODES.contains(&value.to_ascii_uppercase().as_str())
+            key if tls_keys(&target).is_some_and(|(keys, _)| keys.contains(&key)) => {
+                let (keys, modes) = tls_keys(&target).unwrap_or((&[], &[]));
+                // The first key names the mode; MariaDB's are case-insensitive.
+                if key == keys[0]
+                    && !modes.contains(&value.to_ascii_uppercase().as_str())
+                    && !modes.contains(&value)
                 {
                     return Err(bad(&format!(
-                        "ssl-mode={value:?} is not one of {}",
-                        MYSQL_SSL_MODES.join(", ")
+                        "{key}={value:?} is not one of {}",
+                        modes.join(", ")
                     )));
                 }
                 tls.push(format!("{key}={value}"));
@@ -265,6 +255,22 @@ const MYSQL_SSL_MODES: [&str; 5] = [
     "VERIFY_IDENTITY",
 ];
 
+/// The TLS parameters a network URL passes to its driver (the mode's first), and the mode's
+/// values; `None` for SQLite.
+fn tls_keys(target: &Target) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    match target {
+        Target::Postgres(_) => Some((
+            &["sslmode", "sslrootcert", "sslcert", "sslkey"],
+            &POSTGRES_SSL_MODES,
+        )),
+        Target::MySql(_) => Some((
+            &["ssl-mode", "ssl-ca", "ssl-cert", "ssl-key"],
+            &MYSQL_SSL_MODES,
+        )),
+        Target::SqliteFile(_) | Target::SqliteMemory => None,
+    }
+}
+
 /// `base` with `params` as its query.
 fn with_params(base: String, params: &[String]) -> String {
     if params.is_empty() {
@@ -306,6 +312,34 @@ mod tests {
         assert_eq!(file("sqlite::memory:"), Ok(Target::SqliteMemory));
         assert!(file("sqlite://").is_err());
         assert!(file("sqlite:locks.db").is_err());
+    }
+
+    #[test]
+    fn tls_parameters_go_to_the_driver_and_modes_are_checked() {
+        let (t, _) = parse("postgres://u@h/db?sslmode=verify-full&sslrootcert=/ca.pem&table=t")
+            .expect("valid");
+        assert_eq!(
+            t,
+            Target::Postgres("postgres://u@h/db?sslmode=verify-full&sslrootcert=/ca.pem".into())
+        );
+        let (t, _) = parse("mysql://u@h/db?ssl-mode=verify_identity").expect("valid");
+        assert_eq!(
+            t,
+            Target::MySql("mysql://u@h/db?ssl-mode=verify_identity".into())
+        );
+        for bad in [
+            "postgres://u@h/db?sslmode=VERIFY-FULL",
+            "postgres://u@h/db?ssl-mode=REQUIRED",
+            "mysql://u@h/db?ssl-mode=verify-full",
+            "mysql://u@h/db?sslmode=require",
+            "sqlite::memory:?sslmode=require",
+        ] {
+            assert_eq!(
+                parse(bad).expect_err(bad).kind(),
+                ErrorKind::InvalidOption,
+                "{bad}"
+            );
+        }
     }
 
     #[test]
