@@ -28,6 +28,9 @@
 //!   while a command is outstanding (a deadline passes while a renewal hangs: the lease is lost
 //!   now, not when the store answers), so with a command outstanding the host still wakes at the
 //!   [`LifePoll::WaitUntil`] instant and polls.
+//! - An acquisition that ends with [`LifeEvent::GaveUp`] (its wait ran out with the store
+//!   silent: the caller hears the error at once) still has its cleanup to send: keep driving
+//!   the machine until [`LifePoll::Done`]. So does one that ends with `Granted`, of course.
 //! - `now` is monotonic, as for operations. A reply with a stale id (a command abandoned by a
 //!   cancellation) is ignored.
 //!
@@ -66,14 +69,20 @@ pub enum LifePoll {
 }
 
 /// What happened to the lock, for its holder. Each life gives exactly one of `Granted`,
-/// `Failed` or `Cancelled` first; after `Granted`, at most one `Lost` and exactly one `Released`
-/// (a cancellation of a held lock releases it).
+/// `Failed`, `GaveUp` or `Cancelled` first; after `Granted`, at most one `Lost` and exactly one
+/// `Released` (a cancellation of a held lock releases it); after the others, nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LifeEvent {
     /// The lock was acquired.
     Granted(Box<Grant>),
     /// The acquisition failed (busy, timed out, store errors): nothing of it is left held.
     Failed(Error),
+    /// The acquisition's wait ended while the store had not answered a command sent before
+    /// ([`Acquire::gives_up_at`]): it failed with this error ([`ErrorKind::StoreUnavailable`]),
+    /// and nothing of it is held; but what it may have written is still to be removed, as for
+    /// a cancellation. The host gives the caller the error now and keeps driving the life until
+    /// [`LifePoll::Done`], and keeps the owner-id slot until then.
+    GaveUp(Error),
     /// The acquisition was cancelled by [`LockLife::cancel`], and its cell removed (or left to
     /// expire if the store could not be reached).
     Cancelled,
@@ -104,6 +113,9 @@ impl LifeEvent {
     /// ([`crate::host::SlotTable`]), before anyone waiting for that outcome hears of it, so the
     /// next acquisition of the name reuses the column. Safe whatever the outcome: values
     /// carry a fresh acquisition id.
+    ///
+    /// Not [`LifeEvent::GaveUp`]: its cleanup is still to be sent, and the next acquisition
+    /// of the name must not reuse the column it removes.
     pub fn frees_the_slot(&self) -> bool {
         matches!(
             self,
@@ -112,13 +124,23 @@ impl LifeEvent {
     }
 
     /// Whether this event ends an acquisition ([`LifeEvent::Granted`], [`LifeEvent::Failed`],
-    /// [`LifeEvent::Cancelled`]): a host drives a new life until one, then hands the outcome
-    /// to [`LifeEvent::acquisition_outcome`].
+    /// [`LifeEvent::GaveUp`], [`LifeEvent::Cancelled`]): a host drives a new life until one,
+    /// then hands the outcome to [`LifeEvent::acquisition_outcome`].
     pub fn ends_acquisition(&self) -> bool {
         matches!(
             self,
-            LifeEvent::Granted(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
+            LifeEvent::Granted(_)
+                | LifeEvent::Failed(_)
+                | LifeEvent::GaveUp(_)
+                | LifeEvent::Cancelled
         )
+    }
+
+    /// Whether the life goes on after this event, which ended its acquisition, with a cleanup
+    /// to send ([`LifeEvent::GaveUp`]), or with the held lock ([`LifeEvent::Granted`]): the
+    /// host keeps driving it until [`LifePoll::Done`].
+    pub fn life_goes_on(&self) -> bool {
+        matches!(self, LifeEvent::Granted(_) | LifeEvent::GaveUp(_))
     }
 
     /// The grant an acquisition of lock `name` ended with, from the event that ended it (a
@@ -131,7 +153,7 @@ impl LifeEvent {
     fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
         match event {
             Some(LifeEvent::Granted(grant)) => Ok(*grant),
-            Some(LifeEvent::Failed(e)) => Err(e),
+            Some(LifeEvent::Failed(e) | LifeEvent::GaveUp(e)) => Err(e),
             Some(LifeEvent::Cancelled) => Err(Error::new(
                 ErrorKind::Cancelled,
                 "the wait for the lock was cancelled; what it wrote was removed (had the store been unreachable, it would expire with its TTL)",
@@ -147,6 +169,7 @@ impl LifeEvent {
     pub fn map_error(self, f: impl FnOnce(Error) -> Error) -> LifeEvent {
         match self {
             LifeEvent::Failed(e) => LifeEvent::Failed(f(e)),
+            LifeEvent::GaveUp(e) => LifeEvent::GaveUp(f(e)),
             LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(f(e)),
             LifeEvent::Lost(e) => LifeEvent::Lost(f(e)),
             LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(f(e))),
@@ -186,13 +209,20 @@ struct Outstanding {
     id: CommandId,
     target: Target,
     inner: CommandId,
+    /// When it was handed to the host.
+    sent: Instant,
 }
 
 #[derive(Debug)]
 enum Phase {
     Acquiring(Box<Acquire>),
-    /// The cleanup of a cancelled acquisition: `Some` until sent.
-    Cancelling(Option<Command>),
+    /// The cleanup of an abandoned acquisition: `cleanup` is `Some` until sent; `then` is the
+    /// event that ends the life once it is done (`Cancelled` for a cancellation; none for an
+    /// acquisition that gave up, whose `Failed` was given when it did).
+    Cancelling {
+        cleanup: Option<Command>,
+        then: Option<LifeEvent>,
+    },
     Held(Box<Held>),
     Releasing {
         op: Box<Release>,
@@ -440,7 +470,12 @@ impl LockLife {
                     // write it removes (a write applied after its cleanup would stay until
                     // its TTL). A host that dropped that command calls
                     // [`LockLife::forget_outstanding`].
-                    Some(command) => self.phase = Phase::Cancelling(Some(command)),
+                    Some(command) => {
+                        self.phase = Phase::Cancelling {
+                            cleanup: Some(command),
+                            then: Some(LifeEvent::Cancelled),
+                        }
+                    }
                     None => {
                         self.outstanding = None;
                         self.phase = Phase::Over;
@@ -479,10 +514,12 @@ impl LockLife {
                 }
             }
             (Phase::Releasing { op, .. }, Target::Release) => op.handle(out.inner, reply),
-            (Phase::Cancelling(_), Target::Cleanup) => {
+            (Phase::Cancelling { then, .. }, Target::Cleanup) => {
                 // The cleanup is best effort: whatever it answered, the cell is gone or expires.
+                if let Some(event) = then.take() {
+                    self.events.push_back(event);
+                }
                 self.phase = Phase::Over;
-                self.events.push_back(LifeEvent::Cancelled);
             }
             _ => {}
         }
@@ -509,11 +546,62 @@ impl LockLife {
         LifePoll::Event(LifeEvent::Failed(e))
     }
 
-    fn send(&mut self, target: Target, inner: CommandId, command: Command) -> LifePoll {
+    fn send(
+        &mut self,
+        target: Target,
+        inner: CommandId,
+        command: Command,
+        now: Instant,
+    ) -> LifePoll {
         let id = CommandId(self.next_id);
         self.next_id = self.next_id.wrapping_add(1);
-        self.outstanding = Some(Outstanding { id, target, inner });
+        self.outstanding = Some(Outstanding {
+            id,
+            target,
+            inner,
+            sent: now,
+        });
         LifePoll::Execute(id, command)
+    }
+
+    /// The acquisition's wait ended with its command still on its way
+    /// ([`Acquire::gives_up_at`]): it fails now ([`LifeEvent::GaveUp`], or [`LifeEvent::Failed`]
+    /// when nothing of it can be left to remove), and what it may have written is removed as
+    /// for a cancellation: the cleanup goes once that command's reply is in (or at once after
+    /// [`LockLife::forget_outstanding`]), and the life ends without another event.
+    fn give_up(&mut self, now: Instant) {
+        let Phase::Acquiring(op) = &self.phase else {
+            return;
+        };
+        let on_its_way = self
+            .outstanding
+            .as_ref()
+            .map_or(Duration::ZERO, |o| now.saturating_duration_since(o.sent));
+        let e = Error::new(
+            ErrorKind::StoreUnavailable,
+            format!(
+                "the store did not answer within the wait for lock {:?}: gave up after {} attempt(s), with a command on its way for {on_its_way:?}",
+                op.name().as_str(),
+                op.attempts(),
+            ),
+        )
+        .with_lock(op.name().as_str());
+        let cleanup = op.cleanup();
+        self.status = LifeStatus::Failed(e.clone());
+        self.phase = match cleanup {
+            Some(command) => {
+                self.events.push_back(LifeEvent::GaveUp(e));
+                Phase::Cancelling {
+                    cleanup: Some(command),
+                    then: None,
+                }
+            }
+            None => {
+                self.events.push_back(LifeEvent::Failed(e));
+                self.outstanding = None;
+                Phase::Over
+            }
+        };
     }
 
     fn step(&mut self, now: Instant) -> Step {
@@ -521,15 +609,27 @@ impl LockLife {
         match &mut self.phase {
             Phase::Over => Step::Out(LifePoll::Done),
             // Waiting for the reply of the acquisition's command still on its way.
-            Phase::Cancelling(_) if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
-            Phase::Cancelling(command) => match command.take() {
-                Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command)),
+            Phase::Cancelling { .. } if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Cancelling { cleanup, .. } => match cleanup.take() {
+                Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command, now)),
                 None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
             },
-            Phase::Acquiring(_) if busy => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            Phase::Acquiring(op) if busy => {
+                // A caller who gave a timeout is not kept waiting past it by a store that does
+                // not answer a command sent before it ends.
+                let sent = self.outstanding.as_ref().map_or(now, |o| o.sent);
+                match op.gives_up_at() {
+                    Some(limit) if sent < limit && now >= limit => {
+                        self.give_up(now);
+                        Step::Again
+                    }
+                    Some(limit) if sent < limit => Step::Out(LifePoll::WaitUntil(limit)),
+                    _ => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+                }
+            }
             Phase::Acquiring(op) => match op.poll(now) {
                 Poll::Execute(inner, command) => {
-                    Step::Out(self.send(Target::Acquire, inner, command))
+                    Step::Out(self.send(Target::Acquire, inner, command, now))
                 }
                 Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
                 Poll::Ready(Ok(grant)) => {
@@ -551,7 +651,7 @@ impl LockLife {
             Phase::Elsewhere { .. } => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
             Phase::Releasing { op, lost } => match op.poll(now) {
                 Poll::Execute(inner, command) => {
-                    Step::Out(self.send(Target::Release, inner, command))
+                    Step::Out(self.send(Target::Release, inner, command, now))
                 }
                 Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
                 Poll::Ready(result) => {
@@ -594,7 +694,7 @@ impl LockLife {
             }
             return match op.poll(now) {
                 Poll::Execute(inner, command) => {
-                    Step::Out(self.send(Target::Renew, inner, command))
+                    Step::Out(self.send(Target::Renew, inner, command, now))
                 }
                 // Its own retry timer; and the deadline, while it still matters.
                 Poll::WaitUntil(t) if h.lost.is_none() => {

@@ -632,3 +632,147 @@ fn check_answers_held_lost_then_released() {
     assert_eq!(released.lock(), Some(NAME));
     assert!(released.message().contains(NAME), "{released}");
 }
+
+/// A store that stops answering does not keep a caller who gave a timeout past it: at the end
+/// of the wait the acquisition gives up (`GaveUp`, `StoreUnavailable`, at once), and the cleanup
+/// of what its command may have written goes once that command's reply is in; nothing is left,
+/// and no other event follows.
+#[test]
+fn a_silent_store_ends_the_wait_at_its_timeout_then_the_cleanup_goes() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let start = host.now;
+        let mut a = life(strategy, "a", Wait::Timeout(Duration::from_secs(2)), true);
+        let LifePoll::Execute(first_id, first) = a.poll(start) else {
+            panic!("{strategy}: the acquisition starts with a command")
+        };
+        let deadline = host.at(2.0);
+        assert_eq!(
+            a.poll(host.at(1.0)),
+            LifePoll::WaitUntil(deadline),
+            "{strategy}: with a command on its way, the machine wakes at the end of the wait"
+        );
+        let LifePoll::Event(LifeEvent::GaveUp(e)) = a.poll(deadline) else {
+            panic!("{strategy}: the wait ends at its deadline")
+        };
+        assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{strategy}: {e}");
+        assert!(e.message().contains("did not answer"), "{strategy}: {e}");
+        assert!(matches!(a.status(deadline), LifeStatus::Failed(_)));
+        assert_eq!(
+            a.poll(deadline),
+            LifePoll::WaitUntil(Instant::MAX),
+            "{strategy}: the cleanup waits for the command on its way"
+        );
+        // The store wakes up and applies the command now: the reply is ignored (no grant),
+        // and the cleanup removes what it wrote.
+        host.now = host.at(5.0);
+        let late = host.execute(&first);
+        a.handle(first_id, late);
+        let LifePoll::Execute(cleanup_id, cleanup) = a.poll(host.now) else {
+            panic!("{strategy}: the cleanup goes once the reply is in")
+        };
+        let reply = host.execute(&cleanup);
+        a.handle(cleanup_id, reply);
+        assert!(host.run(&mut a, Instant::MAX));
+        assert!(host.events.is_empty(), "{strategy}: {:?}", host.events);
+        assert!(host.cells().is_empty(), "{strategy}: {:?}", host.cells());
+    }
+}
+
+/// A command sent at the end of the wait, or by an acquisition with a zero timeout, is waited
+/// for (its host's command timeout bounds it): a zero timeout still makes its one attempt.
+#[test]
+fn a_zero_timeout_waits_for_its_attempt() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut a = life(strategy, "a", Wait::Timeout(Duration::ZERO), true);
+        let LifePoll::Execute(id, command) = a.poll(host.now) else {
+            panic!("{strategy}: the acquisition starts with a command")
+        };
+        assert_eq!(a.poll(host.at(0.5)), LifePoll::WaitUntil(Instant::MAX));
+        host.now = host.at(0.5);
+        let reply = host.execute(&command);
+        a.handle(id, reply);
+        assert!(!host.run(&mut a, host.at(1.0)));
+        assert!(granted(&host), "{strategy}: {:?}", host.events);
+    }
+}
+
+/// Store failures are not retried past the end of the wait: the acquisition fails then, not
+/// after its store attempts.
+#[test]
+fn store_failures_are_not_retried_past_the_wait() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        host.fault = Some(Box::new(|_, _| {
+            Some(Reply::Failed(Failure::Unavailable("no replica".into())))
+        }));
+        let mut a = life(
+            strategy,
+            "a",
+            Wait::Timeout(Duration::from_millis(30)),
+            true,
+        );
+        assert!(host.run(&mut a, host.at(10.0)), "{strategy}");
+        let LifeEvent::Failed(e) = host.last_event() else {
+            panic!("{strategy}: {:?}", host.events)
+        };
+        assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{strategy}: {e}");
+        let ended = host.events.last().expect("an event").0;
+        assert!(
+            ended < host.at(0.030),
+            "{strategy}: ended at {ended:?}: {e}"
+        );
+    }
+}
+
+/// A wait that ends between attempts names the holder its last attempt found, whatever the
+/// strategy.
+#[test]
+fn a_timed_out_wait_names_the_holder() {
+    for strategy in Strategy::ALL {
+        let mut host = Host::new();
+        let mut holder = life(strategy, "holder", Wait::TryOnce, true);
+        assert!(!host.run(&mut holder, host.now));
+        let owner = host
+            .events
+            .iter()
+            .find_map(|(_, e)| match e {
+                LifeEvent::Granted(g) => Some(g.lease.owner().key()),
+                _ => None,
+            })
+            .expect("granted");
+        host.events.clear();
+        let mut waiter = life(
+            strategy,
+            "waiter",
+            Wait::Timeout(Duration::from_secs(1)),
+            true,
+        );
+        // Woken late by its host, as timers are: past the end of the wait.
+        let mut woken = false;
+        for _ in 0..10_000 {
+            match waiter.poll(host.now) {
+                LifePoll::Execute(id, command) => {
+                    let reply = host.execute(&command);
+                    waiter.handle(id, reply);
+                }
+                LifePoll::Event(event) => {
+                    host.events.push((host.now, event));
+                    break;
+                }
+                LifePoll::WaitUntil(t) => {
+                    host.now = t.saturating_add(Duration::from_millis(3));
+                    woken = true;
+                }
+                LifePoll::Done => break,
+            }
+        }
+        assert!(woken);
+        let Some((_, LifeEvent::Failed(e))) = host.events.last() else {
+            panic!("{strategy}: {:?}", host.events)
+        };
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{strategy}: {e}");
+        assert_eq!(e.holder(), Some(owner.as_str()), "{strategy}: {e}");
+    }
+}

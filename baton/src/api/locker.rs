@@ -179,7 +179,12 @@ impl Locker {
         let ended = life
             .drive(store, owned.as_ref(), LifeEvent::ends_acquisition)
             .await;
-        abandon.finish();
+        match &ended {
+            // The wait ran out with the store silent: dropped armed, `abandon` finishes the
+            // cleanup in the background (the caller hears the error now).
+            Some(LifeEvent::GaveUp(_)) => drop(abandon),
+            _ => abandon.finish(),
+        }
         let grant = LifeEvent::acquisition_outcome(ended, name.as_str())?;
         if !in_transaction {
             self.hints().remember(&grant.lease);

@@ -274,7 +274,7 @@ impl Life {
                 view.elsewhere += 1;
                 view.last_elsewhere = Some(((**lease).clone(), lost.clone()));
             }
-            LifeEvent::Failed(_) | LifeEvent::Cancelled => {}
+            LifeEvent::Failed(_) | LifeEvent::GaveUp(_) | LifeEvent::Cancelled => {}
         });
     }
 
@@ -648,6 +648,7 @@ fn log(event: &LifeEvent) {
         LifeEvent::Lost(e) => tracing::warn!("{e}"),
         LifeEvent::Released(Ok(())) => tracing::debug!("released"),
         LifeEvent::Released(Err(e)) => tracing::warn!("release: {e}"),
+        LifeEvent::GaveUp(e) => tracing::debug!("gave up, cleaning up: {e}"),
         LifeEvent::Failed(_) | LifeEvent::Cancelled | LifeEvent::ReleaseElsewhere { .. } => {}
     }
 }

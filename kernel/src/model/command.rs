@@ -23,9 +23,24 @@ pub enum Consistency {
 impl core::str::FromStr for Consistency {
     type Err = crate::Error;
 
-    /// `one`, `quorum`, `local_quorum`, `each_quorum` or `all`, in any case, with `-` or `_`.
+    /// `one`, `quorum`, `local_quorum`, `each_quorum` or `all`, in any case, with `_` or `-`
+    /// between the words, or in camelCase: `local_quorum`, `LOCAL_QUORUM`, `local-quorum` and
+    /// the drivers' `localQuorum` are one level.
     fn from_str(text: &str) -> crate::Result<Consistency> {
-        match text.to_ascii_lowercase().replace('-', "_").as_str() {
+        let mut word = alloc::string::String::with_capacity(text.len() + 1);
+        let mut after_lower = false;
+        for c in text.chars() {
+            if c.is_ascii_uppercase() && after_lower {
+                word.push('_'); // camelCase: a word starts at the capital
+            }
+            after_lower = c.is_ascii_lowercase();
+            word.push(if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            });
+        }
+        match word.as_str() {
             "one" => Ok(Consistency::One),
             "quorum" => Ok(Consistency::Quorum),
             "local_quorum" => Ok(Consistency::LocalQuorum),
@@ -478,6 +493,33 @@ mod prefix_tests {
         }
         for s in ["aa\u{10FFFF}", "ac", "b"] {
             assert!(!(s >= "ab" && s < end.as_str()), "{s}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod consistency_tests {
+    use super::*;
+
+    #[test]
+    fn every_documented_spelling_names_one_level() {
+        for (text, level) in [
+            ("one", Consistency::One),
+            ("QUORUM", Consistency::Quorum),
+            ("local_quorum", Consistency::LocalQuorum),
+            ("local-quorum", Consistency::LocalQuorum),
+            ("LOCAL_QUORUM", Consistency::LocalQuorum),
+            ("localQuorum", Consistency::LocalQuorum),
+            ("LocalQuorum", Consistency::LocalQuorum),
+            ("eachQuorum", Consistency::EachQuorum),
+            ("each_quorum", Consistency::EachQuorum),
+            ("all", Consistency::All),
+        ] {
+            assert_eq!(text.parse::<Consistency>(), Ok(level), "{text}");
+        }
+        for text in ["", "localquorum", "local__quorum", "two", "local quorum"] {
+            let e = text.parse::<Consistency>().expect_err(text);
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidOption, "{text}");
         }
     }
 }

@@ -85,6 +85,9 @@ pub(crate) struct Io {
     backoff: RetryPolicy,
     state: State,
     maybe_applied: bool,
+    /// No retry (a resend, or a serial read settling a timed-out send) is made at or after this
+    /// instant: the operation's caller stops waiting then ([`Io::stop_retrying_at`]).
+    retry_until: Instant,
 }
 
 impl Io {
@@ -95,7 +98,17 @@ impl Io {
             backoff,
             state: State::Idle,
             maybe_applied: false,
+            retry_until: Instant::MAX,
         }
+    }
+
+    /// Makes no retry at or after `until`: a failure whose retry would come later ends the
+    /// command at once, as if its attempts were used up ([`ErrorKind::StoreUnavailable`], or
+    /// [`ErrorKind::Ambiguous`] for a conditional command whose timed-out send could not be
+    /// settled). An acquisition whose wait ends at `until` uses this, so that a failing store
+    /// costs it no more than its wait.
+    pub fn stop_retrying_at(&mut self, until: Instant) {
+        self.retry_until = until;
     }
 
     /// Queues `command` to be sent at the next poll. Replaces anything queued or outstanding.
@@ -255,10 +268,13 @@ impl Io {
                 };
                 req.resolving = Some(read);
                 let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
-                self.state = State::Queued {
-                    req,
-                    not_before: now.saturating_add(delay),
-                };
+                let not_before = now.saturating_add(delay);
+                if not_before >= self.retry_until {
+                    let why = "it timed out, and the wait ended before a serial read could settle whether it was applied";
+                    let e = Error::new(ErrorKind::Ambiguous, ambiguous_message(&req.command, why));
+                    return Some(IoPoll::Done(Err(e), sent));
+                }
+                self.state = State::Queued { req, not_before };
                 None
             }
             Failure::Timeout(message) | Failure::Unavailable(message) => {
@@ -270,17 +286,17 @@ impl Io {
                 if req.resolving.is_some() {
                     // The settling read failed; read again, counting it as an attempt, and give up
                     // (ambiguous) once the attempts are used.
-                    if req.attempts >= self.attempts {
-                        let e = Error::new(kind, ambiguous_message(&req.command, &message));
-                        return Some(IoPoll::Done(Err(e), sent));
+                    if req.attempts < self.attempts {
+                        req.attempts += 1;
+                        let delay = self.backoff.delay(req.attempts, rng);
+                        let not_before = now.saturating_add(delay);
+                        if not_before < self.retry_until {
+                            self.state = State::Queued { req, not_before };
+                            return None;
+                        }
                     }
-                    req.attempts += 1;
-                    let delay = self.backoff.delay(req.attempts, rng);
-                    self.state = State::Queued {
-                        req,
-                        not_before: now.saturating_add(delay),
-                    };
-                    return None;
+                    let e = Error::new(kind, ambiguous_message(&req.command, &message));
+                    return Some(IoPoll::Done(Err(e), sent));
                 }
                 self.retry(req, now, rng, kind, &message)
             }
@@ -295,24 +311,32 @@ impl Io {
         kind: ErrorKind,
         why: &str,
     ) -> Option<IoPoll> {
-        if req.attempts >= self.attempts {
-            let sent = req.first_sent.unwrap_or(now);
-            let message = match kind {
-                ErrorKind::Ambiguous => ambiguous_message(&req.command, why),
-                _ => format!(
-                    "store unavailable: {} failed {} times, last: {why}",
-                    describe(&req.command),
-                    req.attempts
-                ),
-            };
-            return Some(IoPoll::Done(Err(Error::new(kind, message)), sent));
+        let used_up = req.attempts >= self.attempts;
+        if !used_up {
+            let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
+            let not_before = now.saturating_add(delay);
+            if not_before < self.retry_until {
+                self.state = State::Queued { req, not_before };
+                return None;
+            }
         }
-        let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
-        self.state = State::Queued {
-            req,
-            not_before: now.saturating_add(delay),
+        let sent = req.first_sent.unwrap_or(now);
+        let tries = if used_up {
+            format!("failed {} times", req.attempts)
+        } else {
+            format!(
+                "failed {} time(s), and the wait ends before another try",
+                req.attempts
+            )
         };
-        None
+        let message = match kind {
+            ErrorKind::Ambiguous => ambiguous_message(&req.command, why),
+            _ => format!(
+                "store unavailable: {} {tries}, last: {why}",
+                describe(&req.command)
+            ),
+        };
+        Some(IoPoll::Done(Err(Error::new(kind, message)), sent))
     }
 }
 

@@ -188,8 +188,8 @@ fn print_tables(args: &Args, results: &[(Strategy, Tally, f64)]) -> ExitCode {
     if args.sabotage != Sabotage::None {
         println!("broken variant: {:?}\n", args.sabotage);
     }
-    println!("| strategy | seeds | seeds/s | grants | violations | failed runs | releases ok / lost / ambiguous / other |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| strategy | seeds | seeds/s | grants | waits given up, store silent | violations | failed runs | releases ok / lost / ambiguous / other |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut failed = false;
     for (strategy, t, secs) in results {
         let violations: usize = t.failed.iter().map(|o| o.violations.len()).sum();
@@ -205,10 +205,11 @@ fn print_tables(args: &Args, results: &[(Strategy, Tally, f64)]) -> ExitCode {
         let ambiguous = count(Some(baton_kernel::ErrorKind::Ambiguous));
         let total: u64 = t.releases.iter().map(|(_, n)| *n).sum();
         println!(
-            "| {strategy} | {} | {:.0} | {} | {violations} | {} | {ok} / {lost} / {ambiguous} / {} |",
+            "| {strategy} | {} | {:.0} | {} | {} | {violations} | {} | {ok} / {lost} / {ambiguous} / {} |",
             t.runs,
             t.runs as f64 / secs.max(1e-9),
             t.grants,
+            t.gave_up,
             t.failed.len(),
             total - ok - lost - ambiguous
         );

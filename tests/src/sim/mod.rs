@@ -390,6 +390,11 @@ pub struct Outcome {
     pub grants: usize,
     /// Acquisitions that ended in an error, by kind.
     pub errors: Vec<(ErrorKind, usize)>,
+    /// Acquisitions whose wait ran out with a command on its way ([`LifeEvent::GaveUp`]):
+    /// counted in `errors` too; their cleanups were driven to the end.
+    ///
+    /// [`LifeEvent::GaveUp`]: baton_kernel::LifeEvent::GaveUp
+    pub gave_up: usize,
     /// Releases by what they returned (`None`: `Ok`).
     pub releases: Vec<(Option<ErrorKind>, usize)>,
     /// Faults injected.
@@ -452,6 +457,8 @@ pub struct Tally {
     pub failed: Vec<Outcome>,
     /// Grants delivered in all runs.
     pub grants: u64,
+    /// Waits that ran out with a command on its way, in all runs.
+    pub gave_up: u64,
     /// Events processed in all runs.
     pub events: u64,
     /// Faults injected in all runs.
@@ -464,6 +471,7 @@ impl Tally {
     fn add(&mut self, out: &Outcome) {
         self.runs += 1;
         self.grants += out.grants as u64;
+        self.gave_up += out.gave_up as u64;
         self.events += out.events;
         self.faults.add(&out.faults);
         for (kind, n) in &out.releases {
@@ -474,6 +482,7 @@ impl Tally {
     fn merge(&mut self, other: Tally) {
         self.runs += other.runs;
         self.grants += other.grants;
+        self.gave_up += other.gave_up;
         self.events += other.events;
         self.faults.add(&other.faults);
         for (kind, n) in other.releases {

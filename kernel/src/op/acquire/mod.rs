@@ -128,6 +128,9 @@ pub struct Acquire {
     unique: UniqueClaims,
     /// Bakery's state.
     bakery: BakeryAttempts,
+    /// The holder the last contended attempt found, named by a [`ErrorKind::TimedOut`] that
+    /// ends the wait between attempts.
+    last_holder: Option<String>,
     result: Option<Result<Grant>>,
 }
 
@@ -212,6 +215,7 @@ impl Acquire {
             fair: Fairness::default(),
             unique: UniqueClaims::default(),
             bakery: BakeryAttempts::default(),
+            last_holder: None,
             result: None,
             opts,
         })
@@ -369,6 +373,23 @@ impl Acquire {
         }
     }
 
+    /// When a caller who gave a timeout stops waiting for the store: the end of the wait, once
+    /// the acquisition has started. `None` for one attempt ([`Wait::TryOnce`]) or a zero
+    /// timeout: those wait for the store's answers to the attempt they make, each bounded by
+    /// the host's command timeout and the store attempts ([`LockOptions::store_attempts`]).
+    ///
+    /// [`LockLife`](crate::LockLife) gives up then on a command sent before it and still on its
+    /// way, and no store failure is retried at or after it, so that a store that stops
+    /// answering costs the caller no more than the wait.
+    ///
+    /// [`LockOptions::store_attempts`]: crate::LockOptions::store_attempts
+    pub fn gives_up_at(&self) -> Option<Instant> {
+        match self.opts.wait {
+            Wait::Timeout(d) if !d.is_zero() && self.started.is_some() => Some(self.wait_deadline),
+            _ => None,
+        }
+    }
+
     /// Attempts plus bakery queue polls: both count against `RetryPolicy::max_attempts`
     /// (ScaleOut's "retry count").
     fn out_of_attempts(&self) -> bool {
@@ -381,16 +402,21 @@ impl Acquire {
         now.saturating_duration_since(self.started.unwrap_or(now))
     }
 
+    /// [`ErrorKind::TimedOut`], naming the holder the last contended attempt found.
     fn timed_out(&self, now: Instant, why: &str) -> Error {
         let waited = self.waited(now);
-        Error::new(
+        let e = Error::new(
             ErrorKind::TimedOut,
             format!(
                 "timed out after {waited:?} and {} attempt(s) waiting for lock {:?}: {why}",
                 self.attempts,
                 self.name.as_str()
             ),
-        )
+        );
+        match &self.last_holder {
+            Some(holder) => e.with_holder(holder.clone()),
+            None => e,
+        }
     }
 
     /// The lock is held by someone else and our cell (if any) is gone.
@@ -398,13 +424,9 @@ impl Acquire {
         if self.opts.wait == Wait::TryOnce {
             return self.finish(Err(busy));
         }
+        self.last_holder = busy.holder().map(String::from);
         if now >= self.wait_deadline || self.out_of_attempts() {
-            let e = self.timed_out(now, busy.message());
-            let e = match busy.holder() {
-                Some(holder) => e.with_holder(holder),
-                None => e,
-            };
-            return self.finish(Err(e));
+            return self.finish(Err(self.timed_out(now, busy.message())));
         }
         if core::mem::take(&mut self.fair.woke_attempt) {
             self.fair.herd.lost();
@@ -677,6 +699,9 @@ impl Operation for Acquire {
                 Wait::TryOnce => now,
                 Wait::Timeout(d) => now.saturating_add(d),
             };
+            if let Some(until) = self.gives_up_at() {
+                self.io.stop_retrying_at(until);
+            }
         }
         loop {
             if let Some(result) = &self.result {

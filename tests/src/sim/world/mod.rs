@@ -124,6 +124,8 @@ struct Sim {
     /// is delivered later is broken too (the operator removed its cell mid-grant).
     broken: Vec<(GrantOwner, u64)>,
     errors: Vec<(ErrorKind, usize)>,
+    /// Acquisitions that gave up at the end of their wait with a command on its way.
+    gave_up: usize,
     releases: Vec<(Option<ErrorKind>, usize)>,
     faults: FaultCounts,
     processed: u64,
@@ -205,6 +207,7 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
         owners: Vec::new(),
         broken: Vec::new(),
         errors: Vec::new(),
+        gave_up: 0,
         releases: Vec::new(),
         faults: FaultCounts::default(),
         processed: 0,
@@ -593,6 +596,7 @@ impl Sim {
             seed,
             grants: self.grants.len(),
             errors: self.errors,
+            gave_up: self.gave_up,
             releases: self.releases,
             faults,
             events: self.processed,

@@ -379,6 +379,13 @@ impl Sim {
                 tally(&mut self.errors, e.kind());
                 self.clients[i].failed += 1;
             }
+            // The wait ran out with a command on its way: a failure, whose cleanup the life
+            // still sends (it is driven on until done, as hosts do).
+            LifeEvent::GaveUp(e) => {
+                tally(&mut self.errors, e.kind());
+                self.clients[i].failed += 1;
+                self.gave_up += 1;
+            }
             LifeEvent::Released(result) => {
                 if let Some(g) = self
                     .worker(i)
