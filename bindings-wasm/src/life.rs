@@ -43,6 +43,10 @@ pub(crate) struct Life {
     /// host: the next acquisition of the name here may then reuse our column).
     slot: RefCell<Option<Slot>>,
     on_lost: RefCell<Option<Function>>,
+    /// The command on its way, kept here between two drives: the acquisition's drive returns
+    /// at its outcome, and the next one (the held lock's, or the cleanup of a wait that gave
+    /// up) awaits its reply.
+    flight: RefCell<Option<Flight>>,
 }
 
 /// A command on its way, and its reply to come.
@@ -58,6 +62,7 @@ impl Life {
             changed: Watch::default(),
             slot: RefCell::new(Some(slot)),
             on_lost: RefCell::new(None),
+            flight: RefCell::new(None),
         })
     }
 
@@ -142,7 +147,8 @@ impl Life {
         let store = Rc::clone(&self.store);
         let changes = store.changes();
         let mut watch = ChangeWatch::new(changes.version());
-        let mut inflight: Option<Flight> = None;
+        // A command an earlier drive left on its way.
+        let mut inflight: Option<Flight> = self.flight.borrow_mut().take();
         loop {
             let poll = self.machine.borrow_mut().poll(js::now());
             match poll {
@@ -154,6 +160,7 @@ impl Life {
                     let event = with_context(event, &store);
                     self.publish(&event);
                     if stop(&event) {
+                        *self.flight.borrow_mut() = inflight;
                         return Some(event);
                     }
                 }

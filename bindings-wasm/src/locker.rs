@@ -187,6 +187,14 @@ impl CoreLocker {
         let locker = Rc::clone(inner);
         let promise = future_to_promise(async move {
             let ended = driver.drive(LifeEvent::ends_acquisition).await;
+            if let Some(LifeEvent::GaveUp(_)) = &ended {
+                // The wait ran out with the store silent: the caller hears it now, and the
+                // cleanup of what the acquisition may have written goes on by itself.
+                let cleaner = Rc::clone(&driver);
+                wasm_bindgen_futures::spawn_local(async move {
+                    let _ = cleaner.drive(|_| false).await;
+                });
+            }
             let grant =
                 LifeEvent::acquisition_outcome(ended, name.as_str()).map_err(|e| to_js(&e))?;
             locker.hints.borrow_mut().remember(&grant.lease);
