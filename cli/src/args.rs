@@ -48,6 +48,7 @@ Environment:
   NO_COLOR               when set (not empty), no colour in the output
   BATON_FENCING_TOKEN    set by `baton run` for the command: its fencing token
   BATON_LOCK             set by `baton run` for the command: the lock's name
+  BATON_LEASE_LEFT_MS    set by `baton run` for the command: the lease left when it started, in ms
 
 Exit status:
   See `baton run --help` for the table (75 lock busy, 69 store unavailable, 64 usage, 70 lease lost).";
@@ -81,14 +82,18 @@ pub enum Command {
 fn run_help() -> String {
     format!(
         "\
-The command sees BATON_FENCING_TOKEN (its fencing token: larger than every earlier holder's)
-and BATON_LOCK (the lock name). It runs in its own process group: SIGINT, SIGTERM, SIGHUP,
-SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are forwarded to that group, and the lock is released
-once the command has ended. The lease is renewed in the background; if it is lost (the store
-is unreachable for too long, or someone ran `baton release --force`), the command's group gets
-SIGTERM, then SIGKILL after --grace, and baton exits 70. If baton itself is killed, a watchdog
-process terminates the command the same way, so the command never outlives the lock.
-For batch jobs: started from a terminal, the command reads end-of-file on its standard input.
+The command sees BATON_FENCING_TOKEN (its fencing token: larger than every earlier holder's),
+BATON_LOCK (the lock name) and BATON_LEASE_LEFT_MS (the lease left when it started, in
+milliseconds). It starts only with at least --min-lease of the lease left: a lock granted with
+less (the store answered late) is renewed first, and if that fails or still leaves too little,
+baton exits 69 without running the command. It runs in its own process group: SIGINT,
+SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to baton are forwarded to that group, and the
+lock is released once the command has ended. The lease is renewed in the background; if it is
+lost (the store is unreachable for too long, or someone ran `baton release --force`), the
+command's group gets SIGTERM, then SIGKILL after --grace, and baton exits 70. If baton itself is
+killed, a watchdog process terminates the command the same way, so the command never outlives
+the lock. For batch jobs: started from a terminal, the command reads end-of-file on its
+standard input.
 
 Examples:
   baton run --lock nightly-digest --no-wait -- /usr/local/bin/digest.sh
@@ -164,6 +169,67 @@ fn parse_wait(text: &str) -> Result<WaitArg, String> {
     }
 }
 
+/// How much lease `baton run` wants left before it starts the command (`--min-lease`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MinLease {
+    /// This percentage of the TTL, from 0 (no check) up to, not including, 100.
+    Percent(f64),
+    /// This long.
+    Left(Duration),
+}
+
+impl MinLease {
+    /// The lease left that this asks for, with `ttl`.
+    pub fn of(self, ttl: Duration) -> Duration {
+        match self {
+            MinLease::Percent(percent) => ttl.mul_f64(percent / 100.0),
+            MinLease::Left(d) => d,
+        }
+    }
+}
+
+impl std::fmt::Display for MinLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MinLease::Percent(percent) => write!(f, "{percent}%"),
+            MinLease::Left(d) => f.write_str(&duration::human(*d)),
+        }
+    }
+}
+
+fn parse_min_lease(text: &str) -> Result<MinLease, String> {
+    let s = text.trim();
+    if let Some(number) = s.strip_suffix('%') {
+        let percent: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p: &f64| p.is_finite())
+            .ok_or_else(|| {
+                format!("{s:?} is not a percentage, such as 50% (or 0% for no check)")
+            })?;
+        if percent < 0.0 || number.trim().starts_with('-') {
+            return Err(format!(
+                "{s:?} is negative; use a part of --ttl from 0% to under 100%"
+            ));
+        }
+        if percent >= 100.0 {
+            return Err(format!(
+                "{s:?} is too much: a lease never has its whole TTL left (it counts from when the request was sent), so use under 100%, such as 50%"
+            ));
+        }
+        return Ok(MinLease::Percent(percent));
+    }
+    if !s.is_empty() && s.parse::<f64>().is_ok() {
+        return Err(format!(
+            "{s:?} has no unit: write a part of --ttl, such as 50%, or a duration, such as 20s"
+        ));
+    }
+    duration::parse(s)
+        .map(MinLease::Left)
+        .map_err(|e| format!("{e}; or a part of --ttl, such as 50%"))
+}
+
 /// `baton run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -192,6 +258,13 @@ pub struct RunArgs {
     /// After SIGTERM (lease lost), how long the command has to exit before SIGKILL.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
     pub grace: Duration,
+
+    /// Start the command only with at least this much lease left: a part of --ttl (50%) or a
+    /// duration (20s). A lock granted with less (a slow store) is renewed first; if the renewal
+    /// fails or still leaves too little, baton exits 69 without running the command. 0% turns
+    /// the check off.
+    #[arg(long, value_name = "PART", default_value = "50%", value_parser = parse_min_lease)]
+    pub min_lease: MinLease,
 
     /// The command to run, and its arguments (after `--`).
     #[arg(
@@ -359,5 +432,50 @@ mod tests {
         let e = Cli::try_parse_from(["baton", "run", "--lock", "x", "--ttl", "0s", "true"])
             .expect_err("zero ttl");
         assert!(e.to_string().contains("zero"), "{e}");
+    }
+
+    #[test]
+    fn min_lease_is_a_part_of_the_ttl_or_a_duration() {
+        let ttl = Duration::from_secs(60);
+        let cases = [
+            ("50%", 30_000),
+            ("0%", 0),
+            ("99.5%", 59_700),
+            ("20s", 20_000),
+            ("0s", 0),
+        ];
+        for (text, ms) in cases {
+            let min = parse_min_lease(text).expect(text);
+            assert_eq!(min.of(ttl), Duration::from_millis(ms), "{text}");
+        }
+        assert_eq!(
+            parse_min_lease("33.3%").expect("33.3%").to_string(),
+            "33.3%"
+        );
+        assert_eq!(
+            parse_min_lease("1m30s").expect("1m30s").to_string(),
+            "1m30s"
+        );
+        for (text, needle) in [
+            ("100%", "under 100%"),
+            ("150%", "under 100%"),
+            ("-5%", "negative"),
+            ("-0%", "negative"),
+            ("-5s", "negative"),
+            ("half%", "not a percentage"),
+            ("NaN%", "not a percentage"),
+            ("50", "no unit"),
+            ("0.5", "no unit"),
+            ("half", "50%"),
+            ("", "50%"),
+        ] {
+            let e = parse_min_lease(text).expect_err(text);
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+        let cli = Cli::try_parse_from(["baton", "run", "-l", "x", "true"]).expect("valid");
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.min_lease, MinLease::Percent(50.0));
     }
 }

@@ -13,7 +13,8 @@ use baton::{Error, ErrorKind};
 pub const OK: u8 = 0;
 /// EX_USAGE: bad arguments (unknown strategy, bad duration, bad store URL, bad lock name).
 pub const USAGE: u8 = 64;
-/// EX_UNAVAILABLE: the lock store could not be opened, reached or used.
+/// EX_UNAVAILABLE: the lock store could not be opened, reached or used, or it was too slow to
+/// leave `--min-lease` of a lease before `baton run`'s command (which was then not run).
 pub const UNAVAILABLE: u8 = 69;
 /// EX_SOFTWARE: the lease was lost while the command ran; the command was stopped.
 pub const LOST: u8 = 70;
@@ -34,7 +35,8 @@ Exit status:
   N      baton run: the command's own exit status (128+N if it died of signal N)
   0      success (other subcommands)
   64     usage: bad argument, duration, strategy, lock name or store URL
-  69     store unavailable: could not open, reach or use the lock store
+  69     store unavailable: could not open, reach or use the lock store, or it granted the
+         lock too late to leave --min-lease of the lease (the command was not run)
   70     lease lost while the command ran: it was sent SIGTERM, then SIGKILL
   71     operating system error (could not start a process or handle signals)
   73     could not create the default store's directory

@@ -5,13 +5,17 @@
 //! 1. Install handlers for the forwarded signals (so a Ctrl-C while waiting ends baton cleanly:
 //!    status 128 + signal, nothing run).
 //! 2. Acquire, waiting as asked. Busy or timed out: 75; store trouble: 69; bad options: 64.
-//! 3. Start the [watchdog](crate::watchdog), then the command in its own process group, with
-//!    `BATON_FENCING_TOKEN` and `BATON_LOCK` in its environment. The guard's keep-alive renews
-//!    the lease in the background all along.
-//! 4. Wait for the command, forwarding signals to its group. If the lease is lost, the group
+//! 3. If the lease was granted with less than `--min-lease` left (a slow store: the lease counts
+//!    from when the request was sent), renew it once; if that fails or still leaves too little,
+//!    release and exit 69 without running the command. A job started on such a lease would only
+//!    be stopped moments later.
+//! 4. Start the [watchdog](crate::watchdog), then the command in its own process group, with
+//!    `BATON_FENCING_TOKEN`, `BATON_LOCK` and `BATON_LEASE_LEFT_MS` in its environment. The
+//!    guard's keep-alive renews the lease in the background all along.
+//! 5. Wait for the command, forwarding signals to its group. If the lease is lost, the group
 //!    gets SIGTERM, then SIGKILL after `--grace`, and baton exits 70 whatever the command
 //!    returned.
-//! 5. When the command has exited, stop anything it left in its group (nothing may outlive the
+//! 6. When the command has exited, stop anything it left in its group (nothing may outlive the
 //!    lock), dismiss the watchdog, release the lock, and exit with the command's status.
 
 use std::ffi::OsString;
@@ -19,14 +23,14 @@ use std::io::IsTerminal;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use baton::{Error, ErrorKind, Guard, LockRequest, Locker, Wait};
+use baton::{Error, ErrorKind, Guard, LockOptions, LockRequest, Locker, Wait};
 use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
-use crate::args::{RunArgs, WaitArg};
+use crate::args::{MinLease, RunArgs, WaitArg};
 use crate::duration::human;
-use crate::exit::{CliError, BUSY, CANNOT_EXECUTE, LOST, NOT_FOUND, OS_ERROR};
+use crate::exit::{CliError, BUSY, CANNOT_EXECUTE, LOST, NOT_FOUND, OS_ERROR, UNAVAILABLE};
 use crate::locks::describe_holders;
 use crate::output::{say, warn};
 use crate::process::{is_terminating, shell_status, Forwarded, Group};
@@ -37,9 +41,13 @@ use crate::watchdog::Watchdog;
 pub const TOKEN_VAR: &str = "BATON_FENCING_TOKEN";
 /// Environment variable carrying the lock name to the command.
 pub const LOCK_VAR: &str = "BATON_LOCK";
+/// Environment variable carrying to the command how much lease was left when it started, in
+/// milliseconds (at least `--min-lease`; the keep-alive renews it from then on).
+pub const LEASE_LEFT_VAR: &str = "BATON_LEASE_LEFT_MS";
 
 /// Runs `baton run`; returns the exit status.
 pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
+    let min_lease = min_lease(args)?;
     let mut signals = Forwarded::install()?;
     let locker = store::open(store_url)?;
     let wait = if args.no_wait {
@@ -64,6 +72,22 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
             return Ok(128 + sig as u8);
         }
     };
+
+    match ensure_lease(&guard, args, min_lease, &mut signals).await {
+        Ok(Ok(())) => {}
+        Ok(Err(sig)) => {
+            release_after_failure(&mut guard).await;
+            say(&format!(
+                "{sig} received while renewing the lease on lock {:?}; the command was not run",
+                args.lock
+            ));
+            return Ok(128 + sig as u8);
+        }
+        Err(e) => {
+            release_after_failure(&mut guard).await;
+            return Err(e);
+        }
+    }
 
     let watchdog = match Watchdog::start(args.grace) {
         Ok(watchdog) => watchdog,
@@ -166,6 +190,83 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
     }
 }
 
+/// The lease `--min-lease` asks for with `--ttl`; a usage error when no lease can have that much
+/// left: a lease counts from when its request was sent, less a drift margin (1% of the TTL plus
+/// 1 ms), so even a fresh one has less than its TTL.
+fn min_lease(args: &RunArgs) -> Result<Duration, CliError> {
+    let min = args.min_lease.of(args.ttl);
+    let options = LockOptions {
+        ttl: args.ttl,
+        ..LockOptions::default()
+    };
+    let most = options.lease_validity();
+    if min >= most {
+        let asked = match args.min_lease {
+            MinLease::Percent(_) => format!("{} ({})", args.min_lease, human(min)),
+            MinLease::Left(_) => args.min_lease.to_string(),
+        };
+        return Err(CliError::usage(format!(
+            "--min-lease {asked} is more than a lease can have left with --ttl {}: at most {} (the TTL less a margin for clock drift), less its request's round trip",
+            human(args.ttl),
+            human(most)
+        ))
+        .hint("use a smaller --min-lease (the default is 50%, 0% turns the check off) or a longer --ttl"));
+    }
+    Ok(min)
+}
+
+/// Before the command starts: if the lease has less than `min` left (it was granted late: under
+/// faults a grant's reply can take most of the TTL), renews it once and checks again. Gives the
+/// error to exit with when it still has too little, or the signal that interrupted the renewal.
+///
+/// One renewal, no more: its round trip measured the store as it is now, and a store too slow to
+/// renew within `TTL - min` would most likely fail the keep-alive's next renewals too, stopping
+/// the job soon after its start. Exiting 69 leaves the next run (cron's) to try again.
+async fn ensure_lease(
+    guard: &Guard,
+    args: &RunArgs,
+    min: Duration,
+    signals: &mut Forwarded,
+) -> Result<Result<(), Signal>, CliError> {
+    let granted = guard.remaining();
+    if granted >= min {
+        return Ok(Ok(()));
+    }
+    tracing::info!(
+        lock = %args.lock,
+        left_ms = granted.as_millis(),
+        min_ms = min.as_millis(),
+        "lease granted with less than --min-lease left; renewing it before starting the command"
+    );
+    let renewal = tokio::select! {
+        result = guard.renew() => result,
+        // The deadline passed while the renewal was on its way.
+        () = guard.lost() => Err(guard.loss().unwrap_or_else(|| Error::new(ErrorKind::Lost, "the lease ended"))),
+        sig = signals.recv() => return Ok(Err(sig)),
+    };
+    let left = guard.remaining();
+    if renewal.is_ok() && left >= min {
+        tracing::info!(lock = %args.lock, left_ms = left.as_millis(), "lease renewed");
+        return Ok(Ok(()));
+    }
+    let outcome = match renewal {
+        Ok(()) => format!("a renewal left only {}", human(left)),
+        Err(e) => format!("renewing it failed: {}", e.message()),
+    };
+    Err(CliError::new(
+        UNAVAILABLE,
+        format!(
+            "lock {:?} was granted with only {} of its {} lease left (--min-lease {} asks for {}), and {outcome}; the command was not run",
+            args.lock,
+            human(granted),
+            human(args.ttl),
+            args.min_lease,
+            human(min)
+        ),
+    )
+    .hint("the store answers too slowly for this --ttl: check its health, or use a longer --ttl or a smaller --min-lease (0% starts the command whatever is left)"))
+}
+
 const LOST_HINT: &str = "another holder may have run meanwhile; if nobody broke the lock (baton release --force), check the store's health or use a longer --ttl";
 
 /// Acquires the lock, or gives the signal that interrupted the wait. On a terminal, says who
@@ -245,6 +346,7 @@ fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, CliError> {
         .args(rest)
         .env(TOKEN_VAR, guard.token().to_string())
         .env(LOCK_VAR, guard.name())
+        .env(LEASE_LEFT_VAR, guard.remaining().as_millis().to_string())
         // From its own process group the command cannot read a terminal (it would be stopped
         // by SIGTTIN and never finish): on a terminal it reads end-of-file instead.
         .stdin(if std::io::stdin().is_terminal() {
@@ -324,9 +426,13 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
 
-/// Releases after a failure of baton's own (the command did not run): errors are only warned.
+/// Releases after a failure of baton's own (the command did not run): errors are only warned,
+/// except a lost lease's (nothing was protected, and nothing is left to release).
 async fn release_after_failure(guard: &mut Guard) {
-    if let Err(e) = guard.release().await {
+    if let Err(e) = guard.release().await.or_else(|e| match e.kind() {
+        ErrorKind::Lost => Ok(()),
+        _ => Err(e),
+    }) {
         warn(&format!(
             "could not release lock {:?}: {}; it expires by itself with its TTL",
             guard.name(),

@@ -51,6 +51,30 @@ fn bad_arguments_exit_64_naming_the_problem() {
         (&["run", "--lock", "x"], "COMMAND"),
         (&["run", "--", "true"], "--lock"),
         (&["run", "--lock", "", "--", "true"], "lock name is empty"),
+        (
+            &["run", "--lock", "x", "--min-lease", "150%", "--", "true"],
+            "for '--min-lease <PART>': \"150%\" is too much",
+        ),
+        (
+            &["run", "--lock", "x", "--min-lease=-5%", "--", "true"],
+            "for '--min-lease <PART>': \"-5%\" is negative",
+        ),
+        (
+            &["run", "--lock", "x", "--min-lease", "half", "--", "true"],
+            "for '--min-lease <PART>': \"half\" is not a duration",
+        ),
+        (
+            &["run", "--lock", "x", "--min-lease", "50", "--", "true"],
+            "\"50\" has no unit",
+        ),
+        (
+            &["run", "--lock", "x", "--min-lease", "90s", "--", "true"],
+            "--min-lease 1m30s is more than a lease can have left with --ttl 1m",
+        ),
+        (
+            &["run", "--lock", "x", "--ttl", "1s", "--min-lease", "99%", "--", "true"],
+            "--min-lease 99% (990ms) is more than a lease can have left with --ttl 1s: at most 989ms",
+        ),
         (&["demo", "--workers", "0"], "0 is not in 1..=64"),
         (&["nosuch"], "unrecognized subcommand"),
     ];
@@ -131,6 +155,9 @@ fn every_subcommand_has_help_with_examples() {
         "BATON_FENCING_TOKEN",
         "--no-wait",
         "--grace",
+        "--min-lease <PART>",
+        "[default: 50%]",
+        "BATON_LEASE_LEFT_MS",
     ] {
         run.expect_stdout(needle);
     }
