@@ -77,10 +77,10 @@ pub enum LifeEvent {
     Granted(Box<Grant>),
     /// The acquisition failed (busy, timed out, store errors): nothing of it is left held.
     Failed(Error),
-    /// The acquisition's wait ended while the store had not answered a command sent before
-    /// ([`Acquire::gives_up_at`]): it failed with this error ([`ErrorKind::StoreUnavailable`]),
-    /// and nothing of it is held; but what it may have written is still to be removed, as for
-    /// a cancellation. The host gives the caller the error now and keeps driving the life until
+    /// The acquisition's wait ended with a command still on its way
+    /// ([`Acquire::gives_up_at`]): it failed with this error ([`ErrorKind::StoreUnavailable`],
+    /// or the store error it was already cleaning up after), and nothing of it is held; but
+    /// what it may have written is still to be removed, as for a cancellation. The host gives the caller the error now and keeps driving the life until
     /// [`LifePoll::Done`], and keeps the owner-id slot until then.
     GaveUp(Error),
     /// The acquisition was cancelled by [`LockLife::cancel`], and its cell removed (or left to
@@ -577,14 +577,19 @@ impl LockLife {
             .outstanding
             .as_ref()
             .map_or(Duration::ZERO, |o| now.saturating_duration_since(o.sent));
-        let e = Error::new(
-            ErrorKind::StoreUnavailable,
-            format!(
-                "the store did not answer within the wait for lock {:?}: gave up after {} attempt(s), with a command on its way for {on_its_way:?}",
-                op.name().as_str(),
-                op.attempts(),
+        // An acquisition already failing (removing its cell after a store error) fails with
+        // that error; otherwise the store's silence is the reason.
+        let e = match op.failing() {
+            Some(e) => e.clone(),
+            None => Error::new(
+                ErrorKind::StoreUnavailable,
+                format!(
+                    "the store did not answer within the wait for lock {:?}: gave up after {} attempt(s), with a command on its way for {on_its_way:?}",
+                    op.name().as_str(),
+                    op.attempts(),
+                ),
             ),
-        )
+        }
         .with_lock(op.name().as_str());
         let cleanup = op.cleanup();
         self.status = LifeStatus::Failed(e.clone());
@@ -614,19 +619,16 @@ impl LockLife {
                 Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command, now)),
                 None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
             },
-            Phase::Acquiring(op) if busy => {
+            Phase::Acquiring(op) if busy => match op.gives_up_at() {
                 // A caller who gave a timeout is not kept waiting past it by a store that does
-                // not answer a command sent before it ends.
-                let sent = self.outstanding.as_ref().map_or(now, |o| o.sent);
-                match op.gives_up_at() {
-                    Some(limit) if sent < limit && now >= limit => {
-                        self.give_up(now);
-                        Step::Again
-                    }
-                    Some(limit) if sent < limit => Step::Out(LifePoll::WaitUntil(limit)),
-                    _ => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+                // not answer.
+                Some(limit) if now >= limit => {
+                    self.give_up(now);
+                    Step::Again
                 }
-            }
+                Some(limit) => Step::Out(LifePoll::WaitUntil(limit)),
+                None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
+            },
             Phase::Acquiring(op) => match op.poll(now) {
                 Poll::Execute(inner, command) => {
                     Step::Out(self.send(Target::Acquire, inner, command, now))

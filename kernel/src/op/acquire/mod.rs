@@ -327,7 +327,9 @@ impl Acquire {
                 );
                 return self.finish(Err(e));
             }
-            if now > self.wait_deadline || self.out_of_attempts() {
+            // No attempt starts at the end of the wait: its commands would be given up on
+            // (`gives_up_at`).
+            if now >= self.wait_deadline || self.out_of_attempts() {
                 return self.finish(Err(self.timed_out(now, "the lock stayed contended")));
             }
         }
@@ -378,14 +380,22 @@ impl Acquire {
     /// timeout: those wait for the store's answers to the attempt they make, each bounded by
     /// the host's command timeout and the store attempts ([`LockOptions::store_attempts`]).
     ///
-    /// [`LockLife`](crate::LockLife) gives up then on a command sent before it and still on its
-    /// way, and no store failure is retried at or after it, so that a store that stops
+    /// [`LockLife`](crate::LockLife) gives up then on a command still on its way, no attempt
+    /// starts then, and no store failure is retried at or after it, so that a store that stops
     /// answering costs the caller no more than the wait.
     ///
     /// [`LockOptions::store_attempts`]: crate::LockOptions::store_attempts
     pub fn gives_up_at(&self) -> Option<Instant> {
         match self.opts.wait {
             Wait::Timeout(d) if !d.is_zero() && self.started.is_some() => Some(self.wait_deadline),
+            _ => None,
+        }
+    }
+
+    /// The error this acquisition is failing with while it removes its cell, if it is.
+    pub fn failing(&self) -> Option<&Error> {
+        match &self.phase {
+            Phase::Abandon(Then::Fail(e)) => Some(e),
             _ => None,
         }
     }
