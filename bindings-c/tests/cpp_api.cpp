@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <future>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -198,6 +201,58 @@ TEST(CppErrors, ADeadStoreIsUnavailable) {
     options.wait_timeout = 0ms;
     baton::Locker l("postgres://baton@127.0.0.1:9/baton?timeout=1s", options);
     EXPECT_THROW(baton::Lock(l, "x"), baton::StoreUnavailable);
+}
+
+// A TCP server on loopback that accepts every connection and never writes a byte (connections
+// stay open until it is destroyed: a reset would be an answer).
+class SilentServer {
+public:
+    SilentServer() {
+        fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = 0;
+        socklen_t len = sizeof addr;
+        if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+            ::listen(fd_, 16) != 0 ||
+            ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+            throw std::runtime_error("silent server: cannot listen on 127.0.0.1");
+        }
+        port_ = ntohs(addr.sin_port);
+        // The kernel completes handshakes into the backlog: nothing needs to accept them.
+    }
+    ~SilentServer() { ::close(fd_); }
+    SilentServer(const SilentServer&) = delete;
+    SilentServer& operator=(const SilentServer&) = delete;
+    int port() const { return port_; }
+
+private:
+    int fd_ = -1;
+    int port_ = 0;
+};
+
+// A store that never answers costs no more than the lock's timeout (it used to cost the store
+// attempts times the command timeout).
+TEST(CppErrors, ASilentStoreFailsTheWaitAtItsTimeout) {
+    if (store_url() != "memory:") {
+        GTEST_SKIP() << "run once, with the memory store";
+    }
+    for (const char* scheme : {"postgres", "mysql", "cassandra"}) {
+        SilentServer server;
+        baton::Options options;
+        options.wait_timeout = 2s;
+        baton::Locker l(std::string(scheme) + "://baton@127.0.0.1:" +
+                            std::to_string(server.port()) + "/baton",
+                        options);
+        auto started = std::chrono::steady_clock::now();
+        EXPECT_THROW(baton::Lock(l, "job"), baton::StoreUnavailable) << scheme;
+        auto took = std::chrono::steady_clock::now() - started;
+        EXPECT_GE(took, 2s) << scheme;
+        EXPECT_LT(took, 2700ms) << scheme << ": "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                << " ms";
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CppApi,
