@@ -31,6 +31,7 @@ const LOCKER_KEYS: &[&str] = &[
     "keepAlive",
     "host",
     "commandTimeout",
+    "failOnStaleLock",
 ];
 
 /// `new Locker(store, options)`'s options.
@@ -88,6 +89,9 @@ pub(crate) fn locker_options(options: &JsValue) -> Result<LockerOptions> {
             )));
         }
     }
+    if let Some(v) = js::field(&options, "failOnStaleLock") {
+        out.defaults.prefix.fail_on_stale_lock = fail_on_stale_lock(&v)?;
+    }
     out.defaults.validate()?;
     Ok(out)
 }
@@ -99,18 +103,41 @@ pub(crate) fn lock_options(
     try_once: bool,
 ) -> Result<LockOptions> {
     let mut opts = defaults.clone();
-    if let Some(options) = object("lock options", options, &["timeout", "ttl"])? {
+    if let Some(options) = object(
+        "lock options",
+        options,
+        &["timeout", "ttl", "failOnStaleLock", "cellTtl"],
+    )? {
         if let Some(v) = js::field(&options, "ttl") {
             opts.ttl = duration("ttl", &v, false)?;
         }
         if let Some(v) = js::field(&options, "timeout") {
             opts.wait = Wait::Timeout(duration("timeout", &v, true)?);
         }
+        if let Some(v) = js::field(&options, "failOnStaleLock") {
+            opts.prefix.fail_on_stale_lock = fail_on_stale_lock(&v)?;
+        }
+        // Column prefix only, at least the lease's TTL: checked by the kernel (as Rust's
+        // `cell_ttl`) when the acquisition starts.
+        if let Some(v) = js::field(&options, "cellTtl") {
+            opts.prefix.cell_ttl = Some(duration("cellTtl", &v, false)?);
+        }
     }
     if try_once {
         opts.wait = Wait::TryOnce;
     }
     Ok(opts)
+}
+
+/// `failOnStaleLock`: a boolean. The kernel's validation refuses `true` for a strategy other
+/// than column prefix (as Rust's `fail_on_stale_lock`).
+fn fail_on_stale_lock(value: &JsValue) -> Result<bool> {
+    value.as_bool().ok_or_else(|| {
+        invalid(format!(
+            "failOnStaleLock must be a boolean, got {}",
+            type_of(value)
+        ))
+    })
 }
 
 /// A lock name: a string of well-formed Unicode, then the kernel's rules (not empty, not too
