@@ -1,13 +1,26 @@
 export * from './errors.js';
 
+declare global {
+  // `Symbol.asyncDispose`, as @types/node and lib "esnext.disposable" declare it (the same
+  // declaration merges with theirs): so that these declarations compile with any `lib`,
+  // for instance "ES2022" alone. `await using` itself needs TypeScript 5.2+.
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 /** The package's version. */
 export const version: string;
 
 /** How a lock is taken: see the README's table of strategies. */
 export type Strategy = 'unique-insert' | 'bakery' | 'column-prefix';
 
-/** Cassandra's plain consistency of the locks' reads and writes. */
-export type Consistency = 'one' | 'quorum' | 'local_quorum' | 'each_quorum' | 'all';
+/**
+ * Cassandra's plain consistency of the locks' reads and writes. The snake_case names are the
+ * ones used across baton (store URLs, Python, C); the camelCase `'localQuorum'` and
+ * `'eachQuorum'` (the adapter contract's spelling) are accepted as aliases.
+ */
+export type Consistency = 'one' | 'quorum' | 'local_quorum' | 'each_quorum' | 'all' | 'localQuorum' | 'eachQuorum';
 
 /** A locker's defaults. Durations are milliseconds. */
 export interface LockerOptions {
@@ -25,6 +38,11 @@ export interface LockerOptions {
   host?: string;
   /** How long one call to the store may take before it counts as timed out; default 10000. */
   commandTimeout?: number;
+  /**
+   * Column prefix only: reject with StaleLockError on finding another owner's stale lock
+   * entry instead of deleting it; default false.
+   */
+  failOnStaleLock?: boolean;
 }
 
 /** One acquisition's options. */
@@ -35,6 +53,14 @@ export interface LockOptions {
   ttl?: number;
   /** Aborting it stops the wait (CancelledError) and removes what the wait wrote. */
   signal?: AbortSignal;
+  /** Column prefix only: reject with StaleLockError on another owner's stale entry (default: the locker's). */
+  failOnStaleLock?: boolean;
+  /**
+   * Column prefix only: how long the store keeps the lock's entry (ms), at least its `ttl`
+   * (the default). Past the lease's TTL and before this, the entry is stale: another
+   * acquisition deletes it, or rejects with StaleLockError under `failOnStaleLock`.
+   */
+  cellTtl?: number;
 }
 
 /** An entry of the lock table, as operators see it. */

@@ -1,5 +1,40 @@
-import type { Pool, Client } from 'pg';
 import type { SqlAdapter } from './index.js';
+
+// What the adapter calls on `pg`'s objects, described structurally so that these declarations
+// need neither `pg`'s types (@types/pg) nor Node's: a `pg.Pool` or `pg.Client` (typed by
+// @types/pg or not) fits them as it is.
+
+/** A statement as the adapter gives it to `query`: positional values, rows as arrays or not. */
+export interface PgQuery {
+  text: string;
+  values?: (string | number | null)[];
+  rowMode?: 'array';
+}
+
+/** What the adapter reads of a result. */
+export interface PgResult {
+  rows: unknown[];
+  rowCount: number | null;
+}
+
+/** What the adapter uses of a connection: `pg.Client`, or a `pg.PoolClient` from a pool. */
+export interface PgClientLike {
+  query(query: PgQuery): Promise<PgResult>;
+  query(text: string): Promise<unknown>;
+}
+
+/** A connection checked out of a pool, given back with `release` (an error discards it). */
+export interface PgPoolClientLike extends PgClientLike {
+  release(err?: Error | boolean): void;
+}
+
+/** What the adapter uses of a `pg.Pool`: a connection of its own for each statement or transaction. */
+export interface PgPoolLike {
+  query(query: PgQuery): Promise<PgResult>;
+  connect(): Promise<PgPoolClientLike>;
+  /** How a pool is told from a client. */
+  readonly totalCount: number;
+}
 
 /** Options of a PostgreSQL store. */
 export interface PostgresStoreOptions {
@@ -15,5 +50,11 @@ export interface PostgresStoreOptions {
   layout?: 'one-row' | 'two-rows';
 }
 
-/** A `pg.Pool` (recommended) or `pg.Client` as a baton store. */
-export function postgresStore(client: Pool | Client, options?: PostgresStoreOptions): SqlAdapter;
+/**
+ * A `pg.Pool` (recommended) or `pg.Client` as a baton store. Give the pool a
+ * `connectionTimeoutMillis` (at most the Locker's `commandTimeout`): without it, a server that
+ * accepts connections and never answers leaves the pool's connection attempts pending for
+ * ever, and `pool.end()` with them. A pool without one gets a warning
+ * (`process.emitWarning`, code `BATON_PG_NO_CONNECTION_TIMEOUT`), once per process.
+ */
+export function postgresStore(client: PgPoolLike | PgClientLike, options?: PostgresStoreOptions): SqlAdapter;

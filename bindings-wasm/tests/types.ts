@@ -1,5 +1,8 @@
 // Compiled with `tsc --strict` against the installed package: its declarations must describe
-// the API a TypeScript user writes against. Not run.
+// the API a TypeScript user writes against. Not run. The `lib` is ES2022 alone: `await using`
+// below takes its types from @types/node (as a Node project's do), and pg's from @types/pg,
+// whose Pool and Client must fit postgresStore's structural types. (tests/bare: a project with
+// neither.)
 
 import pg from 'pg';
 import cassandra from 'cassandra-driver';
@@ -13,8 +16,12 @@ import { cassandraStore } from 'baton-locks/cassandra';
 export async function typed(): Promise<bigint> {
   const options: LockerOptions = { strategy: 'bakery', ttl: 10_000, timeout: Infinity, keepAlive: true };
   const memory = new Locker(new MemoryStore(), options);
-  const pool = new pg.Pool({ connectionString: 'postgres://localhost/app' });
+  const pool = new pg.Pool({ connectionString: 'postgres://localhost/app', connectionTimeoutMillis: 5_000 });
   const sql: SqlAdapter = postgresStore(pool, { table: 'baton_locks' });
+  const single: SqlAdapter = postgresStore(new pg.Client({ connectionString: 'postgres://localhost/app' }));
+  void single;
+  const prefix = new Locker(new MemoryStore(), { strategy: 'column-prefix', failOnStaleLock: true, consistency: 'localQuorum' });
+  await (await prefix.lock('stale', { failOnStaleLock: false, cellTtl: 60_000 })).release();
   const onPostgres = new Locker(sql);
   // A wrapper that counts writes by what each statement is, never by its text.
   let writes = 0;

@@ -1,0 +1,12 @@
+// Compiled (never run) with lib esnext.disposable and without @types/node: `await using` on a
+// Lock, the package's Symbol.asyncDispose merged with the lib's.
+
+import { Locker, MemoryStore } from 'baton-locks';
+
+export async function scoped(): Promise<bigint> {
+  const locker = new Locker(new MemoryStore());
+  await using lock = await locker.lock('scoped');
+  const dispose: () => Promise<void> = () => lock[Symbol.asyncDispose]();
+  void dispose;
+  return lock.token;
+}
