@@ -3,7 +3,36 @@
 // and the `baton` command, so all of them see one another's locks.
 
 import { hostname } from 'node:os';
+import process from 'node:process';
 import { InvalidOptionError } from './errors.js';
+
+/** The warning's code, for `--disable-warning=` (Node 21.3+) and `process.on('warning')`. */
+const NO_CONNECTION_TIMEOUT = 'BATON_PG_NO_CONNECTION_TIMEOUT';
+let warnedNoConnectionTimeout = false;
+
+/**
+ * Warns, once per process, about a `pg.Pool` without `connectionTimeoutMillis`: its connection
+ * attempts then have no limit, so a server that accepts and never answers leaves them pending
+ * for ever, and `pool.end()` waits for them. Through `process.emitWarning` rather than
+ * `console.warn`: Node's channel for such advice, printed to stderr with its type and code,
+ * observable with `process.on('warning')` and silenced with `--no-warnings` or, by its code,
+ * `--disable-warning=BATON_PG_NO_CONNECTION_TIMEOUT`, without touching the application's logs.
+ * A `pg.Client` has no such option: its caller connects it.
+ * @param {any} pool
+ */
+function checkConnectionTimeout(pool) {
+  const options = pool.options;
+  if (warnedNoConnectionTimeout || options === null || typeof options !== 'object') return;
+  if (Number(options.connectionTimeoutMillis) > 0) return;
+  warnedNoConnectionTimeout = true;
+  process.emitWarning(
+    'postgresStore was given a pg.Pool without connectionTimeoutMillis: against a server that '
+      + 'accepts connections and never answers, its connection attempts never end and pool.end() '
+      + 'never returns. Set connectionTimeoutMillis (for instance 5000, at most the Locker\'s '
+      + 'commandTimeout).',
+    { type: 'BatonWarning', code: NO_CONNECTION_TIMEOUT },
+  );
+}
 
 /** Node's error codes of a connection that could not be made: nothing was sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EACCES', 'ENOENT']);
@@ -36,6 +65,7 @@ export function postgresStore(client, options = {}) {
   const extra = Object.keys(unknown);
   if (extra.length > 0) throw new InvalidOptionError(`unknown postgresStore option ${JSON.stringify(extra[0])} (known: table, create, layout)`);
   const isPool = typeof (/** @type {any} */ (client).totalCount) === 'number';
+  if (isPool) checkConnectionTimeout(client);
   // A single client is shared: run one thing at a time on it, so that no other lock's
   // statement can land inside a transaction.
   /** @type {Promise<unknown>} */

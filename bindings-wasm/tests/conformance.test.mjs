@@ -30,7 +30,7 @@ function postgresTarget(url) {
     name: 'postgres',
     keepsExpired: true,
     client: (options) => {
-      const pool = new pg.Pool({ connectionString: url, max: 4 });
+      const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000 });
       closers.push(() => pool.end());
       return new Locker(postgresStore(pool), options);
     },

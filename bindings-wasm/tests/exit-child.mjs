@@ -40,7 +40,7 @@ if (which === 'memory') {
   locker = (options) => new Locker(store, options);
   close = async () => {};
 } else if (which === 'postgres') {
-  const pool = new pg.Pool({ connectionString: process.env.BATON_POSTGRES_URL, max: 4 });
+  const pool = new pg.Pool({ connectionString: process.env.BATON_POSTGRES_URL, max: 4, connectionTimeoutMillis: 5_000 });
   locker = (options) => new Locker(postgresStore(pool), options);
   close = () => pool.end();
 } else if (which === 'cassandra') {

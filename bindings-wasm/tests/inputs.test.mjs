@@ -157,7 +157,7 @@ describe('the table layout a PostgreSQL store creates', () => {
   const url = process.env.BATON_POSTGRES_URL;
   for (const [layout, counterRows] of [[undefined, 0], ['one-row', 0], ['two-rows', 1]]) {
     test(`${layout ?? 'default (one-row)'}: the fencing counter ${counterRows ? 'in a row of its own' : "in the lock's row"}`, { skip: !url && 'BATON_POSTGRES_URL is not set' }, async () => {
-      const pool = new pg.Pool({ connectionString: url, max: 2 });
+      const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5_000 });
       const table = `js_layout_${process.pid}_${counterRows}`;
       try {
         await pool.query(`DROP TABLE IF EXISTS ${table}`);

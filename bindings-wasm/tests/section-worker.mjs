@@ -32,7 +32,7 @@ const options = { strategy: 'unique-insert', ttl: 10_000, timeout: 120_000 };
 let locker;
 let close;
 if (store === 'postgres') {
-  const pool = new pg.Pool({ connectionString: process.env.BATON_POSTGRES_URL, max: 2 });
+  const pool = new pg.Pool({ connectionString: process.env.BATON_POSTGRES_URL, max: 2, connectionTimeoutMillis: 5_000 });
   locker = new Locker(postgresStore(pool), options);
   close = () => pool.end();
 } else if (store === 'cassandra') {

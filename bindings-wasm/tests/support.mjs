@@ -176,7 +176,7 @@ function postgresTarget(url, layout) {
       assert.ok(url, 'BATON_REQUIRE_SERVICES=1 but BATON_POSTGRES_URL is not set');
       // A pool per locker, as separate processes would have.
       // Small, and closing idle connections: many lockers live at once (the server allows 100).
-      const pool = new pg.Pool({ connectionString: url, max: 2, idleTimeoutMillis: 1_000 });
+      const pool = new pg.Pool({ connectionString: url, max: 2, idleTimeoutMillis: 1_000, connectionTimeoutMillis: 5_000 });
       pools.push(pool);
       return new Locker(wrap(postgresStore(pool, options)), lockerOptions);
     },
