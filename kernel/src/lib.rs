@@ -81,6 +81,7 @@ pub use model::{
 pub use name::LockName;
 pub use op::{
     Acquire, CommandId, ForceRelease, Inspect, ListLocks, Operation, Poll, Purge, Release, Renew,
+    GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,
 };
 #[cfg(feature = "sabotage")]
 pub use options::Sabotage;

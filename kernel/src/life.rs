@@ -619,7 +619,11 @@ impl LockLife {
                 Some(command) => Step::Out(self.send(Target::Cleanup, CommandId(0), command, now)),
                 None => Step::Out(LifePoll::WaitUntil(Instant::MAX)),
             },
-            Phase::Acquiring(op) if busy => match op.gives_up_at() {
+            Phase::Acquiring(op) if busy => match self
+                .outstanding
+                .as_ref()
+                .and_then(|o| op.gives_up_on(o.sent))
+            {
                 // A caller who gave a timeout is not kept waiting past it by a store that does
                 // not answer.
                 Some(limit) if now >= limit => {

@@ -776,3 +776,72 @@ fn a_timed_out_wait_names_the_holder() {
         assert_eq!(e.holder(), Some(owner.as_str()), "{strategy}: {e}");
     }
 }
+
+/// A store that answers every command after `latency` (the reply is computed when it is due),
+/// while the life is polled at every instant it asks for meanwhile, as real hosts do.
+fn run_with_latency(host: &mut Host, life: &mut LockLife, latency: Duration, until: Instant) {
+    let mut pending: Option<(CommandId, Command, Instant)> = None;
+    for _ in 0..100_000 {
+        match life.poll(host.now) {
+            LifePoll::Execute(id, command) => {
+                pending = Some((id, command, host.now.saturating_add(latency)))
+            }
+            LifePoll::Event(event) => host.events.push((host.now, event)),
+            LifePoll::WaitUntil(t) => match pending.take() {
+                Some((id, command, due)) if due <= t => {
+                    host.now = due;
+                    let reply = host.execute(&command);
+                    life.handle(id, reply);
+                }
+                other => {
+                    pending = other;
+                    if t > until {
+                        return;
+                    }
+                    host.now = t;
+                }
+            },
+            LifePoll::Done => return,
+        }
+    }
+    panic!("the life did not settle");
+}
+
+/// A store that answers, slowly, a command sent just before the end of the wait: the attempt
+/// completes (the wait ends `TimedOut`, naming the holder), it is not given up on as if the
+/// store were silent.
+#[test]
+fn a_store_that_answers_at_the_end_of_the_wait_is_not_taken_for_a_silent_one() {
+    for strategy in Strategy::ALL {
+        for latency_ms in [1, 7, 40] {
+            let latency = Duration::from_millis(latency_ms);
+            let mut host = Host::new();
+            let mut holder = life(strategy, "holder", Wait::TryOnce, true);
+            assert!(!host.run(&mut holder, host.now));
+            host.events.clear();
+            let mut waiter = life(
+                strategy,
+                "waiter",
+                Wait::Timeout(Duration::from_secs(1)),
+                true,
+            );
+            let start = host.now;
+            let until = host.at(30.0);
+            run_with_latency(&mut host, &mut waiter, latency, until);
+            let Some((at, LifeEvent::Failed(e))) = host.events.first() else {
+                panic!("{strategy}, {latency:?}: {:?}", host.events)
+            };
+            assert_eq!(
+                e.kind(),
+                ErrorKind::TimedOut,
+                "{strategy}, {latency:?}: {e}"
+            );
+            assert!(e.holder().is_some(), "{strategy}, {latency:?}: {e}");
+            let took = at.saturating_duration_since(start);
+            assert!(
+                took < Duration::from_secs(1) + latency * 8,
+                "{strategy}, {latency:?}: ended after {took:?}"
+            );
+        }
+    }
+}

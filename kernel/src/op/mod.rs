@@ -9,7 +9,7 @@ mod io;
 mod release;
 mod renew;
 
-pub use acquire::Acquire;
+pub use acquire::{Acquire, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX};
 pub use admin::{ForceRelease, Inspect, ListLocks, Purge};
 pub use release::Release;
 pub use renew::Renew;

@@ -84,6 +84,12 @@ enum Phase {
     Done,
 }
 
+/// How long a command sent just before the end of a wait is waited for, at least
+/// ([`Acquire::gives_up_on`]).
+pub const GIVE_UP_GRACE: core::time::Duration = core::time::Duration::from_millis(250);
+/// ... and at most (two of the store's last round trips in between).
+pub const GIVE_UP_GRACE_MAX: core::time::Duration = core::time::Duration::from_secs(1);
+
 /// Acquires a lock (try once, or wait up to a timeout) and returns a [`Grant`].
 ///
 /// Create it with [`Acquire::new`], then drive it as [`Operation`] says. The round trips an
@@ -390,6 +396,21 @@ impl Acquire {
             Wait::Timeout(d) if !d.is_zero() && self.started.is_some() => Some(self.wait_deadline),
             _ => None,
         }
+    }
+
+    /// When a caller who gave a timeout stops waiting for the command sent at `sent` (and still
+    /// on its way): at the end of the wait ([`Acquire::gives_up_at`]), or, for a command sent
+    /// just before it, once the command has had [`GIVE_UP_GRACE`] (or two of the store's last
+    /// round trips, up to [`GIVE_UP_GRACE_MAX`]) to answer: a store that answers completes its
+    /// attempt (a grant, or `TimedOut` naming the holder), and only one that does not answer
+    /// is given up on. `None` when the caller gave no timeout.
+    pub fn gives_up_on(&self, sent: Instant) -> Option<Instant> {
+        let end = self.gives_up_at()?;
+        let grace = self
+            .round_trip
+            .saturating_mul(2)
+            .clamp(GIVE_UP_GRACE, GIVE_UP_GRACE_MAX);
+        Some(end.max(sent.saturating_add(grace)))
     }
 
     /// The error this acquisition is failing with while it removes its cell, if it is.
