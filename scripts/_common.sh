@@ -98,3 +98,32 @@ pid_cmdline_has() {
   pid_alive "$1" || return 1
   tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
 }
+
+# readme_blocks LANGS DIR CHECK RUN: the code blocks of LANGS (comma-separated) of the READMEs,
+# as scripts/readme-blocks extracts them into DIR (one file per distinct block, wrapped): the
+# function CHECK FILE compiles or type-checks each, then the function RUN FILE runs each
+# runnable one. Both run with no stdin and must return non-zero on failure. A failure names
+# the block's README:line; prints a "test result:" line counting README blocks; false if any
+# failed. See DEVELOPERS.md, "README code blocks".
+readme_blocks() {
+  local langs=$1 dir=$2 check=$3 run=$4
+  local mode file where n passed=0 failed=0 distinct=0
+  mkdir -p "$dir"
+  if ! "$BATON_ROOT/scripts/readme-blocks" extract "$langs" "$dir" >"$dir/manifest"; then
+    echo "test result: FAILED. 0 passed; 1 failed"
+    return 1
+  fi
+  while IFS=$'\t' read -r -u 3 mode file where; do
+    read -r -a n <<<"$where"
+    distinct=$((distinct + 1))
+    if "$check" "$file" </dev/null && { [[ $mode != run ]] || "$run" "$file" </dev/null; }; then
+      passed=$((passed + ${#n[@]}))
+    else
+      failed=$((failed + ${#n[@]}))
+      note "FAILED: the README block at $where ($langs, $mode; as checked: $file)"
+    fi
+  done 3<"$dir/manifest"
+  note "README blocks ($langs): $((passed + failed)) blocks ($distinct distinct) checked, $failed failed"
+  printf 'test result: %s. %d passed; %d failed\n' "$( ((failed)) && echo FAILED || echo ok)" "$passed" "$failed"
+  ((failed == 0))
+}
