@@ -86,9 +86,9 @@ enum Phase {
 
 /// How long a command sent just before the end of a wait is waited for, at least
 /// ([`Acquire::gives_up_on`]).
-pub const GIVE_UP_GRACE: core::time::Duration = core::time::Duration::from_millis(250);
+pub const GIVE_UP_GRACE: core::time::Duration = core::time::Duration::from_secs(1);
 /// ... and at most (two of the store's last round trips in between).
-pub const GIVE_UP_GRACE_MAX: core::time::Duration = core::time::Duration::from_secs(1);
+pub const GIVE_UP_GRACE_MAX: core::time::Duration = core::time::Duration::from_secs(2);
 
 /// Acquires a lock (try once, or wait up to a timeout) and returns a [`Grant`].
 ///
@@ -403,9 +403,14 @@ impl Acquire {
     /// just before it, once the command has had [`GIVE_UP_GRACE`] (or two of the store's last
     /// round trips, up to [`GIVE_UP_GRACE_MAX`]) to answer: a store that answers completes its
     /// attempt (a grant, or `TimedOut` naming the holder), and only one that does not answer
-    /// is given up on. `None` when the caller gave no timeout.
+    /// is given up on. An acquisition already failing (removing its cell after a store error)
+    /// gets no grace: nothing its cleanup answers can change its outcome. `None` when the
+    /// caller gave no timeout.
     pub fn gives_up_on(&self, sent: Instant) -> Option<Instant> {
         let end = self.gives_up_at()?;
+        if self.failing().is_some() {
+            return Some(end);
+        }
         let grace = self
             .round_trip
             .saturating_mul(2)
