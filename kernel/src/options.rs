@@ -212,12 +212,17 @@ pub enum Sabotage {
     /// rolled back), a release here that takes a lease found lost for freed by that release,
     /// and forgets a loss known before it (the rule before the simulator drove the life).
     ElsewhereReleaseTrusted,
+    /// For the simulator's driver: the owner-id slot freed when an acquisition gives up
+    /// ([`LifeEvent::GaveUp`](crate::LifeEvent::GaveUp)), before its cleanup is done (as if
+    /// [`LifeEvent::frees_the_slot`](crate::LifeEvent::frees_the_slot) held for it), so that
+    /// the next acquisition of the name reuses the column that cleanup removes.
+    GaveUpFreesSlot,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 14] = [
+    pub const ALL: [Sabotage; 15] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -232,6 +237,7 @@ impl Sabotage {
         Sabotage::UnflushedGrants,
         Sabotage::RenewalFromReplyTime,
         Sabotage::ElsewhereReleaseTrusted,
+        Sabotage::GaveUpFreesSlot,
     ];
 }
 

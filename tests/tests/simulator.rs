@@ -302,6 +302,17 @@ fn a_release_after_a_release_elsewhere_that_trusts_it_is_caught() {
     }
 }
 
+/// A host that frees the owner-id slot when a wait gives up, before the cleanup of what it wrote
+/// is done: the next acquisition reuses the column, and that late cleanup removes the new
+/// holder's cell. (Unique insert's cleanup compares the exact record, which a reused column
+/// does not have: only bakery and column prefix are broken by it.)
+#[test]
+fn a_slot_freed_before_a_given_up_wait_is_cleaned_up_is_caught() {
+    for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+        caught(strategy, Sabotage::GaveUpFreesSlot, None, 5_000);
+    }
+}
+
 #[test]
 fn every_broken_variant_has_a_test() {
     // The list above names each variant once; a new one must get a test here too.
@@ -320,6 +331,7 @@ fn every_broken_variant_has_a_test() {
         Sabotage::UnflushedGrants,
         Sabotage::RenewalFromReplyTime,
         Sabotage::ElsewhereReleaseTrusted,
+        Sabotage::GaveUpFreesSlot,
     ];
     assert_eq!(tested, Sabotage::ALL);
 }

@@ -98,6 +98,10 @@ struct Client {
     failed: u32,
     /// The fencing counter as the last lease left it, for the next acquisition.
     hint: Option<FenceHint>,
+    /// Lives that gave up and whose cleanup is still under way while the next one runs: only
+    /// under [`Sabotage::GaveUpFreesSlot`] (a host keeps driving such a life as the current
+    /// one, and starts the next acquisition of its slot only once it is done).
+    ghosts: Vec<worker::Ghost>,
 }
 
 /// Which cell a grant rests on, for matching a forced release's entries to grants: the owner
@@ -191,6 +195,7 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
             name: names[i % names.len()].clone(),
             failed: 0,
             hint: None,
+            ghosts: Vec::new(),
         });
     }
     let mut sim = Sim {
@@ -399,7 +404,9 @@ impl Sim {
                 reply,
                 paused,
             } => {
-                if self.clients[client].crashed || self.clients[client].op != op {
+                let c = &self.clients[client];
+                let to_ghost = c.ghosts.iter().any(|g| g.op == op);
+                if c.crashed || (c.op != op && !to_ghost) {
                     return;
                 }
                 if !paused {
@@ -418,6 +425,9 @@ impl Sim {
                     }
                 }
                 self.log(client, || format!("<- {reply:?}"));
+                if to_ghost {
+                    return self.deliver_to_ghost(client, op, id, reply);
+                }
                 match &mut self.clients[client].state {
                     State::Living(_) => return self.deliver(client, id, reply),
                     State::Purging(o) => o.handle(id, reply),

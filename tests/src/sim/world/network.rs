@@ -28,6 +28,13 @@ impl Sim {
     }
 
     pub(super) fn send(&mut self, client: usize, id: CommandId, command: Command) {
+        let op = self.clients[client].op;
+        self.send_as(client, op, id, command);
+    }
+
+    /// [`Sim::send`] for operation `op` of `client` (an earlier one than its current, for a
+    /// ghost's cleanup).
+    pub(super) fn send_as(&mut self, client: usize, op: u64, id: CommandId, command: Command) {
         self.log(client, || format!("send {command:?}"));
         let f = self.cfg.faults;
         let minority = if f.replicated && command.is_conditional() {
@@ -66,7 +73,6 @@ impl Sim {
             *n += 1;
         }
         let stamp = self.clients[client].clock.stamp(self.now);
-        let op = self.clients[client].op;
         let timeout = 50 * MS + self.rng.below(500 * MS);
         let at = self.now + self.one_way();
         self.schedule(

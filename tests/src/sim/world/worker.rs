@@ -18,7 +18,7 @@
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
     Acquire, CommandId, Error, ErrorKind, Grant, Instant, LifeEvent, LifePoll, LifeStatus,
-    LockLife, Operation, OwnerId, Poll, Release, Reply,
+    LockLife, Operation, OwnerId, Poll, Release, Reply, Sabotage,
 };
 
 use super::super::check::GrantRecord;
@@ -36,6 +36,14 @@ pub(super) struct Worker {
     plan: Plan,
     /// Once granted: the grant's entry in the log, and what the holder does when.
     held: Option<Holding>,
+}
+
+/// A life that gave up, still sending its cleanup, while the next life of its client runs with
+/// the same owner id ([`Sabotage::GaveUpFreesSlot`]).
+pub(super) struct Ghost {
+    life: LockLife,
+    /// The operation it belongs to: its replies are routed by it.
+    pub(super) op: u64,
 }
 
 /// What the holder of a granted lock is up to.
@@ -385,6 +393,9 @@ impl Sim {
                 tally(&mut self.errors, e.kind());
                 self.clients[i].failed += 1;
                 self.gave_up += 1;
+                if self.cfg.sabotage == Sabotage::GaveUpFreesSlot {
+                    self.free_slot_early(i);
+                }
             }
             LifeEvent::Released(result) => {
                 if let Some(g) = self
@@ -457,7 +468,51 @@ impl Sim {
     }
 
     /// Worker `i` crashed: its holder stops believing at once.
+    /// The broken host: the slot of worker `i`'s life that just gave up is freed now, so its
+    /// next life starts (with the same owner id, in runs that reuse them) while this one's
+    /// cleanup is still to come; it goes on as a ghost.
+    fn free_slot_early(&mut self, i: usize) {
+        let State::Living(w) = std::mem::replace(&mut self.clients[i].state, State::Idle) else {
+            return;
+        };
+        let op = self.clients[i].op;
+        self.log(i, || {
+            "slot freed at the give-up: the cleanup goes on as a ghost".into()
+        });
+        self.clients[i].ghosts.push(Ghost { life: w.life, op });
+        self.next_round(i);
+    }
+
+    /// A reply to a ghost's command: it sends its cleanup, or ends.
+    pub(super) fn deliver_to_ghost(&mut self, i: usize, op: u64, id: CommandId, reply: Reply) {
+        let Some(g) = self.clients[i].ghosts.iter_mut().find(|g| g.op == op) else {
+            return;
+        };
+        g.life.handle(id, reply);
+        self.drive_ghost(i, op);
+    }
+
+    fn drive_ghost(&mut self, i: usize, op: u64) {
+        let local = self.local(i);
+        loop {
+            let Some(k) = self.clients[i].ghosts.iter().position(|g| g.op == op) else {
+                return;
+            };
+            match self.clients[i].ghosts[k].life.poll(local) {
+                LifePoll::Execute(id, command) => return self.send_as(i, op, id, command),
+                LifePoll::Event(_) => {}
+                // A ghost only waits for replies (its cleanup waits for the command on its way).
+                LifePoll::WaitUntil(_) => return,
+                LifePoll::Done => {
+                    self.clients[i].ghosts.remove(k);
+                    return;
+                }
+            }
+        }
+    }
+
     pub(super) fn crash_worker(&mut self, i: usize) {
+        self.clients[i].ghosts.clear();
         let Some(h) = self.worker(i).and_then(|w| w.held.as_mut()) else {
             return;
         };
