@@ -18,7 +18,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{World, DEADLINE};
+use common::{fresh_name, store_url, World, DEADLINE};
 
 /// A TCP proxy on 127.0.0.1 to a database. The statements that write a lock record (their
 /// parameters carry `owner=`: an acquisition's claim, a renewal's compare-and-set) each take the
@@ -138,27 +138,6 @@ fn address(url: &str) -> String {
     host.split('?').next().unwrap_or(host).to_owned()
 }
 
-fn store_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("BATON_REQUIRE_SERVICES").as_deref() == Ok("1") => {
-            panic!("{var} is not set, and BATON_REQUIRE_SERVICES=1 requires every store")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set");
-            None
-        }
-    }
-}
-
-/// A lock name no earlier run used (the databases outlive a test run).
-fn fresh_name(test: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("min-lease-{test}-{}-{nanos}", std::process::id())
-}
-
 /// A world whose store is the database at `$var`, through a proxy with `delays`.
 fn slow_world(var: &str, test: &str, delays: &[Duration]) -> Option<(World, SlowProxy)> {
     let url = store_url(var)?;
@@ -181,7 +160,7 @@ fn a_late_grant_is_renewed_before_the_command_starts(var: &str, store: &str) {
     let Some((world, proxy)) = slow_world(var, &format!("late-{store}"), &[LATE_GRANT]) else {
         return;
     };
-    let lock = fresh_name(store);
+    let lock = fresh_name(&format!("min-lease-{store}"));
     let started = Instant::now();
     let out = world.output(&[
         "run",
@@ -214,7 +193,7 @@ fn a_store_too_slow_to_renew_starts_nothing(var: &str, store: &str) {
     let Some((world, proxy)) = slow_world(var, &format!("slow-{store}"), &delays) else {
         return;
     };
-    let lock = fresh_name(store);
+    let lock = fresh_name(&format!("min-lease-{store}"));
     let ran = world.path("ran");
     let out = world.output(&[
         "run",

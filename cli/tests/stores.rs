@@ -11,27 +11,6 @@ mod common;
 
 use common::*;
 
-fn store_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("BATON_REQUIRE_SERVICES").as_deref() == Ok("1") => {
-            panic!("{var} is not set, and BATON_REQUIRE_SERVICES=1 requires every store")
-        }
-        _ => {
-            eprintln!("skipped: {var} is not set");
-            None
-        }
-    }
-}
-
-/// A lock name no earlier run used.
-fn fresh_name(store: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("cli-{store}-{}-{nanos}", std::process::id())
-}
-
 /// Runs a job under `lock` at once (no wait) and returns the fencing token it was given.
 fn run_for_token(world: &World, lock: &str) -> u64 {
     let out = world.output(&[
@@ -55,7 +34,7 @@ fn every_command_on(var: &str, store: &str) {
     let Some(url) = store_url(var) else { return };
     let mut world = World::new(&format!("store-{store}"));
     world.store = url;
-    let lock = fresh_name(store);
+    let lock = fresh_name(&format!("cli-{store}"));
 
     let first_token = run_for_token(&world, &lock);
 
@@ -139,7 +118,7 @@ fn a_password_from_the_environment_and_none_ever_shown() {
     };
     let world = World::new("password-env");
     let url = without_password_file(&url);
-    let lock = fresh_name("env-password");
+    let lock = fresh_name("cli-env-password");
     let run = |password: &str| {
         let mut cmd = bare_baton(&world.path("home"));
         cmd.env("BATON_STORE_PASSWORD", password).args([

@@ -294,3 +294,26 @@ pub fn live_locks(world: &World) -> Vec<String> {
         .map(|l| l["name"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// The store URL in `var`, or `None` (the test is skipped, and says so) when it is not set;
+/// with `BATON_REQUIRE_SERVICES=1` a missing URL fails the test instead.
+pub fn store_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("BATON_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+            panic!("{var} is not set, and BATON_REQUIRE_SERVICES=1 requires every store")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set");
+            None
+        }
+    }
+}
+
+/// A lock name starting with `prefix` that no earlier run used (the databases outlive a run).
+pub fn fresh_name(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
