@@ -45,11 +45,19 @@ pub enum ErrorKind {
     /// A call from a context it cannot run in: the blocking API from inside an async runtime,
     /// the async API outside one.
     WrongContext = 14,
+    /// An optimistic update named a version the object no longer has: another client wrote it
+    /// first (ScaleOut StateServer's `VersionMismatchException`). Read it again and retry.
+    VersionMismatch = 15,
+    /// The object does not exist (never inserted, or removed): an update or a locked write
+    /// needs one (ScaleOut StateServer's `ObjectNotFoundException`).
+    ObjectNotFound = 16,
+    /// An insert found the object already there.
+    AlreadyExists = 17,
 }
 
 impl ErrorKind {
     /// Every kind, in code order.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::TimedOut,
         ErrorKind::Busy,
         ErrorKind::Lost,
@@ -64,6 +72,9 @@ impl ErrorKind {
         ErrorKind::Internal,
         ErrorKind::RuntimeFailed,
         ErrorKind::WrongContext,
+        ErrorKind::VersionMismatch,
+        ErrorKind::ObjectNotFound,
+        ErrorKind::AlreadyExists,
     ];
 
     /// The stable numeric code of this kind (never 0; 0 means success in the C API).
@@ -93,6 +104,9 @@ impl ErrorKind {
             ErrorKind::Internal => "internal",
             ErrorKind::RuntimeFailed => "runtime_failed",
             ErrorKind::WrongContext => "wrong_context",
+            ErrorKind::VersionMismatch => "version_mismatch",
+            ErrorKind::ObjectNotFound => "object_not_found",
+            ErrorKind::AlreadyExists => "already_exists",
         }
     }
 }

@@ -62,6 +62,7 @@ mod lease;
 pub mod life;
 pub mod model;
 mod name;
+pub mod object;
 mod op;
 mod options;
 mod owner;
@@ -75,10 +76,11 @@ pub use error::{Error, ErrorKind, Result};
 pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo, COURTESIES};
 pub use life::{LifeEvent, LifePoll, LifeStatus, LockLife};
 pub use model::{
-    Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ReadConsistency, Reply,
-    SerialConsistency, Write,
+    Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ObjectGuard, ReadConsistency,
+    Reply, SerialConsistency, Write,
 };
 pub use name::LockName;
+pub use object::{check_value, Object, MAX_OBJECT_BYTES, OBJECT_COLUMN};
 pub use op::{
     Acquire, CommandId, ForceRelease, Inspect, ListLocks, Operation, Poll, Purge, Release, Renew,
     GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,

@@ -1,5 +1,5 @@
-//! The two cell names whose meaning is the same on every lock name, whichever strategy locks
-//! it: the fencing counter and unique insert's lock cell. No other cell may take either name,
+//! The cell names whose meaning is the same on every lock name, whichever strategy locks
+//! it: the fencing counter, unique insert's lock cell and the object cell. No other cell may take one of these names,
 //! so that a column-prefix entry or a release's data column never overwrites or removes the
 //! counter (tokens would go back) or unique insert's record, even on a name misused by two
 //! strategies. A leaf module: options and strategies both check against it.
@@ -12,15 +12,18 @@ pub const COUNTER_COLUMN: &str = "_LOCK_";
 /// The column holding unique insert's lock record.
 pub const LOCK_COLUMN: &str = "lock";
 
+/// The column holding a name's object (see [`crate::object`]).
+pub use crate::object::OBJECT_COLUMN;
+
 /// Whether `column` is one of the reserved cells.
 pub(crate) fn is_reserved(column: &str) -> bool {
-    column == COUNTER_COLUMN || column == LOCK_COLUMN
+    column == COUNTER_COLUMN || column == LOCK_COLUMN || column == OBJECT_COLUMN
 }
 
 /// The reserved cell that starts with `prefix` (itself included), if any: a column prefix that
 /// would count it among its entries.
 pub(crate) fn starting_with(prefix: &str) -> Option<&'static str> {
-    [COUNTER_COLUMN, LOCK_COLUMN]
+    [COUNTER_COLUMN, LOCK_COLUMN, OBJECT_COLUMN]
         .into_iter()
         .find(|cell| cell.starts_with(prefix))
 }
@@ -30,6 +33,8 @@ pub(crate) fn why(column: &str) -> &'static str {
     debug_assert!(is_reserved(column), "{column:?} is not reserved");
     if column == COUNTER_COLUMN {
         "every strategy's fencing counter"
+    } else if column == OBJECT_COLUMN {
+        "the name's object"
     } else {
         "unique insert's lock cell"
     }

@@ -135,6 +135,31 @@ pub enum Write {
     },
 }
 
+/// The lock condition of a [`Command::SetObject`]: checked on other cells of the object's
+/// row, in the same conditional step as the object's own.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ObjectGuard {
+    /// The writer holds the lock: its live lock cell `column` holds exactly `value`, and the
+    /// fencing counter `counter` holds exactly `counter_value` (the grant's; a forced release
+    /// or a later grant moves it). A locked write.
+    Held {
+        /// The writer's lock cell.
+        column: String,
+        /// Its value.
+        value: String,
+        /// The fencing counter's column.
+        counter: String,
+        /// The counter's value as the writer's grant left it.
+        counter_value: String,
+    },
+    /// Nobody holds the lock: no live cell `column` (unique insert's lock cell). An unlocked
+    /// write.
+    Free {
+        /// The lock cell.
+        column: String,
+    },
+}
+
 /// A storage command. Every command but [`Command::Scan`] and a table-wide [`Command::Purge`]
 /// addresses one row of the store's lock table. New commands may be added: a store answers
 /// one it does not know with `Reply::Failed(Failure::Rejected(..))`.
@@ -313,6 +338,31 @@ pub enum Command {
         /// from a host whose clock is behind (0: no floor).
         after: u64,
     },
+    /// Write an object cell (no TTL) if its live value starts with `expected` (`None`: there is
+    /// no live cell) and `guard` holds, all checked in one conditional step at the moment the
+    /// store applies it. Answered by [`Reply::Object`]: applied, or what the step found. An
+    /// object cell is written only by this command (conditional, never plain).
+    ///
+    /// Cassandra: one conditional batch on the row's partition (the guard's cells are checked by
+    /// statements that write only the table's `probe` column, never their value). SQL: one
+    /// statement.
+    SetObject {
+        /// The row.
+        row: String,
+        /// The object's cell.
+        column: String,
+        /// A prefix its live value must start with (the whole value, or its version), or
+        /// `None`: no live cell.
+        expected: Option<String>,
+        /// The value to write.
+        value: String,
+        /// The lock condition.
+        guard: ObjectGuard,
+        /// Paxos consistency.
+        serial: SerialConsistency,
+        /// Commit consistency.
+        consistency: Consistency,
+    },
     /// Physically remove expired cells (of one row, or of the whole table when `row` is
     /// `None`). Answered by [`Reply::Purged`] with what was removed.
     Purge {
@@ -346,6 +396,7 @@ impl Command {
             | Command::CompareAndSet { row, .. }
             | Command::Claim { row, .. }
             | Command::GuardedSet { row, .. }
+            | Command::SetObject { row, .. }
             | Command::Batch { row, .. } => Some(row),
             Command::Purge { row } => row.as_deref(),
             Command::Scan { .. } => None,
@@ -383,6 +434,7 @@ impl Command {
                 | Command::CompareAndSet { .. }
                 | Command::Claim { .. }
                 | Command::GuardedSet { .. }
+                | Command::SetObject { .. }
         )
     }
 }
@@ -464,6 +516,20 @@ pub enum Reply {
         current: Option<String>,
         /// The counter's (or guard cell's) value.
         guard: Option<String>,
+    },
+    /// The outcome of a [`Command::SetObject`]. Not applied: the object cell's live value
+    /// (`None`: no live cell), and the guard's cells as the step found them (`lock`: the
+    /// lock cell's live value; `counter`: the counter's, for [`ObjectGuard::Held`]), which a
+    /// store may read a moment after the step itself. Applied: `current` is the value written.
+    Object {
+        /// Whether the command took effect.
+        applied: bool,
+        /// The object cell's live value.
+        current: Option<String>,
+        /// The lock cell's live value.
+        lock: Option<String>,
+        /// The counter's value (a held guard only).
+        counter: Option<String>,
     },
     /// The `(row, column)` pairs a [`Command::Purge`] removed.
     Purged(Vec<(String, String)>),

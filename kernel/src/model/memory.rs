@@ -5,7 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::command::{Cell, ColumnFilter, Command, Reply, Write};
+use super::command::{Cell, ColumnFilter, Command, ObjectGuard, Reply, Write};
 use crate::time::Instant;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,6 +190,57 @@ impl MemoryTable {
                     applied: true,
                     current: new.clone(),
                     guard: found,
+                }
+            }
+            Command::SetObject {
+                row,
+                column,
+                expected,
+                value,
+                guard,
+                ..
+            } => {
+                let current = self.live(row, column, now).map(|e| e.value.clone());
+                let (lock, counter, guard_holds) = match guard {
+                    ObjectGuard::Held {
+                        column: lock_column,
+                        value: lock_value,
+                        counter,
+                        counter_value,
+                    } => {
+                        let lock = self.live(row, lock_column, now).map(|e| e.value.clone());
+                        let found = self.live(row, counter, now).map(|e| e.value.clone());
+                        let holds = lock.as_deref() == Some(lock_value.as_str())
+                            && found.as_deref() == Some(counter_value.as_str());
+                        (lock, found, holds)
+                    }
+                    ObjectGuard::Free {
+                        column: lock_column,
+                    } => {
+                        let lock = self.live(row, lock_column, now).map(|e| e.value.clone());
+                        let free = lock.is_none();
+                        (lock, None, free)
+                    }
+                };
+                let object_ok = match (expected, &current) {
+                    (None, None) => true,
+                    (Some(prefix), Some(v)) => v.starts_with(prefix.as_str()),
+                    _ => false,
+                };
+                if !(object_ok && guard_holds) {
+                    return Reply::Object {
+                        applied: false,
+                        current,
+                        lock,
+                        counter,
+                    };
+                }
+                self.put(row, column, value, None, now, stamp);
+                Reply::Object {
+                    applied: true,
+                    current: Some(value.clone()),
+                    lock,
+                    counter,
                 }
             }
             Command::Batch {

@@ -30,7 +30,7 @@ mod command;
 mod memory;
 
 pub use command::{
-    prefix_end, Cell, ColumnFilter, Command, Consistency, Failure, ReadConsistency, Reply,
-    SerialConsistency, Write,
+    prefix_end, Cell, ColumnFilter, Command, Consistency, Failure, ObjectGuard, ReadConsistency,
+    Reply, SerialConsistency, Write,
 };
 pub use memory::MemoryTable;

@@ -258,7 +258,9 @@ impl Io {
                 // Settle it: a serial read of the cell.
                 let filter = match &req.command {
                     // Two cells: the lock and its counter (or guard).
-                    Command::Claim { .. } | Command::GuardedSet { .. } => ColumnFilter::All,
+                    Command::Claim { .. }
+                    | Command::GuardedSet { .. }
+                    | Command::SetObject { .. } => ColumnFilter::All,
                     _ => ColumnFilter::Exact(cell_of(&req.command)),
                 };
                 let read = Command::Read {
@@ -395,6 +397,52 @@ fn settled(command: &Command, cells: alloc::vec::Vec<crate::model::Cell>) -> Opt
                 guard: found,
             })
         }
+        Command::SetObject {
+            column,
+            expected,
+            value,
+            guard,
+            ..
+        } => {
+            // Every value an object write makes is unique (it names its writer and the write),
+            // so finding it proves the write applied; finding the cell still as the write
+            // expected it, and the guard holding, means it was not (send it again: one copy
+            // at most can apply, the first moves the cell past `expected`).
+            let current = value_of(column);
+            let (lock, counter, holds) = match guard {
+                crate::model::ObjectGuard::Held {
+                    column,
+                    value,
+                    counter,
+                    counter_value,
+                } => {
+                    let lock = value_of(column);
+                    let found = value_of(counter);
+                    let holds = lock.as_deref() == Some(value.as_str())
+                        && found.as_deref() == Some(counter_value.as_str());
+                    (lock, found, holds)
+                }
+                crate::model::ObjectGuard::Free { column } => {
+                    let lock = value_of(column);
+                    let free = lock.is_none();
+                    (lock, None, free)
+                }
+            };
+            let as_expected = match (expected, &current) {
+                (None, None) => true,
+                (Some(p), Some(v)) => v.starts_with(p.as_str()),
+                _ => false,
+            };
+            if as_expected && holds {
+                return None;
+            }
+            Some(Reply::Object {
+                applied: current.as_deref() == Some(value.as_str()),
+                current,
+                lock,
+                counter,
+            })
+        }
         _ => {
             let current = value_of(&cell_of(command));
             let (expected, intended) = conditional_values(command);
@@ -426,7 +474,8 @@ fn serial_of(command: &Command) -> crate::model::SerialConsistency {
         Command::InsertIfAbsent { serial, .. }
         | Command::CompareAndSet { serial, .. }
         | Command::Claim { serial, .. }
-        | Command::GuardedSet { serial, .. } => *serial,
+        | Command::GuardedSet { serial, .. }
+        | Command::SetObject { serial, .. } => *serial,
         _ => crate::model::SerialConsistency::Serial,
     }
 }
@@ -458,6 +507,9 @@ pub(crate) fn describe(command: &Command) -> String {
         }
         Command::GuardedSet { column, .. } => {
             format!("compare-and-set of {row:?}/{column:?} guarded by its counter")
+        }
+        Command::SetObject { column, .. } => {
+            format!("conditional write of object {row:?}/{column:?}")
         }
         Command::Scan { .. } => String::from("scan of the lock table"),
         Command::Purge { .. } => format!("purge of row {row:?}"),
