@@ -262,12 +262,12 @@ mod tests {
     #[test]
     fn codes_are_stable_unique_and_round_trip() {
         let codes: alloc::vec::Vec<u32> = ErrorKind::ALL.iter().map(|k| k.code()).collect();
-        assert_eq!(codes, (1..=14).collect::<alloc::vec::Vec<u32>>());
+        assert_eq!(codes, (1..=17).collect::<alloc::vec::Vec<u32>>());
         for kind in ErrorKind::ALL {
             assert_eq!(ErrorKind::from_code(kind.code()), Some(kind));
         }
         assert_eq!(ErrorKind::from_code(0), None);
-        assert_eq!(ErrorKind::from_code(15), None);
+        assert_eq!(ErrorKind::from_code(18), None);
     }
 
     #[test]

@@ -74,7 +74,7 @@ mod time;
 
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo, COURTESIES};
-pub use life::{LifeEvent, LifePoll, LifeStatus, LockLife};
+pub use life::{AfterObject, LifeEvent, LifePoll, LifeStatus, LockLife};
 pub use model::{
     Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ObjectGuard, ReadConsistency,
     Reply, SerialConsistency, Write,
@@ -82,8 +82,8 @@ pub use model::{
 pub use name::LockName;
 pub use object::{check_value, Object, MAX_OBJECT_BYTES, OBJECT_COLUMN};
 pub use op::{
-    Acquire, CommandId, ForceRelease, Inspect, ListLocks, Operation, Poll, Purge, Release, Renew,
-    GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,
+    Acquire, CommandId, ForceRelease, Inspect, ListLocks, ObjectOp, ObjectRequest, Operation, Poll,
+    Purge, Release, Renew, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,
 };
 #[cfg(feature = "sabotage")]
 pub use options::Sabotage;

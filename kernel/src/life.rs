@@ -49,7 +49,10 @@ use core::time::Duration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lease::{Grant, Lease};
 use crate::model::{Command, Reply, Write};
-use crate::op::{Acquire, CommandId, Operation, Poll, Release, Renew};
+use crate::object::Object;
+use crate::op::{
+    Acquire, CommandId, ObjectCall, ObjectLevels, ObjectRequest, Operation, Poll, Release, Renew,
+};
 use crate::options::Sabotage;
 use crate::time::Instant;
 
@@ -96,6 +99,10 @@ pub enum LifeEvent {
     /// The release finished: `Ok` means the lease was intact until the release started (see
     /// [`Release`]); a lost lease gives its loss again.
     Released(Result<()>),
+    /// A holder's object call ([`LockLife::object`]) finished: the object as it now is, or
+    /// why the call failed (a [`ErrorKind::Lost`] failure comes after its `Lost` event, and
+    /// nothing was written).
+    Object(Result<Object>),
     /// The release the holder asked to run elsewhere ([`LockLife::release_elsewhere`]): the host
     /// runs [`Release::new`]`(&lease)` there (the caller's database transaction), and reports
     /// `lost` if it is `Some`, whatever the release answers. No renewal runs from now on.
@@ -173,6 +180,7 @@ impl LifeEvent {
             LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(f(e)),
             LifeEvent::Lost(e) => LifeEvent::Lost(f(e)),
             LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(f(e))),
+            LifeEvent::Object(Err(e)) => LifeEvent::Object(Err(f(e))),
             other => other,
         }
     }
@@ -200,8 +208,20 @@ pub enum LifeStatus {
 enum Target {
     Acquire,
     Renew,
+    Object,
     Release,
     Cleanup,
+}
+
+/// What a holder's object call does to the lock once it succeeds ([`LockLife::object`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterObject {
+    /// Nothing: the lock stays held, renewed on its schedule.
+    Keep,
+    /// Renew it now (ScaleOut StateServer's `get_locked`, `update_locked_and_retain`).
+    Renew,
+    /// Release it (`update_locked_and_release`, `remove_locked`).
+    Release,
 }
 
 #[derive(Debug)]
@@ -254,6 +274,14 @@ struct Held {
     release_requested: Option<Vec<Write>>,
     /// A release to run elsewhere, waiting likewise.
     elsewhere_requested: bool,
+    /// An object call the holder asked for, waiting for the renewal in flight to finish.
+    object_requested: Option<(ObjectRequest, AfterObject)>,
+    /// The object call on its way, and what follows its success.
+    object_call: Option<(ObjectCall, AfterObject)>,
+    /// The object cell as this holder last saw it (`Some(None)`: none), if known.
+    object_cell: Option<Option<alloc::string::String>>,
+    /// Object writes made so far (each write's cell names its number).
+    object_writes: u64,
 }
 
 /// One lock's life. See the [module docs](self) for the driving contract.
@@ -352,6 +380,8 @@ impl LockLife {
             Phase::Over => None,
             Phase::Held(h) => {
                 let requested = h.renew_requested
+                    || h.object_requested.is_some()
+                    || h.object_call.is_some()
                     || h.release_requested.is_some()
                     || h.elsewhere_requested
                     || h.renewal.is_some();
@@ -399,6 +429,43 @@ impl LockLife {
             })),
             _ => Err(not_held("renew")),
         }
+    }
+
+    /// Asks for an object call as the holder (ScaleOut StateServer's locked calls): read the
+    /// name's object, or write it with the store checking, in the same step, that this lease
+    /// still holds the lock (its lock cell live and unchanged, the fencing counter at its
+    /// grant). It runs once no renewal is in flight; its outcome comes as
+    /// [`LifeEvent::Object`], then `after` applies if it succeeded. A write the store refuses
+    /// because the lease is gone reports the loss ([`LifeEvent::Lost`]) and writes nothing.
+    ///
+    /// The first call of a life reads the object (one round trip; serial on Cassandra, so that
+    /// no earlier holder's write is still in flight); every later write knows the cell it
+    /// replaces and is one round trip. A holder's write also expects the cell it last saw: in
+    /// the one race a store cannot exclude (an unlocked write checked before the grant and
+    /// applied after the holder's read), it fails with [`ErrorKind::VersionMismatch`] and writes
+    /// nothing; the lock stays held.
+    ///
+    /// Errors at once: [`ErrorKind::NotOwner`] when the lock is not held (or is being
+    /// released), the loss when it was lost, [`ErrorKind::InvalidOption`] while another object
+    /// call is pending.
+    pub fn object(&mut self, request: ObjectRequest, after: AfterObject) -> Result<()> {
+        let Phase::Held(h) = &mut self.phase else {
+            return Err(not_held("use the lock's object"));
+        };
+        if let Some(lost) = &h.lost {
+            return Err(lost.clone());
+        }
+        if h.release_requested.is_some() || h.elsewhere_requested {
+            return Err(not_held("use the lock's object"));
+        }
+        if h.object_requested.is_some() || h.object_call.is_some() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                "another call on this lock's object is still running: one at a time",
+            ));
+        }
+        h.object_requested = Some((request, after));
+        Ok(())
     }
 
     /// Asks for the release, applying `writes` to data columns of the lock's row in the same
@@ -511,6 +578,11 @@ impl LockLife {
             (Phase::Held(h), Target::Renew) => {
                 if let Some(op) = h.renewal.as_mut() {
                     op.handle(out.inner, reply);
+                }
+            }
+            (Phase::Held(h), Target::Object) => {
+                if let Some((call, _)) = h.object_call.as_mut() {
+                    call.handle(out.inner, reply);
                 }
             }
             (Phase::Releasing { op, .. }, Target::Release) => op.handle(out.inner, reply),
@@ -714,6 +786,66 @@ impl LockLife {
                 }
             };
         }
+        if let Some((call, after)) = h.object_call.as_mut() {
+            if busy {
+                let wake = if h.lost.is_none() {
+                    deadline
+                } else {
+                    Instant::MAX
+                };
+                return Step::Out(LifePoll::WaitUntil(wake));
+            }
+            return match call.poll(now) {
+                Poll::Execute(inner, command) => {
+                    Step::Out(self.send(Target::Object, inner, command, now))
+                }
+                Poll::WaitUntil(t) if h.lost.is_none() => {
+                    Step::Out(LifePoll::WaitUntil(t.min(deadline)))
+                }
+                Poll::WaitUntil(t) => Step::Out(LifePoll::WaitUntil(t)),
+                Poll::Ready(result) => {
+                    let after = *after;
+                    h.object_cell = call.known();
+                    h.object_call = None;
+                    self.after_object(result, after);
+                    Step::Again
+                }
+            };
+        }
+        if let Some((request, after)) = h.object_requested.take() {
+            if let Some(lost) = &h.lost {
+                self.events.push_back(LifeEvent::Object(Err(lost.clone())));
+                return Step::Again;
+            }
+            h.object_writes = h
+                .object_writes
+                .saturating_add(u64::from(request_writes(&request)));
+            let data = &h.lease.data;
+            let guard = crate::model::ObjectGuard::Held {
+                column: data.column.clone(),
+                value: data.value.clone(),
+                counter: crate::strategy::RowColumns::of(&data.opts).fence,
+                counter_value: data.fence_value.clone(),
+            };
+            let levels = ObjectLevels {
+                read: crate::model::ReadConsistency::Serial(data.opts.serial),
+                serial: data.opts.serial,
+                consistency: data.opts.consistency,
+            };
+            let (io, rng) = crate::op::io_for_lease(&h.lease);
+            let call = ObjectCall::new(
+                data.name.as_str(),
+                request,
+                guard,
+                (data.opts.acquisition, h.object_writes),
+                levels,
+                h.object_cell.clone(),
+                io,
+                rng,
+            );
+            h.object_call = Some((call, after));
+            return Step::Again;
+        }
         if h.elsewhere_requested {
             let lease = Box::new(h.lease.clone());
             let lost = h.lost.clone();
@@ -764,6 +896,30 @@ impl LockLife {
         }
     }
 
+    fn after_object(&mut self, result: Result<Object>, after: AfterObject) {
+        let Phase::Held(h) = &mut self.phase else {
+            return;
+        };
+        match &result {
+            Ok(_) => match after {
+                AfterObject::Keep => {}
+                AfterObject::Renew => h.renew_requested = h.lost.is_none(),
+                AfterObject::Release => {
+                    if h.release_requested.is_none() && !h.elsewhere_requested {
+                        h.release_requested = Some(Vec::new());
+                    }
+                }
+            },
+            Err(e) if e.kind() == ErrorKind::Lost && h.lost.is_none() => {
+                h.lost = Some(e.clone());
+                self.status = LifeStatus::Lost(e.clone());
+                self.events.push_back(LifeEvent::Lost(e.clone()));
+            }
+            Err(_) => {}
+        }
+        self.events.push_back(LifeEvent::Object(result));
+    }
+
     fn after_renewal(&mut self, result: Result<Lease>, now: Instant) {
         let Phase::Held(h) = &mut self.phase else {
             return;
@@ -802,6 +958,8 @@ impl LockLife {
     }
 }
 
+// A step lives for one poll: boxing its poll would cost an allocation per step.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Again,
     Out(LifePoll),
@@ -825,6 +983,10 @@ impl Held {
             renew_requested: false,
             release_requested: None,
             elsewhere_requested: false,
+            object_requested: None,
+            object_call: None,
+            object_cell: None,
+            object_writes: 0,
         }
     }
 
@@ -847,6 +1009,11 @@ impl Held {
         )
         .with_lock(self.lease.name().as_str())
     }
+}
+
+/// Whether a request writes (and takes a write number).
+fn request_writes(request: &ObjectRequest) -> bool {
+    !matches!(request, ObjectRequest::Get)
 }
 
 fn not_held(what: &str) -> Error {

@@ -2,15 +2,17 @@
 //! with a version, kept in one cell of its lock's own row, so that one conditional step can
 //! check the lock and write the object.
 //!
-//! The cell, [`OBJECT_COLUMN`], holds `<version>;<writer>;<value>`:
+//! The cell, [`OBJECT_COLUMN`], holds `<version>;<writer>;<value>` while the object exists, and
+//! `<version>~<writer>;-` once it is removed:
 //!
-//! - `version`: 20 decimal digits, zero-padded, so that a version is a prefix of the cell and
-//!   stores compare it as text. It grows by one on every write (an insert, an update, a
-//!   removal), and never goes back: a removal keeps the cell, with no value, so that an object
-//!   inserted again continues from there.
+//! - `version`: 20 decimal digits, zero-padded, so that a version and whether the object
+//!   exists make a prefix of the cell (`<version>;`), which stores compare as text: an update
+//!   naming its version is one conditional step. It grows by one on every write (an insert,
+//!   an update, a removal), and never goes back: a removal keeps the cell, with no value, so
+//!   that an object inserted again continues from there.
 //! - `writer`: the writing acquisition's id and the write's number within it, in hex. No two
 //!   writes make the same cell, so a read-back that finds a write's cell proves it applied.
-//! - `value`: the bytes in standard base64 (padded), or `-` once removed.
+//! - `value`: the bytes in standard base64 (padded).
 //!
 //! The cell has no TTL, is written only by [`Command::SetObject`] (conditional), and is never
 //! a lock entry of any strategy (it is reserved, as the fencing counter is).
@@ -67,7 +69,8 @@ impl ObjectCell {
     }
 }
 
-/// The prefix every cell of `version` starts with (a condition on the version alone).
+/// The prefix every cell of an existing object at `version` starts with (a removed object's
+/// does not).
 pub(crate) fn version_prefix(version: u64) -> String {
     format!("{version:0width$};", width = VERSION_DIGITS)
 }
@@ -75,8 +78,13 @@ pub(crate) fn version_prefix(version: u64) -> String {
 /// The cell of a write: `version`, written by `writer` (acquisition id, write number), holding
 /// `value` (`None`: removed).
 pub(crate) fn encode(version: u64, writer: (u64, u64), value: Option<&[u8]>) -> String {
-    let mut cell = version_prefix(version);
-    cell.push_str(&format!("{:x}.{:x};", writer.0, writer.1));
+    let separator = if value.is_some() { ';' } else { '~' };
+    let mut cell = format!(
+        "{version:0width$}{separator}{:x}.{:x};",
+        writer.0,
+        writer.1,
+        width = VERSION_DIGITS
+    );
     match value {
         Some(bytes) => base64_encode(bytes, &mut cell),
         None => cell.push('-'),
@@ -95,23 +103,29 @@ pub(crate) fn decode(cell: &str) -> Result<ObjectCell> {
             format!("the object cell {OBJECT_COLUMN:?} holds {shown:?}, which is not a baton object ({why}); was it written by hand?"),
         )
     };
-    let mut parts = cell.splitn(3, ';');
-    let (Some(version), Some(writer), Some(value)) = (parts.next(), parts.next(), parts.next())
-    else {
+    let (Some(version), Some(separator), Some(rest)) = (
+        cell.get(..VERSION_DIGITS),
+        cell.get(VERSION_DIGITS..=VERSION_DIGITS),
+        cell.get(VERSION_DIGITS + 1..),
+    ) else {
         return Err(bad("expected version;writer;value"));
     };
-    if version.len() != VERSION_DIGITS || !version.bytes().all(|b| b.is_ascii_digit()) {
+    if !version.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad("its version is not 20 digits"));
     }
+    let Some((writer, value)) = rest.split_once(';') else {
+        return Err(bad("expected version;writer;value"));
+    };
     let version: u64 = version
         .parse()
         .map_err(|_| bad("its version is out of range"))?;
     if writer.is_empty() {
         return Err(bad("it names no writer"));
     }
-    let value = match value {
-        "-" => None,
-        text => Some(base64_decode(text).ok_or_else(|| bad("its value is not base64"))?),
+    let value = match (separator, value) {
+        ("~", "-") => None,
+        (";", text) => Some(base64_decode(text).ok_or_else(|| bad("its value is not base64"))?),
+        _ => return Err(bad("expected version;writer;value or version~writer;-")),
     };
     Ok(ObjectCell { version, value })
 }
@@ -161,7 +175,7 @@ fn base64_encode(bytes: &[u8], out: &mut String) {
 
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return None;
     }
     let sextet = |c: u8| -> Option<u32> {
@@ -216,6 +230,7 @@ mod tests {
         assert_eq!(decode(&removed).expect("decodes").value, None);
         assert_eq!(decode(&removed).expect("decodes").version, u64::MAX);
         assert!(!encode(8, (1, 1), None).starts_with(&version_prefix(7)));
+        assert!(!encode(7, (1, 1), None).starts_with(&version_prefix(7)));
         assert!(!encode(17, (1, 1), None).starts_with(&version_prefix(1)));
     }
 
@@ -227,6 +242,8 @@ mod tests {
             "1;a;b",
             "00000000000000000001;;QQ==",
             "00000000000000000001;a;Q",
+            "00000000000000000001;a;-",
+            "00000000000000000001~a;QQ==",
             "00000000000000000001;a;Q===",
             "00000000000000000001;a;QQ==QQ==",
             "00000000000000000001;a;é===",

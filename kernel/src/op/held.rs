@@ -95,7 +95,7 @@ pub(super) fn check_read_filter(lease: &Lease) -> crate::model::ColumnFilter {
     RowColumns::of(&lease.data.opts).filter(false)
 }
 
-pub(super) fn io_for(lease: &Lease) -> (Io, SplitMix64) {
+pub(crate) fn io_for(lease: &Lease) -> (Io, SplitMix64) {
     (
         Io::new(lease.data.opts.store_attempts, lease.data.opts.retry),
         SplitMix64::new(lease.data.opts.seed ^ lease.data.token),
@@ -103,7 +103,7 @@ pub(super) fn io_for(lease: &Lease) -> (Io, SplitMix64) {
 }
 
 /// Why a lease is lost, from the fencing counter value found.
-pub(super) fn granted_since(value: &str) -> String {
+pub(crate) fn granted_since(value: &str) -> String {
     match Fence::decode(value) {
         Ok(f) if f.owner == crate::record::FORCED => {
             format!("the lock was force-released (counter at token {})", f.token)

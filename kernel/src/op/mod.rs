@@ -6,11 +6,15 @@ mod aging;
 mod held;
 mod herd;
 mod io;
+mod object;
 mod release;
 mod renew;
 
 pub use acquire::{Acquire, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX};
 pub use admin::{ForceRelease, Inspect, ListLocks, Purge};
+pub(crate) use held::io_for as io_for_lease;
+pub(crate) use object::{Levels as ObjectLevels, ObjectCall};
+pub use object::{ObjectOp, ObjectRequest};
 pub use release::Release;
 pub use renew::Renew;
 
