@@ -297,12 +297,9 @@ fn a_write_after_the_lease_expired_at_the_store_is_refused() {
         // cell expired there (a paused host, a late delivery): the store refuses it.
         life.object(ObjectRequest::Insert(b"late".to_vec()), AfterObject::Keep)
             .expect("asked");
-        let sent = loop {
-            match life.poll(s.now) {
-                LifePoll::Execute(id, command) => break (id, command),
-                LifePoll::Event(e) => panic!("{e:?}"),
-                other => panic!("{other:?}"),
-            }
+        let sent = match life.poll(s.now) {
+            LifePoll::Execute(id, command) => (id, command),
+            other => panic!("{other:?}"),
         };
         let late = s.now.saturating_add(Duration::from_secs(120));
         let reply = s.table.apply(&sent.1, late);
