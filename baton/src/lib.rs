@@ -78,6 +78,7 @@ pub use stores::{memory, store};
 pub use api::blocking::{shared_runtime, BlockingGuard, BlockingLocker, Cancel};
 pub use api::guard::Guard;
 pub use api::locker::{Locker, LockerBuilder};
+pub use api::object::{BlockingObjectGuard, ObjectGuard, Versioned};
 pub use api::request::LockRequest;
 pub use api::spec::LockerSpec;
 pub use host::background::{abandon_task, wait_for_cleanups};

@@ -84,3 +84,14 @@ impl Access {
         }
     }
 }
+
+/// The largest object value (in bytes, before its base64 encoding) a store's lock table takes
+/// (see [`baton_kernel::object`]): [`baton_kernel::MAX_OBJECT_BYTES`] (1 MiB) everywhere but
+/// MariaDB, whose `value` column is a `TEXT` of 65 535 bytes: 48 000 bytes of value, whose base64
+/// and the cell's version and writer fit in it. A larger value is refused before it is sent.
+pub fn object_limit(sql_dialect: Option<sql::Dialect>) -> usize {
+    match sql_dialect {
+        Some(sql::Dialect::MySql) => 48_000,
+        _ => baton_kernel::MAX_OBJECT_BYTES,
+    }
+}

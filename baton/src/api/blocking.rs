@@ -58,7 +58,7 @@ fn runtime() -> Result<Arc<Runtime>> {
 }
 
 /// Runs `future` to completion on the process-wide runtime, refusing to block an async task.
-fn run<F: Future>(future: F) -> Result<F::Output> {
+pub(crate) fn run<F: Future>(future: F) -> Result<F::Output> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::new(
             ErrorKind::WrongContext,
@@ -321,17 +321,22 @@ impl BlockingGuard {
 
 impl Drop for BlockingGuard {
     fn drop(&mut self) {
-        if std::process::id() != self.guard.pid
-            || tokio::runtime::Handle::try_current().is_ok()
-            || self.guard.released()
-        {
-            // Forked child (do nothing), async context (release in the background) or
-            // already released: the inner guard's own drop handles each case.
-            return;
-        }
-        let runtime = self.guard.runtime.clone();
-        if let Err(e) = runtime.block_on(self.guard.release()) {
-            tracing::warn!(lock = %self.guard.name(), "release on drop: {e}");
-        }
+        release_on_drop(&mut self.guard);
+    }
+}
+
+/// A blocking guard's drop: releases the lock before returning, except in a forked child (do
+/// nothing), in an async context (release in the background) or once released: the inner
+/// guard's own drop handles each of those.
+pub(crate) fn release_on_drop(guard: &mut Guard) {
+    if std::process::id() != guard.pid
+        || tokio::runtime::Handle::try_current().is_ok()
+        || guard.released()
+    {
+        return;
+    }
+    let runtime = guard.runtime.clone();
+    if let Err(e) = runtime.block_on(guard.release()) {
+        tracing::warn!(lock = %guard.name(), "release on drop: {e}");
     }
 }

@@ -127,7 +127,7 @@ impl Guard {
 
     /// In a forked child, the error every operation on the parent's lock gives (the lock and
     /// the runtime that keeps it are the parent's); `None` in the process that took it.
-    fn forked(&self) -> Option<Error> {
+    pub(crate) fn forked(&self) -> Option<Error> {
         (std::process::id() != self.pid).then(|| {
             Error::new(
                 ErrorKind::NotOwner,

@@ -199,6 +199,22 @@ impl Locker {
         ))
     }
 
+    /// What an object call without the lock needs to act as a caller of its own: options
+    /// fresh for the call (its `acquisition` id names its write), an owner id and its slot
+    /// (bakery and column prefix take the lock for the write), held until the call ends.
+    pub(crate) fn fresh_caller(
+        &self,
+        name: &LockName,
+    ) -> Result<(LockOptions, baton_kernel::OwnerId, crate::host::slots::Slot)> {
+        let pid = std::process::id();
+        let mut random = owner::random_in(pid);
+        let (seed, acquisition) = (random.next_u64(), random.next_u64());
+        let opts = fresh_acquisition(&self.inner.defaults, seed, acquisition, owner::unix_ms());
+        let slot = self.inner.slots.take(name.as_str());
+        let owner = owner::owner_with_nonce(self.inner.host_id, pid, slot.nonce())?;
+        Ok((opts, owner, slot))
+    }
+
     /// Lists the live entries of `name` (holder, waiters, stale columns), read with the default
     /// strategy's layout. One read.
     pub async fn inspect(&self, name: &str) -> Result<Vec<LockInfo>> {

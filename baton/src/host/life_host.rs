@@ -48,6 +48,9 @@ pub(crate) struct View {
     /// earlier loss.
     pub(crate) elsewhere: u64,
     pub(crate) last_elsewhere: Option<(Lease, Option<Error>)>,
+    /// Object calls finished so far, and the last one's outcome.
+    pub(crate) objects: u64,
+    pub(crate) last_object: Option<Result<baton_kernel::Object>>,
     /// The machine has nothing left to do.
     pub(crate) done: bool,
 }
@@ -273,6 +276,10 @@ impl Life {
             LifeEvent::ReleaseElsewhere { lease, lost } => {
                 view.elsewhere += 1;
                 view.last_elsewhere = Some(((**lease).clone(), lost.clone()));
+            }
+            LifeEvent::Object(result) => {
+                view.objects += 1;
+                view.last_object = Some(result.clone());
             }
             LifeEvent::Failed(_) | LifeEvent::GaveUp(_) | LifeEvent::Cancelled => {}
         });
@@ -626,6 +633,32 @@ pub(crate) async fn release(life: &Life, store: &dyn Store, writes: Vec<Write>) 
     })
 }
 
+/// A holder's object call ([`LockLife::object`]): asked, driven here when on a runtime (as
+/// [`release`] is), and its outcome waited for. A life that ends first (a release elsewhere)
+/// answers [`ErrorKind::NotOwner`](baton_kernel::ErrorKind::NotOwner).
+pub(crate) async fn object(
+    life: &Life,
+    store: &dyn Store,
+    request: baton_kernel::ObjectRequest,
+    after: baton_kernel::AfterObject,
+) -> Result<baton_kernel::Object> {
+    let before = life.view().objects;
+    if tokio::runtime::Handle::try_current().is_ok() {
+        life.machine().object(request, after)?;
+        life.drive_here(store).await;
+    } else {
+        life.request(|m| m.object(request, after))?;
+    }
+    let view = life.wait_for(|v| v.objects > before || v.done).await;
+    match view.last_object {
+        Some(result) if view.objects > before => result,
+        _ => Err(Error::new(
+            baton_kernel::ErrorKind::NotOwner,
+            "the lock was released before its object call finished",
+        )),
+    }
+}
+
 /// Names `store` in the error (its `store` field), and in the message of errors that come from
 /// the store.
 pub(crate) fn in_context(e: Error, store: &dyn Store) -> Error {
@@ -649,6 +682,8 @@ fn log(event: &LifeEvent) {
         LifeEvent::Released(Ok(())) => tracing::debug!("released"),
         LifeEvent::Released(Err(e)) => tracing::warn!("release: {e}"),
         LifeEvent::GaveUp(e) => tracing::debug!("gave up, cleaning up: {e}"),
+        LifeEvent::Object(Ok(o)) => tracing::debug!(version = o.version, "object call done"),
+        LifeEvent::Object(Err(e)) => tracing::debug!("object call: {e}"),
         LifeEvent::Failed(_) | LifeEvent::Cancelled | LifeEvent::ReleaseElsewhere { .. } => {}
     }
 }

@@ -63,6 +63,13 @@ pub trait Store: Send + Sync {
     /// A wrapper store forwards it along with `changes`.
     fn waiting(&self) {}
 
+    /// The largest object value this store's table takes, in bytes (see
+    /// [`baton_statements::object_limit`]): a larger one is refused with
+    /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) before anything is sent.
+    fn max_object_bytes(&self) -> usize {
+        baton_kernel::MAX_OBJECT_BYTES
+    }
+
     /// A short description for messages, such as `memory store` or `postgres at db1:5432`
     /// (never with a password).
     fn describe(&self) -> String;

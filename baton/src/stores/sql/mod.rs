@@ -485,6 +485,10 @@ impl Store for SqlStore {
         self.inner.describe.clone()
     }
 
+    fn max_object_bytes(&self) -> usize {
+        baton_statements::object_limit(Some(self.dialect()))
+    }
+
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }
