@@ -68,6 +68,15 @@ pub enum Command {
     /// Break a lock on purpose (needs --force), saying whose it was.
     #[command(after_help = RELEASE_HELP)]
     Release(ReleaseArgs),
+    /// Print a name's object (its value, exactly; or its version, or JSON).
+    #[command(after_help = GET_HELP)]
+    Get(GetArgs),
+    /// Store standard input as a name's object: insert it, or update it at --version.
+    #[command(after_help = PUT_HELP, disable_version_flag = true)]
+    Put(PutArgs),
+    /// Remove a name's object.
+    #[command(after_help = REMOVE_HELP)]
+    Remove(RemoveArgs),
     /// Start worker processes that contend for one lock, then summarize (overlaps must be 0).
     #[command(after_help = DEMO_HELP)]
     Demo(DemoArgs),
@@ -318,6 +327,86 @@ pub struct ReleaseArgs {
     /// Print JSON (one object with a `released` array) instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+const GET_HELP: &str = "\
+An object is a value stored beside a lock, with a version that grows on every write
+(ScaleOut StateServer's model; docs/objects.md). `baton get` writes the value to standard
+output exactly as stored (bytes), and exits 66 when there is no object.
+
+Examples:
+  baton get config/feature-flags > flags.json
+  v=$(baton get config/feature-flags --print-version)
+  baton get config/feature-flags --json        # {name, version, value, value_base64}
+
+Exit status: 0 found, 66 no such object, 75 (never for get), 69 store unavailable, 64 usage.";
+
+const PUT_HELP: &str = "\
+Reads the whole of standard input as the value. Without --version it inserts the object,
+which must not exist (65 if it does). With --version V it replaces the value only if the
+object is still at version V: an optimistic update, exit 65 if another client wrote it since
+(read it again and retry), 66 if it is gone. While someone holds the name's lock the object is
+not changed (75). Prints the new version.
+
+Examples:
+  baton put config/feature-flags < flags.json
+  v=$(baton get config/feature-flags --print-version)
+  jq '.beta = true' flags.json | baton put config/feature-flags --version \"$v\"
+
+Exit status: 0 written, 65 changed since --version or already exists, 66 no such object,
+75 the object is locked, 69 store unavailable, 64 usage (an empty value, a value too large).";
+
+const REMOVE_HELP: &str = "\
+Removes the object (its version is kept: inserted again, it goes on from there).
+
+Exit status: 0 removed, 66 no such object, 75 the object is locked, 69 store unavailable.";
+
+/// `baton get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The object's name (its lock's name).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Print only the version (a decimal number and a newline).
+    #[arg(long, conflicts_with = "json")]
+    pub print_version: bool,
+
+    /// Print JSON: {name, version, value (text, or null if not UTF-8), value_base64}.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The strategy of the name's lock (the one its holders use).
+    #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
+    pub strategy: Strategy,
+}
+
+/// `baton put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The object's name (its lock's name).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Update only if the object is at this version (as `baton get --print-version` gave it).
+    #[arg(long, value_name = "V")]
+    pub version: Option<u64>,
+
+    /// The strategy of the name's lock (the one its holders use).
+    #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
+    pub strategy: Strategy,
+}
+
+/// `baton remove`.
+#[derive(Debug, Args)]
+pub struct RemoveArgs {
+    /// The object's name (its lock's name).
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// The strategy of the name's lock (the one its holders use).
+    #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
+    pub strategy: Strategy,
 }
 
 /// `baton demo`.

@@ -13,6 +13,11 @@ use baton::{Error, ErrorKind};
 pub const OK: u8 = 0;
 /// EX_USAGE: bad arguments (unknown strategy, bad duration, bad store URL, bad lock name).
 pub const USAGE: u8 = 64;
+/// EX_DATAERR: `baton put`: the object is not at `--version` (another client wrote it since),
+/// or, without `--version`, it already exists.
+pub const CONFLICT: u8 = 65;
+/// EX_NOINPUT: `baton get`, `put --version`, `remove`: there is no such object.
+pub const NO_OBJECT: u8 = 66;
 /// EX_UNAVAILABLE: the lock store could not be opened, reached or used, or it was too slow to
 /// leave `--min-lease` of a lease before `baton run`'s command (which was then not run).
 pub const UNAVAILABLE: u8 = 69;
@@ -35,12 +40,14 @@ Exit status:
   N      baton run: the command's own exit status (128+N if it died of signal N)
   0      success (other subcommands)
   64     usage: bad argument, duration, strategy, lock name or store URL
+  65     baton put: the object changed since --version, or (without it) already exists
+  66     baton get/put --version/remove: no such object
   69     store unavailable: could not open, reach or use the lock store, or it granted the
          lock too late to leave --min-lease of the lease (the command was not run)
   70     lease lost while the command ran: it was sent SIGTERM, then SIGKILL
   71     operating system error (could not start a process or handle signals)
   73     could not create the default store's directory
-  75     lock busy (--no-wait) or the wait timed out: try again later
+  75     lock busy (--no-wait) or the wait timed out, or the object is locked: try again later
   126    the command could not be executed
   127    the command was not found";
 
@@ -111,6 +118,8 @@ pub fn status_of(kind: ErrorKind) -> u8 {
         ErrorKind::InvalidName | ErrorKind::InvalidOption => USAGE,
         ErrorKind::StoreUnavailable | ErrorKind::StoreError | ErrorKind::Ambiguous => UNAVAILABLE,
         ErrorKind::Lost | ErrorKind::NotOwner => LOST,
+        ErrorKind::VersionMismatch | ErrorKind::AlreadyExists => CONFLICT,
+        ErrorKind::ObjectNotFound => NO_OBJECT,
         _ => LOST,
     }
 }

@@ -12,6 +12,7 @@ mod demo;
 mod duration;
 mod exit;
 mod locks;
+mod object;
 mod output;
 mod process;
 mod run;
@@ -65,6 +66,9 @@ fn execute(cli: &Cli) -> Result<u8, CliError> {
             Command::Locks(args) => locks::locks(&store()?, args).await,
             Command::Purge(args) => locks::purge(&store()?, args).await,
             Command::Release(args) => locks::release(&store()?, args).await,
+            Command::Get(args) => object::get(&store()?, args).await,
+            Command::Put(args) => object::put(&store()?, args).await,
+            Command::Remove(args) => object::remove(&store()?, args).await,
             Command::Demo(args) => demo::demo(&store()?, args).await,
             Command::DemoWorker(args) => demo::worker(&store()?, args).await,
             Command::Watchdog(args) => watchdog::watch(args).await,

@@ -152,6 +152,14 @@ pub fn check_value(value: &[u8], limit: usize) -> Result<()> {
     Ok(())
 }
 
+/// `bytes` in standard base64, padded (as the object cell holds them), for programs that show a
+/// value as text.
+pub fn base64(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    base64_encode(bytes, &mut out);
+    out
+}
+
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 fn base64_encode(bytes: &[u8], out: &mut String) {

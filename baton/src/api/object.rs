@@ -204,11 +204,14 @@ impl ObjectGuard {
     }
 
     /// Writes `value` and releases the lock (SOSS's `update_locked_and_release`); returns the
-    /// new version. On an error the lock stays held (dropping the guard releases it).
+    /// new version. `Ok` means the write applied (the store checked the lock as it applied it);
+    /// the release follows, and a lock it could not release expires with its TTL (its failure
+    /// is logged). On an error nothing was written and the lock stays held (dropping the guard
+    /// releases it), unless the error is the lease's loss.
     pub async fn update_locked_and_release(&mut self, value: impl Into<Vec<u8>>) -> Result<u64> {
         let request = self.update(value.into())?;
         self.call(request, AfterObject::Release).await?;
-        self.finish_release().await?;
+        self.finish_release().await;
         Ok(self.version())
     }
 
@@ -222,11 +225,13 @@ impl ObjectGuard {
         Ok(self.version())
     }
 
-    /// Removes the object and releases the lock (SOSS's `remove_locked`).
+    /// Removes the object and releases the lock (SOSS's `remove_locked`). `Ok` means the
+    /// removal applied; the release follows as for [`ObjectGuard::update_locked_and_release`].
     pub async fn remove_locked(&mut self) -> Result<()> {
         self.call(ObjectRequest::Remove, AfterObject::Release)
             .await?;
-        self.finish_release().await
+        self.finish_release().await;
+        Ok(())
     }
 
     /// Renews the lock (SOSS's `lock_refresh`).
@@ -253,14 +258,17 @@ impl ObjectGuard {
         Ok(())
     }
 
-    /// The release a successful write asked for: its outcome.
-    async fn finish_release(&mut self) -> Result<()> {
+    /// Waits for the release a successful write asked for; its failure is only logged: the
+    /// write it follows applied under the lock, and a lock not released expires with its TTL.
+    async fn finish_release(&mut self) {
         let view = self
             .guard
             .life
             .wait_for(|v| v.released.is_some() || v.done)
             .await;
-        view.released.unwrap_or(Ok(()))
+        if let Some(Err(e)) = view.released {
+            tracing::debug!(lock = %self.guard.name(), "release after an object write: {e}");
+        }
     }
 }
 

@@ -17,11 +17,13 @@
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    Acquire, CommandId, Error, ErrorKind, Grant, Instant, LifeEvent, LifePoll, LifeStatus,
-    LockLife, Operation, OwnerId, Poll, Release, Reply, Sabotage,
+    Acquire, AfterObject, CommandId, Error, ErrorKind, Grant, Instant, LifeEvent, LifePoll,
+    LifeStatus, LockLife, Object, ObjectRequest, Operation, OwnerId, Poll, Release, Reply,
+    Sabotage,
 };
 
 use super::super::check::GrantRecord;
+use super::super::objects::{CallKind, LeaseRef, ObjectCallRecord, Request};
 use super::{chance, tally, GrantOwner, Sim, State, MS};
 
 /// One worker's current lock.
@@ -61,6 +63,24 @@ struct Holding {
     /// The release it runs in its own transaction, and the loss the machine handed over with
     /// the lease.
     elsewhere: Option<(Box<Release>, Option<Error>)>,
+    /// Its locked increment of the name's object, in runs with objects.
+    object: Option<ObjectPlan>,
+}
+
+/// A holder's locked increment: at `at`, read the object (`get_locked`), then write the next
+/// value (`update_locked_and_retain`, or `_and_release`; an insert of 1 when there is none; now
+/// and then a removal instead).
+struct ObjectPlan {
+    at: u64,
+    stage: ObjectStage,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ObjectStage {
+    Pending,
+    Reading,
+    Writing { release: bool },
+    Done,
 }
 
 /// Whose command is on its way.
@@ -248,6 +268,17 @@ impl Sim {
             // Refused once the lease is lost: the holder hears the loss instead.
             let _ = w.life.renew_now();
         }
+        if let Some(p) = h
+            .object
+            .as_mut()
+            .filter(|p| p.stage == ObjectStage::Pending && now >= p.at)
+        {
+            // Refused once the lease is lost or a release asked for: nothing to write then.
+            p.stage = match w.life.object(ObjectRequest::Get, AfterObject::Keep) {
+                Ok(()) => ObjectStage::Reading,
+                Err(_) => ObjectStage::Done,
+            };
+        }
         if now < h.until {
             return;
         }
@@ -298,7 +329,14 @@ impl Sim {
                         .then(|| self.clients[i].clock.sim(until.as_nanos()));
                     if let Some(h) = self.worker(i).and_then(|w| w.held.as_ref()) {
                         if !h.letting_go {
-                            let next = h.renew_request.map_or(h.until, |r| r.min(h.until));
+                            let mut next = h.renew_request.map_or(h.until, |r| r.min(h.until));
+                            if let Some(p) = h
+                                .object
+                                .as_ref()
+                                .filter(|p| p.stage == ObjectStage::Pending)
+                            {
+                                next = next.min(p.at);
+                            }
                             at = Some(at.map_or(next, |t| t.min(next)));
                         }
                     }
@@ -377,6 +415,7 @@ impl Sim {
             LifeEvent::Granted(grant) => self.granted(i, &grant),
             // The belief follows the status, which the next observation reads.
             LifeEvent::Renewed(_) | LifeEvent::RenewalFailed(_) | LifeEvent::Cancelled => {}
+            LifeEvent::Object(result) => self.holder_object(i, result),
             LifeEvent::Lost(_) => {
                 if let Some(h) = self.worker(i).and_then(|w| w.held.as_ref()) {
                     let g = h.grant;
@@ -451,10 +490,20 @@ impl Sim {
             self.grants[g].forced_at = Some(*at);
         }
         self.owners.push(who);
+        self.leases.push(LeaseRef {
+            column: lease.column().to_string(),
+            value: lease.value().to_string(),
+            token: lease.token(),
+        });
         self.clients[i].hint = Some(lease.fence_hint());
         let until = self.now + self.hold_time();
         let renew_request =
             (self.rng.below(10) == 0).then(|| self.now + self.rng.below(until - self.now + 1));
+        // With objects, most holders increment the object at some point of their hold.
+        let object = (self.cfg.objects && self.rng.below(4) != 0).then(|| ObjectPlan {
+            at: self.now + self.rng.below(until - self.now + 1),
+            stage: ObjectStage::Pending,
+        });
         if let Some(w) = self.worker(i) {
             w.held = Some(Holding {
                 grant: g,
@@ -463,6 +512,7 @@ impl Sim {
                 letting_go: false,
                 believing: true,
                 elsewhere: None,
+                object,
             });
         }
     }
@@ -513,6 +563,7 @@ impl Sim {
 
     pub(super) fn crash_worker(&mut self, i: usize) {
         self.clients[i].ghosts.clear();
+        self.crash_optimistic(i);
         let Some(h) = self.worker(i).and_then(|w| w.held.as_mut()) else {
             return;
         };
@@ -520,6 +571,129 @@ impl Sim {
             let g = h.grant;
             self.grants[g].end_at(self.now);
         }
+    }
+
+    /// A holder's object call finished: after the read, the write; after the write, its
+    /// outcome is recorded, and a write that released the lock ends the holder's belief.
+    fn holder_object(&mut self, i: usize, result: baton_kernel::Result<Object>) {
+        let now = self.now;
+        let Some(stage) = self
+            .worker(i)
+            .and_then(|w| w.held.as_ref())
+            .and_then(|h| h.object.as_ref())
+            .map(|p| p.stage)
+        else {
+            return;
+        };
+        match stage {
+            ObjectStage::Reading => {
+                let next = match &result {
+                    Ok(object) => self.next_write(object),
+                    Err(_) => None,
+                };
+                let Some((request, kind)) = next else {
+                    return self.set_object_stage(i, ObjectStage::Done);
+                };
+                let release = self.rng.below(4) == 0;
+                let after = if release {
+                    AfterObject::Release
+                } else {
+                    AfterObject::Keep
+                };
+                let Some(w) = self.worker(i) else {
+                    return;
+                };
+                let asked = w.life.object(request, after);
+                let g = w.held.as_ref().map(|h| h.grant);
+                let k = self.start_call(i, CallKind::Locked, kind, g);
+                match asked {
+                    Ok(()) => self.set_object_stage(i, ObjectStage::Writing { release }),
+                    Err(e) => {
+                        self.end_call(i, Err(e));
+                        self.set_object_stage(i, ObjectStage::Done);
+                    }
+                }
+                self.log(i, || format!("locked {kind:?} (call {k})"));
+            }
+            ObjectStage::Writing { release } => {
+                let ok = result.is_ok();
+                self.end_call(i, result);
+                self.set_object_stage(i, ObjectStage::Done);
+                if release && ok {
+                    // The write released the lock: the holder stops acting as the owner.
+                    if let Some(h) = self.worker(i).and_then(|w| w.held.as_mut()) {
+                        h.letting_go = true;
+                        h.believing = false;
+                        let g = h.grant;
+                        self.grants[g].end_at(now);
+                    }
+                }
+            }
+            ObjectStage::Pending | ObjectStage::Done => {}
+        }
+    }
+
+    fn set_object_stage(&mut self, i: usize, stage: ObjectStage) {
+        if let Some(p) = self
+            .worker(i)
+            .and_then(|w| w.held.as_mut())
+            .and_then(|h| h.object.as_mut())
+        {
+            p.stage = stage;
+        }
+    }
+
+    /// What a holder writes after reading `object`: the next value of the counter, 1 when there
+    /// is none, and now and then a removal. `None` for a value that is not a counter.
+    fn next_write(&mut self, object: &Object) -> Option<(ObjectRequest, Request)> {
+        let Some(value) = &object.value else {
+            return Some((ObjectRequest::Insert(b"1".to_vec()), Request::Insert));
+        };
+        let n: u64 = std::str::from_utf8(value).ok()?.parse().ok()?;
+        if self.rng.below(16) == 0 {
+            return Some((ObjectRequest::Remove, Request::Remove));
+        }
+        let value = (n + 1).to_string().into_bytes();
+        Some((
+            ObjectRequest::Update {
+                value,
+                version: None,
+            },
+            Request::Update,
+        ))
+    }
+
+    /// Client `i` starts an object write call: recorded, and its cells attributed to it.
+    pub(super) fn start_call(
+        &mut self,
+        i: usize,
+        kind: CallKind,
+        request: Request,
+        grant: Option<usize>,
+    ) -> usize {
+        self.object_calls.push(ObjectCallRecord {
+            client: i,
+            name: self.clients[i].name.as_str().to_string(),
+            kind,
+            request,
+            grant,
+            started: self.now,
+            outcome: None,
+            cells: Vec::new(),
+        });
+        let k = self.object_calls.len() - 1;
+        self.clients[i].call = Some(k);
+        k
+    }
+
+    /// Client `i`'s object write call under way ended with `result`.
+    pub(super) fn end_call(&mut self, i: usize, result: baton_kernel::Result<Object>) {
+        let Some(k) = self.clients[i].call.take() else {
+            return;
+        };
+        let result = result.map(|o| o.version).map_err(|e| e.kind());
+        self.log(i, || format!("object call {k} -> {result:?}"));
+        self.object_calls[k].outcome = Some((self.now, result));
     }
 
     /// How long a holder keeps its lock: mostly briefly, sometimes for longer than the TTL.
