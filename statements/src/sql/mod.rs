@@ -30,6 +30,24 @@
 //! `lock` row's `fence` column; [`Statements::in_layout`] then puts the mapped statements of
 //! `one_row.rs` in their place, with the same parameters and results, so that an
 //! [`Operation`] runs either.
+//!
+//! Commands and their statements (the [`Operation`]'s table has each step):
+//!
+//! | command | statement(s) | round trips |
+//! | --- | --- | --- |
+//! | read | `read_all`, `read_exact`, `read_range` or `read_from` | 1 |
+//! | put, delete, delete-version | `put`, `delete` (`delete_async` on the store's own connection) | 1 |
+//! | batch | `put` and `delete_notify` in one transaction | 1 (a transaction) |
+//! | insert-if-absent, compare-and-set | `insert_if_absent`, `cas_update` or `cas_delete`; `current` when not applied | 1, or 2 |
+//! | claim | `claim`/`claim_first` (SQLite: with `claim_counter` in a transaction, then `claim_state`); one-row: `guarded_current` when not applied | 1, or 2 |
+//! | guarded set | `guarded_update` or `guarded_delete`; `guarded_current` when not applied | 1, or 2 |
+//! | vacate | PostgreSQL `vacate_all`/`vacate_range`; elsewhere a read, then `delete` | 1 (PostgreSQL), 2 |
+//! | set-object | `object_insert_held`/`_free` (no object expected) or `object_update_held`/`_free` (a prefix; `…_from` when it has no end): `INSERT … SELECT … WHERE <guard>` or `UPDATE … WHERE value >= p AND value < prefix_end(p) AND <guard>`, one statement that checks and writes; `object_current` when not applied | 1, or 2 |
+//! | purge | `purge_row` or `purge_all` | 1 |
+//! | scan | `scan_first`/`scan_after`, then `scan_cells` | 2 or more |
+//!
+//! The object statements' shapes per database (MariaDB's self-joins, PostgreSQL's `FOR
+//! SHARE`, the one-row counter in `fence`) are in `object.rs`.
 
 use alloc::borrow::ToOwned;
 use alloc::format;
@@ -42,6 +60,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 mod claim;
 mod errors;
 mod layout;
+mod object;
 mod one_row;
 mod operation;
 mod schema;
@@ -50,6 +69,8 @@ mod statement;
 use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
 pub use layout::{Layout, StatementSets, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
+use object::object_statements;
+pub use object::MYSQL_MAX_VALUE_BYTES;
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck, SchemaSetup, SchemaStep};
 pub use statement::{schema_statement, Statement, Statements};
@@ -308,6 +329,7 @@ impl Statements {
             ),
         };
         let claims = claim_statements(d, table)?;
+        let objects = object_statements(d, table, Layout::TwoRows);
         let create_sql = create_table(d, table, Layout::TwoRows);
         let add_stamp = add_stamp_column(d, table);
         let delete = format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?");
@@ -372,6 +394,13 @@ impl Statements {
             vacate_range_async: d.finish(&claims.vacate_range_async),
             guarded_update: d.finish(&claims.guarded_update),
             guarded_current: d.finish(&claims.guarded_current),
+            object_insert_held: d.finish(&objects.insert_held),
+            object_insert_free: d.finish(&objects.insert_free),
+            object_update_held: d.finish(&objects.update_held),
+            object_update_free: d.finish(&objects.update_free),
+            object_update_held_from: d.finish(&objects.update_held_from),
+            object_update_free_from: d.finish(&objects.update_free_from),
+            object_current: d.finish(&objects.current),
             routines_ddl: claims.routines.join("\n\n"),
             ddl: ddl_with_routines(&create_sql, &claims.routines),
             routines: claims.routines,
@@ -583,6 +612,48 @@ mod tests {
             "{}",
             my.insert_if_absent.as_str()
         );
+    }
+
+    #[test]
+    fn object_writes_lock_what_they_check_and_never_truncate() {
+        let objects = [
+            Statement::ObjectInsertHeld,
+            Statement::ObjectInsertFree,
+            Statement::ObjectUpdateHeld,
+            Statement::ObjectUpdateFree,
+            Statement::ObjectUpdateHeldFrom,
+            Statement::ObjectUpdateFreeFrom,
+        ];
+        let my = Statements::new(Dialect::MySql, "t").expect("valid");
+        let pg = Statements::new(Dialect::Postgres, "t").expect("valid");
+        let one = Statements::in_layout(Dialect::Postgres, "t", Layout::OneRow).expect("valid");
+        for s in objects {
+            // IGNORE would turn a value too long for TEXT into a truncated one.
+            assert!(!my.get(s).contains("IGNORE"), "{s:?}: {}", my.get(s));
+            // PostgreSQL locks the guard's rows: a change of them waits, or is waited for.
+            assert!(pg.get(s).contains("FOR SHARE"), "{s:?}: {}", pg.get(s));
+            assert_eq!(
+                one.get(s).contains("k.fence = $"),
+                matches!(
+                    s,
+                    Statement::ObjectInsertHeld
+                        | Statement::ObjectUpdateHeld
+                        | Statement::ObjectUpdateHeldFrom
+                ),
+                "{s:?}: {}",
+                one.get(s)
+            );
+            // Every placeholder of the text is numbered, from 1.
+            assert!(
+                !pg.get(s).contains('?') && pg.get(s).contains("$1"),
+                "{s:?}"
+            );
+        }
+        // MariaDB updates join the table to itself: no subquery on the table they change.
+        for s in [Statement::ObjectUpdateHeld, Statement::ObjectUpdateFree] {
+            assert!(!my.get(s).contains("SELECT"), "{s:?}: {}", my.get(s));
+        }
+        assert!(one.object_current.contains("SELECT fence FROM"));
     }
 
     #[test]

@@ -140,6 +140,9 @@ SELECT cell, value, remaining, stamp FROM b ORDER BY cell",
         )
     };
     let claim = |first: bool, unflushed_losers: bool| one_row_claim(t, first, unflushed_losers);
+    // An object write's held guard, and the read after one, take the counter from `fence`.
+    let objects = super::object::object_statements(Dialect::Postgres, table, Layout::OneRow);
+    let numbered = |sql: &str| Dialect::Postgres.finish(sql);
     Statements {
         layout: Layout::OneRow,
         read_all: format!("{} WHERE {LIVE} ORDER BY cell", select("$1")),
@@ -210,6 +213,10 @@ UNION ALL SELECT lock_name, '_LOCK_'::varchar COLLATE \"C\", fence, NULL::timest
         vacate_range: vacate(" AND cell >= $2::text AND cell < $3::text", false),
         vacate_all_async: vacate("", true),
         vacate_range_async: vacate(" AND cell >= $2::text AND cell < $3::text", true),
+        object_insert_held: numbered(&objects.insert_held),
+        object_update_held: numbered(&objects.update_held),
+        object_update_held_from: numbered(&objects.update_held_from),
+        object_current: numbered(&objects.current),
         ..two_rows
     }
 }

@@ -208,6 +208,27 @@ sql_statements! {
     /// `(row, cell, row, guard)` → `(live value, guard value)` (`''`: none), after a guarded
     /// command that was not applied.
     guarded_current: GuardedCurrent = "guarded-current", Read;
+    /// An object write ([`Command::SetObject`](baton_kernel::Command::SetObject)) that expects
+    /// no object, guarded by a held lock: `(row, cell, value, stamp, row, lock, lock_value, row,
+    /// counter, counter_value)`, one row affected when applied (MariaDB: with no
+    /// `LAST_INSERT_ID` marker 1). The shapes of the object statements are in `object.rs`.
+    object_insert_held: ObjectInsertHeld = "object-insert-held", Write;
+    /// The same, guarded by a free lock: `(row, cell, value, stamp, row, lock)`.
+    object_insert_free: ObjectInsertFree = "object-insert-free", Write;
+    /// An object write that expects a value starting with `p`, guarded by a held lock:
+    /// `(value, stamp, row, cell, p, prefix_end(p), row, lock, lock_value, row, counter,
+    /// counter_value)`, one row affected when applied.
+    object_update_held: ObjectUpdateHeld = "object-update-held", Write;
+    /// The same, guarded by a free lock: `(value, stamp, row, cell, p, prefix_end(p), row,
+    /// lock)`; on MariaDB `(row, lock, value, stamp, row, cell, p, prefix_end(p))`.
+    object_update_free: ObjectUpdateFree = "object-update-free", Write;
+    /// [`Statements::object_update_held`] for a prefix without an end (no `prefix_end(p)`).
+    object_update_held_from: ObjectUpdateHeldFrom = "object-update-held-from", Write;
+    /// [`Statements::object_update_free`] for a prefix without an end (no `prefix_end(p)`).
+    object_update_free_from: ObjectUpdateFreeFrom = "object-update-free-from", Write;
+    /// `(row, cell, row, lock, row, counter)` → `(object, lock, counter)`, their live values
+    /// (`''`: none), after an object write that was not applied.
+    object_current: ObjectCurrent = "object-current", Read;
 }
 
 /// The names of the table-level statements ([`Statements::columns`], [`Statements::layout_flag`],

@@ -12,6 +12,10 @@
 //! | put, delete, delete-version | `put`, `delete` |
 //! | batch | `put` and `delete`, in one transaction, all with one stamp |
 //! | insert-if-absent, compare-and-set | the conditional, then `current` when it was not applied |
+//! | claim | `claim` (or `claim_first`), one statement; SQLite: `claim` and `claim_counter` in one transaction, then `claim_state`; a one-row table: then `guarded_current` when it was not applied |
+//! | guarded set | `guarded_update` or `guarded_delete`, then `guarded_current` when it was not applied |
+//! | vacate | PostgreSQL: `vacate_all` or `vacate_range`, one statement; elsewhere a read, then `delete` |
+//! | set-object | one of `object_insert_held`, `object_insert_free`, `object_update_held`, `object_update_free` (`…_from` for a prefix without an end), then `object_current` when it was not applied (see `object.rs`) |
 //! | purge | `purge_row` or `purge_all` |
 //! | scan | `scan_first`/`scan_after` for row names, then `scan_cells`, repeated to fill a page |
 //!
@@ -164,6 +168,10 @@ enum State {
     Guarded,
     /// The read after a guarded change that was not applied was sent.
     GuardedCurrent,
+    /// An object write was sent.
+    Object,
+    /// The read after an object write that was not applied was sent.
+    ObjectCurrent,
     /// A release's one statement was sent (PostgreSQL).
     VacateOne,
     /// A release's read was sent (other databases); its delete comes next.
@@ -179,6 +187,7 @@ enum State {
 }
 
 mod guarded;
+mod object;
 mod one_row;
 mod params;
 mod scan;
@@ -217,6 +226,7 @@ impl<'c> Operation<'c> {
         stamp: impl FnOnce(u64) -> u64,
     ) -> Result<Operation<'c>, Failure> {
         check_keys(command)?;
+        object::check_value(dialect, command)?;
         let floor = match command {
             Command::Batch { after, .. } => *after,
             Command::Read { .. }
@@ -227,6 +237,7 @@ impl<'c> Operation<'c> {
             | Command::CompareAndSet { .. }
             | Command::Claim { .. }
             | Command::GuardedSet { .. }
+            | Command::SetObject { .. }
             | Command::Vacate { .. }
             | Command::Purge { .. }
             | Command::Scan { .. } => 0,
@@ -308,6 +319,7 @@ impl<'c> Operation<'c> {
                 self.state = State::GuardedCurrent;
                 self.guarded_current()
             }
+            State::Object => self.object_current(),
             State::VacateDelete(_) => match self.command {
                 Command::Vacate { row, column, .. } => execute(
                     Statement::Delete,
@@ -369,6 +381,10 @@ impl<'c> Operation<'c> {
             }
             // Not applied: the next step reads both cells.
             State::Guarded => {}
+            State::Object => {
+                let applied = self.applied(done);
+                self.object_written(applied);
+            }
             _ => self.unexpected(),
         }
     }
@@ -408,6 +424,7 @@ impl<'c> Operation<'c> {
                 insert_id: 0,
             }),
             State::ClaimLeft => self.reply = Some(self.claim_outcome(rows)),
+            State::ObjectCurrent => self.reply = Some(self.object_found(rows)),
             State::GuardedCurrent => {
                 let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
                 self.reply = Some(Reply::Guarded {
@@ -443,9 +460,10 @@ impl<'c> Operation<'c> {
         ))));
     }
 
-    /// Whether an insert-if-absent was applied, from what the database reported: PostgreSQL
-    /// and SQLite count one row inserted or taken over and none when a live row was kept;
-    /// MariaDB reports the `LAST_INSERT_ID` marker of the statement (1: a live row was kept).
+    /// Whether an insert-if-absent (or an object write) was applied, from what the database
+    /// reported: PostgreSQL and SQLite count one row inserted or taken over and none when a
+    /// live row was kept; MariaDB reports the `LAST_INSERT_ID` marker of the statement (1: a
+    /// live row was kept; an `UPDATE` reports none).
     fn applied(&self, done: Done) -> bool {
         match self.dialect {
             Dialect::Sqlite | Dialect::Postgres => done.rows > 0,
@@ -532,6 +550,7 @@ impl<'c> Operation<'c> {
             Command::Claim { .. } => return self.claim(stamp),
             Command::Vacate { .. } => return self.vacate(stamp),
             Command::GuardedSet { .. } => return self.guarded(stamp),
+            Command::SetObject { .. } => return self.object(stamp),
             Command::Batch { row, writes, .. } => {
                 // One stamp for every write, above the newest stamp the writer saw (`after`),
                 // applied in order: a put after a delete of the same cell recreates it, a

@@ -10,7 +10,7 @@ use alloc::string::String;
 
 use baton_kernel::strategy::unique::LOCK_COLUMN;
 use baton_kernel::strategy::COUNTER_COLUMN;
-use baton_kernel::{Command, Write};
+use baton_kernel::{Command, ObjectGuard, Write};
 
 /// Why `command` cannot run on a one-row table, if it cannot.
 pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
@@ -64,6 +64,27 @@ pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
             Some(format!(
                 "the one-row lock table guards only a change of {LOCK_COLUMN:?} by {COUNTER_COLUMN:?}, not of {column:?} by {guard:?}"
             ))
+        }
+        // An object write's cells are rows of their own, but its counter is `fence`.
+        Command::SetObject { column, guard, .. } => {
+            let (lock, guard_counter) = match guard {
+                ObjectGuard::Held {
+                    column, counter, ..
+                } => (column, Some(counter)),
+                ObjectGuard::Free { column } => (column, None),
+            };
+            if counter(column) || counter(lock) {
+                Some(format!(
+                    "the one-row lock table keeps the fencing counter {COUNTER_COLUMN:?} in the columns of the {LOCK_COLUMN:?} row: an object write may not write it, nor guard by it as a lock cell"
+                ))
+            } else if guard_counter.is_some_and(|c| !counter(c)) {
+                Some(format!(
+                    "the one-row lock table guards an object write only by the fencing counter {COUNTER_COLUMN:?}, not by {:?}",
+                    guard_counter.map(String::as_str).unwrap_or_default()
+                ))
+            } else {
+                None
+            }
         }
         _ => None,
     }

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use baton_kernel::model::prefix_end;
-use baton_kernel::{Cell, ColumnFilter, Command, Failure, Reply, Write};
+use baton_kernel::{Cell, ColumnFilter, Command, Failure, ObjectGuard, Reply, Write};
 
 use super::{Kind, Param, Step, Val, CELL, MAX_KEY_BYTES, MAX_TTL_MS};
 use crate::sql::Statement;
@@ -132,6 +132,17 @@ pub(super) fn check_keys(command: &Command) -> Result<(), Failure> {
         Command::Batch { writes, .. } => keys.extend(writes.iter().map(|w| match w {
             Write::Put { column, .. } | Write::Delete { column } => column.as_str(),
         })),
+        Command::SetObject { column, guard, .. } => {
+            keys.push(column);
+            match guard {
+                ObjectGuard::Held {
+                    column: lock,
+                    counter,
+                    ..
+                } => keys.extend([lock.as_str(), counter.as_str()]),
+                ObjectGuard::Free { column: lock } => keys.push(lock),
+            }
+        }
         _ => {}
     }
     match keys.into_iter().find(|k| k.len() > MAX_KEY_BYTES) {

@@ -7,7 +7,7 @@ use alloc::string::ToString;
 use core::time::Duration;
 
 use baton_kernel::ColumnFilter;
-use baton_kernel::{Consistency, ReadConsistency, SerialConsistency};
+use baton_kernel::{Consistency, ObjectGuard, ReadConsistency, SerialConsistency};
 
 #[test]
 fn ttls_round_up_to_milliseconds() {
@@ -270,5 +270,228 @@ fn a_one_row_table_refuses_what_it_cannot_hold_before_any_statement() {
         // The same command on a two-row table is a statement.
         let mut op = Operation::new(Dialect::Postgres, &command, |_| 5).expect("valid");
         assert!(!matches!(op.step(), Step::Reply(_)), "{command:?}");
+    }
+}
+
+fn set_object(expected: Option<&str>, guard: ObjectGuard) -> Command {
+    Command::SetObject {
+        row: "r".into(),
+        column: "_OBJECT_".into(),
+        expected: expected.map(String::from),
+        value: "00000000000000000002;1.1;QQ==".into(),
+        guard,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::default(),
+    }
+}
+
+fn held(counter: &str) -> ObjectGuard {
+    ObjectGuard::Held {
+        column: "lock".into(),
+        value: "owner=a".into(),
+        counter: counter.into(),
+        counter_value: "token=1".into(),
+    }
+}
+
+fn free() -> ObjectGuard {
+    ObjectGuard::Free {
+        column: "lock".into(),
+    }
+}
+
+#[test]
+fn an_object_write_is_one_statement_and_reads_only_when_not_applied() {
+    let value = "00000000000000000002;1.1;QQ==";
+    let prefix = "00000000000000000001;";
+    let command = set_object(Some(prefix), held("_LOCK_"));
+    let mut op = Operation::new(Dialect::Postgres, &command, |_| 9).expect("valid");
+    assert_eq!(
+        op.step(),
+        Step::Execute {
+            statement: Statement::ObjectUpdateHeld,
+            params: vec![
+                text(value),
+                Param::Int(Some(9)),
+                text("r"),
+                text("_OBJECT_"),
+                text(prefix),
+                owned("00000000000000000001<"),
+                text("r"),
+                text("lock"),
+                text("owner=a"),
+                text("r"),
+                text("_LOCK_"),
+                text("token=1"),
+            ],
+        }
+    );
+    op.executed(Done {
+        rows: 1,
+        insert_id: 0,
+    });
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: true,
+            current: Some(value.into()),
+            lock: Some("owner=a".into()),
+            counter: Some("token=1".into()),
+        })
+    );
+    // Not applied: the three cells, read after.
+    let mut op = Operation::new(Dialect::Sqlite, &command, |_| 9).expect("valid");
+    op.step();
+    op.executed(Done::default());
+    assert_eq!(
+        op.step(),
+        fetch(
+            Statement::ObjectCurrent,
+            vec![
+                text("r"),
+                text("_OBJECT_"),
+                text("r"),
+                text("lock"),
+                text("r"),
+                text("_LOCK_")
+            ],
+            &[Kind::Text, Kind::Text, Kind::Text]
+        )
+    );
+    op.fetched(vec![vec![
+        Val::Text("00000000000000000003;x;-".into()),
+        Val::Text(String::new()),
+        Val::Text("token=2".into()),
+    ]]);
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: false,
+            current: Some("00000000000000000003;x;-".into()),
+            lock: None,
+            counter: Some("token=2".into()),
+        })
+    );
+}
+
+#[test]
+fn object_inserts_and_free_guards_on_each_database() {
+    let value = "00000000000000000002;1.1;QQ==";
+    // MariaDB: an insert that found the row there reports the marker 1, not applied; a free
+    // guard reports no counter.
+    let insert = set_object(None, free());
+    let mut op = Operation::new(Dialect::MySql, &insert, |_| 9).expect("valid");
+    assert_eq!(
+        op.step(),
+        Step::Execute {
+            statement: Statement::ObjectInsertFree,
+            params: vec![
+                text("r"),
+                text("_OBJECT_"),
+                text(value),
+                Param::Int(Some(9)),
+                text("r"),
+                text("lock"),
+            ],
+        }
+    );
+    op.executed(Done {
+        rows: 1,
+        insert_id: 1,
+    });
+    assert!(matches!(
+        op.step(),
+        Step::Fetch {
+            statement: Statement::ObjectCurrent,
+            ..
+        }
+    ));
+    op.fetched(vec![vec![
+        Val::Text("there".into()),
+        Val::Text("owner=b".into()),
+        Val::Text("owner=b".into()),
+    ]]);
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: false,
+            current: Some("there".into()),
+            lock: Some("owner=b".into()),
+            counter: None,
+        })
+    );
+    // MariaDB's free update names the lock row first (its join comes before its SET).
+    let update = set_object(Some("p"), free());
+    let mut op = Operation::new(Dialect::MySql, &update, |_| 9).expect("valid");
+    let Step::Execute { statement, params } = op.step() else {
+        panic!("one statement");
+    };
+    assert_eq!(statement, Statement::ObjectUpdateFree);
+    assert_eq!(params[..3], [text("r"), text("lock"), text(value)]);
+    // A prefix without an end: the `_from` statement, without the end.
+    let update = set_object(Some("\u{10FFFF}"), free());
+    let mut op = Operation::new(Dialect::Postgres, &update, |_| 9).expect("valid");
+    let Step::Execute { statement, params } = op.step() else {
+        panic!("one statement");
+    };
+    assert_eq!(statement, Statement::ObjectUpdateFreeFrom);
+    assert_eq!(params.len(), 7);
+}
+
+#[test]
+fn object_values_mariadb_cannot_hold_are_refused_not_truncated() {
+    let mut command = set_object(None, free());
+    if let Command::SetObject { value, .. } = &mut command {
+        *value = "x".repeat(65_535);
+    }
+    assert!(Operation::new(Dialect::MySql, &command, |_| 9).is_ok());
+    if let Command::SetObject { value, .. } = &mut command {
+        value.push('x');
+    }
+    let Err(Failure::Rejected(why)) = Operation::new(Dialect::MySql, &command, |_| 9) else {
+        panic!("refused");
+    };
+    assert!(
+        why.contains("65535 bytes") && why.contains("65536"),
+        "{why}"
+    );
+    for d in [Dialect::Postgres, Dialect::Sqlite] {
+        assert!(Operation::new(d, &command, |_| 9).is_ok(), "{d:?}");
+    }
+    // Long key names are refused as for every command.
+    let mut command = set_object(None, free());
+    if let Command::SetObject { guard, .. } = &mut command {
+        *guard = ObjectGuard::Free {
+            column: "x".repeat(256),
+        };
+    }
+    assert!(Operation::new(Dialect::Postgres, &command, |_| 9).is_err());
+}
+
+#[test]
+fn a_one_row_table_guards_object_writes_by_its_counter_only() {
+    let ok = set_object(Some("p"), held("_LOCK_"));
+    let mut op = Operation::new(Dialect::Postgres, &ok, |_| 5)
+        .expect("valid")
+        .in_layout(Layout::OneRow);
+    assert!(matches!(
+        op.step(),
+        Step::Execute {
+            statement: Statement::ObjectUpdateHeld,
+            ..
+        }
+    ));
+    let mut object_in_counter = set_object(None, free());
+    if let Command::SetObject { column, .. } = &mut object_in_counter {
+        *column = "_LOCK_".into();
+    }
+    for command in [set_object(None, held("other")), object_in_counter] {
+        let mut op = Operation::new(Dialect::Postgres, &command, |_| 5)
+            .expect("valid")
+            .in_layout(Layout::OneRow);
+        assert!(
+            matches!(op.step(), Step::Reply(Reply::Failed(Failure::Rejected(_)))),
+            "{command:?}"
+        );
     }
 }
