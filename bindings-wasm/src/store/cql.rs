@@ -23,7 +23,7 @@
 //!   `"clientTimeout"`, `"invalid"` or `"other"`, classified by [`failure`]; an error without
 //!   one counts as `"broken"` (it may have been applied: the kernel reads back).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use baton_kernel::{Command, Failure, Reply, Result, SerialConsistency};
@@ -50,6 +50,9 @@ pub(crate) struct CqlHost {
     levels: Levels,
     timeout: Duration,
     ready: Cell<bool>,
+    /// Why object writes cannot run on the table (it has no `probe` column), as the set-up
+    /// found it.
+    probe_refusal: RefCell<Option<String>>,
 }
 
 impl CqlHost {
@@ -74,6 +77,7 @@ impl CqlHost {
             levels: Levels::default(),
             timeout,
             ready: Cell::new(false),
+            probe_refusal: RefCell::new(None),
         })
     }
 
@@ -84,6 +88,9 @@ impl CqlHost {
 
     async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
         let mut op = Operation::new(command, self.levels, next_stamp_after)?;
+        if let Some(why) = self.probe_refusal.borrow().as_deref() {
+            op = op.without_probe(why);
+        }
         // The scan being paged: its statement, values, level and the next page's state.
         let mut scan: Option<(Statement, Array, Level, i32, JsValue)> = None;
         loop {
@@ -289,8 +296,18 @@ impl CqlHost {
                         .map_err(|f| ddl_failure(f, &cql))?;
                     setup.created();
                 }
-                SchemaStep::Ready => return Ok(()),
+                // Another client may add the column in the same instant: the set-up reads the
+                // columns again after a failure.
+                SchemaStep::AddProbe(cql) => match self.setup(&cql, &[], level, name).await {
+                    Ok(_) => setup.created(),
+                    Err(f) => setup.add_probe_failed(f),
+                },
+                SchemaStep::Ready => {
+                    *self.probe_refusal.borrow_mut() = setup.probe_refusal().map(str::to_owned);
+                    return Ok(());
+                }
                 SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
+                SchemaStep::Failed(failure) => return Err(failure),
             }
         }
     }

@@ -12,8 +12,29 @@
 //! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
 //! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
 //! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
+//! | claim | a conditional batch: insert-if-absent of the lock cell, and insert-if-absent (no counter yet) or compare-and-set (TTL 0) of the counter | no |
+//! | guarded set | a conditional batch: compare-and-set or compare-and-delete of the cell, and compare-and-set of the guard to its own value | no |
+//! | set-object | a conditional batch (below) | no |
 //! | scan | `SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |
 //! | purge | none: Cassandra drops expired cells by itself | — |
+//!
+//! An object write ([`Command::SetObject`](baton_kernel::Command::SetObject)) is one
+//! conditional batch on the row's partition, one round trip, whether it applies or not (a batch
+//! that does not apply answers with the conditioned rows as it found them):
+//!
+//! - the object's cell: no object expected, insert-if-absent with TTL 0 (`UPDATE t USING TTL 0
+//!   SET value = ? WHERE lock_name = ? AND cell = ? IF value = null`: no TTL); a prefix `p`
+//!   expected, `UPDATE t SET value = ? WHERE lock_name = ? AND cell = ? IF value >= ? AND value
+//!   < ?` (bound to `p` and `prefix_end(p)`; `IF value >= ?` alone when `p` has no end:
+//!   `text` compares by bytes, so the range is the values that start with `p`);
+//! - a held guard: `DELETE probe FROM t WHERE lock_name = ? AND cell = ? IF value = ?` on the
+//!   lock cell and on the counter; a free one: `… IF value = null` on the lock cell.
+//!
+//! The guard's statements write nothing but a tombstone of `probe`, a column nothing else uses
+//! (see [`PROBE_COLUMN`]): a lock cell's `value`, its TTL and its `WRITETIME` stay as its owner
+//! wrote them, so the plain-written cells of the column-prefix and bakery strategies are never
+//! written by Paxos, and nothing a read returns changes (a clustering row exists only while its
+//! `value` is live; a tombstone makes none appear).
 //!
 //! Consistency, serial consistency and tracing are set on each bound statement, from the
 //! command. Conditional statements are not idempotent and use no driver retry policy: the
@@ -38,9 +59,9 @@ pub use operation::{
     effective_writes, Level, Levels, Operation, Rows, Step, Val, Value, SCAN_PAGE,
 };
 pub use schema::{
-    check_columns, create_keyspace, create_table, ddl_failure, qualified, simple_replication,
-    table_id, validate_identifier, SchemaSetup, SchemaStep, COLUMNS_QUERY, DEFAULT_KEYSPACE,
-    DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY,
+    add_probe, check_columns, create_keyspace, create_table, ddl_failure, qualified,
+    simple_replication, table_id, validate_identifier, SchemaSetup, SchemaStep, COLUMNS_QUERY,
+    DEFAULT_KEYSPACE, DEFAULT_TABLE, GC_GRACE_SECONDS, KEYSPACE_QUERY, PROBE_COLUMN,
 };
 
 statement_list! {
@@ -68,6 +89,14 @@ statement_list! {
         ScanFirst = "scan-first", Read;
         /// A scan after a partition.
         ScanAfter = "scan-after", Read;
+        /// An object's cell written if its value is in `[from, to)` (Paxos, in a batch).
+        ObjectUpdate = "object-update", Write;
+        /// An object's cell written if its value is at least `from` (Paxos, in a batch).
+        ObjectUpdateFrom = "object-update-from", Write;
+        /// A guard: the cell holds this value (Paxos, in a batch; writes only `probe`).
+        ProbeValue = "probe-value", Write;
+        /// A guard: the cell has no live value (Paxos, in a batch; writes only `probe`).
+        ProbeAbsent = "probe-absent", Write;
     }
 }
 
@@ -83,8 +112,21 @@ impl Statement {
     pub fn is_conditional(self) -> bool {
         matches!(
             self,
-            Statement::InsertIfAbsent | Statement::CompareAndSet | Statement::CompareAndDelete
+            Statement::InsertIfAbsent
+                | Statement::CompareAndSet
+                | Statement::CompareAndDelete
+                | Statement::ObjectUpdate
+                | Statement::ObjectUpdateFrom
+                | Statement::ProbeValue
+                | Statement::ProbeAbsent
         )
+    }
+
+    /// Whether the statement names the table's `probe` column ([`PROBE_COLUMN`]), which a
+    /// table made by an earlier version lacks until it is added: a host prepares it only on a
+    /// table that has it.
+    pub fn needs_probe(self) -> bool {
+        matches!(self, Statement::ProbeValue | Statement::ProbeAbsent)
     }
 
     /// The statement's CQL for table `t` (already `"keyspace"."table"`, see [`qualified`]).
@@ -116,6 +158,18 @@ impl Statement {
             }
             Statement::ScanFirst => scan(),
             Statement::ScanAfter => format!("{} WHERE token(lock_name) > token(?)", scan()),
+            Statement::ObjectUpdate => format!(
+                "UPDATE {t} SET value = ? WHERE lock_name = ? AND cell = ? IF value >= ? AND value < ?"
+            ),
+            Statement::ObjectUpdateFrom => {
+                format!("UPDATE {t} SET value = ? WHERE lock_name = ? AND cell = ? IF value >= ?")
+            }
+            Statement::ProbeValue => format!(
+                "DELETE {PROBE_COLUMN} FROM {t} WHERE lock_name = ? AND cell = ? IF value = ?"
+            ),
+            Statement::ProbeAbsent => format!(
+                "DELETE {PROBE_COLUMN} FROM {t} WHERE lock_name = ? AND cell = ? IF value = null"
+            ),
         }
     }
 }
@@ -131,6 +185,8 @@ pub mod schema_statement {
     pub const COLUMNS: &str = "columns";
     /// [`create_table`](super::create_table).
     pub const CREATE_TABLE: &str = "create-table";
+    /// [`add_probe`](super::add_probe).
+    pub const ADD_PROBE: &str = "add-probe";
 }
 
 /// Every statement with its CQL for table `t`.

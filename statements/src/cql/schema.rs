@@ -6,6 +6,7 @@
 //!     lock_name text,      -- the kernel's row: one partition per lock name
 //!     cell text,           -- the kernel's column: a clustering key, so prefix reads are ranges
 //!     value text,          -- the cell's value; its TTL is the cell's TTL
+//!     probe text,          -- never holds a value: object writes delete it (below)
 //!     PRIMARY KEY ((lock_name), cell)
 //! ) WITH gc_grace_seconds = 3600 AND compaction = {…tombstone compaction…} AND ID = <uuid>
 //! ```
@@ -29,6 +30,14 @@
 //! - **A table id derived from the names** (`WITH ID`), so clients that create the table
 //!   concurrently through different coordinators create the same table instead of conflicting
 //!   schema versions.
+//! - **`probe`**, a column nothing reads and nothing sets: an object write checks its guard's
+//!   cells in its conditional batch with `DELETE probe … IF value = …` (see [the
+//!   statements](super)), a statement that is conditional on a cell's value without writing
+//!   it. Its tombstones are row cells like any deleted cell's (one per guard cell, each
+//!   superseding the one before), gone after `gc_grace_seconds`. A table made before the
+//!   column existed is accepted without it; the set-up adds it (`ALTER TABLE … ADD probe
+//!   text`, [`add_probe`]) when the store may create its schema, and otherwise object writes
+//!   are refused with that statement to run.
 //!
 //! Names are validated identifiers (`[A-Za-z][A-Za-z0-9_]{0,47}`) and always double-quoted, so
 //! they are case-sensitive and never interpolated unchecked.
@@ -46,6 +55,8 @@ pub const DEFAULT_KEYSPACE: &str = "baton";
 pub const DEFAULT_TABLE: &str = "baton_locks";
 /// `gc_grace_seconds` of a table baton creates (see the module docs).
 pub const GC_GRACE_SECONDS: u32 = 3600;
+/// The column an object write's guard deletes, and nothing else uses (see the module docs).
+pub const PROBE_COLUMN: &str = "probe";
 
 /// `(keyspace)` → `(keyspace_name)`: one row when the keyspace exists. Run at `ONE`.
 pub const KEYSPACE_QUERY: &str =
@@ -92,13 +103,29 @@ pub fn create_keyspace(keyspace: &str, replication: &str) -> String {
 /// The `CREATE TABLE` statement (see the module docs for each choice).
 pub fn create_table(keyspace: &str, table: &str) -> String {
     format!(
-        "CREATE TABLE IF NOT EXISTS {} (lock_name text, cell text, value text, PRIMARY KEY ((lock_name), cell)) \
+        "CREATE TABLE IF NOT EXISTS {} (lock_name text, cell text, value text, {PROBE_COLUMN} text, PRIMARY KEY ((lock_name), cell)) \
          WITH gc_grace_seconds = {GC_GRACE_SECONDS} \
          AND compaction = {{'class': 'SizeTieredCompactionStrategy', 'unchecked_tombstone_compaction': 'true', 'tombstone_threshold': '0.1'}} \
          AND comment = 'baton lock table' \
          AND ID = {}",
         qualified(keyspace, table),
         table_id(keyspace, table)
+    )
+}
+
+/// The `ALTER TABLE` that adds the [`PROBE_COLUMN`] to a table made before it existed.
+pub fn add_probe(keyspace: &str, table: &str) -> String {
+    format!(
+        "ALTER TABLE {} ADD {PROBE_COLUMN} text",
+        qualified(keyspace, table)
+    )
+}
+
+/// Why object writes are refused on a table without the [`PROBE_COLUMN`], and what to run.
+fn no_probe(keyspace: &str, table: &str, why: &str) -> String {
+    format!(
+        "the lock table {keyspace}.{table} has no column {PROBE_COLUMN}, which object writes need ({why}); add it with: {}",
+        add_probe(keyspace, table)
     )
 }
 
@@ -160,6 +187,14 @@ pub fn check_columns(
             "table {keyspace}.{table} is not a baton lock table: it has an extra key column {extra}"
         ));
     }
+    // The probe column may be missing (a table of an earlier version), not another column.
+    if let Some((_, kind, ty)) = columns.iter().find(|(n, _, _)| n == PROBE_COLUMN) {
+        if kind != "regular" || (ty != "text" && ty != "varchar") {
+            return Err(format!(
+                "table {keyspace}.{table} is not a baton lock table: column {PROBE_COLUMN} should be a regular column of type text, but is a {kind} column of type {ty}"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -183,11 +218,20 @@ pub enum SchemaStep {
     /// ([`schema_statement::CREATE_TABLE`](super::schema_statement::CREATE_TABLE)); answer
     /// with [`SchemaSetup::created`].
     CreateTable(String),
-    /// Done: the keyspace and table exist, of baton's shape.
+    /// Run this `ALTER TABLE … ADD probe text` ([`add_probe`]), at `ALL`
+    /// ([`schema_statement::ADD_PROBE`](super::schema_statement::ADD_PROBE)); answer with
+    /// [`SchemaSetup::created`], or, when it fails, with [`SchemaSetup::add_probe_failed`]
+    /// (another client may have added the column in the same instant).
+    AddProbe(String),
+    /// Done: the keyspace and table exist, of baton's shape ([`SchemaSetup::probe_refusal`]
+    /// says whether object writes can run on it).
     Ready,
     /// They cannot be used (missing with `create=false`, or a table of another shape): the
     /// message says what is wrong and shows the CQL that fixes it.
     Refused(String),
+    /// Adding the `probe` column failed without an answer (a timeout, no replica), and the
+    /// column is still missing: that failure (the next set-up tries again).
+    Failed(Failure),
 }
 
 impl SchemaStep {
@@ -200,7 +244,8 @@ impl SchemaStep {
             SchemaStep::CreateKeyspace(_) => Some(name::CREATE_KEYSPACE),
             SchemaStep::ReadColumns => Some(name::COLUMNS),
             SchemaStep::CreateTable(_) => Some(name::CREATE_TABLE),
-            SchemaStep::Ready | SchemaStep::Refused(_) => None,
+            SchemaStep::AddProbe(_) => Some(name::ADD_PROBE),
+            SchemaStep::Ready | SchemaStep::Refused(_) | SchemaStep::Failed(_) => None,
         }
     }
 
@@ -210,8 +255,10 @@ impl SchemaStep {
     pub fn level(&self) -> Option<Level> {
         match self {
             SchemaStep::ReadKeyspace | SchemaStep::ReadColumns => Some(Level::One),
-            SchemaStep::CreateKeyspace(_) | SchemaStep::CreateTable(_) => Some(Level::All),
-            SchemaStep::Ready | SchemaStep::Refused(_) => None,
+            SchemaStep::CreateKeyspace(_)
+            | SchemaStep::CreateTable(_)
+            | SchemaStep::AddProbe(_) => Some(Level::All),
+            SchemaStep::Ready | SchemaStep::Refused(_) | SchemaStep::Failed(_) => None,
         }
     }
 }
@@ -228,9 +275,11 @@ pub fn ddl_failure(failure: Failure, cql: &str) -> Failure {
 /// The set-up of the keyspace and lock table a host runs on first use, sans-IO, so that every
 /// host (the native store, WebAssembly) takes the same steps and refuses with the same
 /// words: the keyspace is read, and created if missing and allowed; then the table's columns,
-/// and the table created if missing and allowed, or checked ([`check_columns`]). Four
-/// statements at most, each `IF NOT EXISTS`, so that concurrent set-ups and a retry after a
-/// timed-out DDL are harmless.
+/// and the table created if missing and allowed, or checked ([`check_columns`]); a table
+/// without the [`PROBE_COLUMN`] gets it when allowed. Four statements at most, each `IF NOT
+/// EXISTS`, so that concurrent set-ups and a retry after a timed-out DDL are harmless (the
+/// probe's `ALTER TABLE`, which has no such clause here, is followed by a second read of the
+/// columns when it fails: another client may have added the column).
 #[derive(Clone, Debug)]
 pub struct SchemaSetup {
     keyspace: String,
@@ -238,6 +287,10 @@ pub struct SchemaSetup {
     replication: String,
     create: bool,
     step: SchemaStep,
+    /// Why object writes cannot run on the table, once it is known to lack the probe column.
+    probe_refusal: Option<String>,
+    /// The failure of the probe's `ALTER TABLE`, while the columns are read again.
+    probe_failure: Option<Failure>,
 }
 
 impl SchemaSetup {
@@ -250,7 +303,18 @@ impl SchemaSetup {
             replication: String::from(replication),
             create,
             step: SchemaStep::ReadKeyspace,
+            probe_refusal: None,
+            probe_failure: None,
         }
+    }
+
+    /// Once [`SchemaStep::Ready`]: why object writes cannot run on the table (it has no
+    /// [`PROBE_COLUMN`], and the store may not add it, or adding it was refused), with the
+    /// `ALTER TABLE` to run; `None` when they can. A host answers every
+    /// [`Command::SetObject`](baton_kernel::Command::SetObject) with this as a
+    /// [`Failure::Rejected`] ([`Operation::without_probe`](super::Operation::without_probe)).
+    pub fn probe_refusal(&self) -> Option<&str> {
+        self.probe_refusal.as_deref()
     }
 
     /// What the host does next (the same step again until it is answered).
@@ -282,10 +346,37 @@ impl SchemaSetup {
             return;
         }
         let create_table = create_table(&self.keyspace, &self.table);
+        let probe = columns.iter().any(|(n, _, _)| n == PROBE_COLUMN);
         self.step = if !columns.is_empty() {
             match check_columns(&self.keyspace, &self.table, columns) {
-                Ok(()) => SchemaStep::Ready,
                 Err(message) => SchemaStep::Refused(message),
+                Ok(()) if probe => SchemaStep::Ready,
+                Ok(()) => match self.probe_failure.take() {
+                    // Adding it failed, and nobody else added it.
+                    Some(Failure::Rejected(why)) => {
+                        self.probe_refusal = Some(no_probe(
+                            &self.keyspace,
+                            &self.table,
+                            &format!("adding it was refused: {why}"),
+                        ));
+                        SchemaStep::Ready
+                    }
+                    Some(failure) => SchemaStep::Failed(ddl_failure(
+                        failure,
+                        &add_probe(&self.keyspace, &self.table),
+                    )),
+                    None if self.create => {
+                        SchemaStep::AddProbe(add_probe(&self.keyspace, &self.table))
+                    }
+                    None => {
+                        self.probe_refusal = Some(no_probe(
+                            &self.keyspace,
+                            &self.table,
+                            "the table was made by an earlier version, and the store may not alter it (create=false)",
+                        ));
+                        SchemaStep::Ready
+                    }
+                },
             }
         } else if self.create {
             SchemaStep::CreateTable(create_table)
@@ -297,14 +388,26 @@ impl SchemaSetup {
         };
     }
 
-    /// The answer to [`SchemaStep::CreateKeyspace`] or [`SchemaStep::CreateTable`]: the
-    /// statement succeeded.
+    /// The answer to [`SchemaStep::CreateKeyspace`], [`SchemaStep::CreateTable`] or
+    /// [`SchemaStep::AddProbe`]: the statement succeeded.
     pub fn created(&mut self) {
         self.step = match self.step {
             SchemaStep::CreateKeyspace(_) => SchemaStep::ReadColumns,
-            SchemaStep::CreateTable(_) => SchemaStep::Ready,
+            SchemaStep::CreateTable(_) | SchemaStep::AddProbe(_) => SchemaStep::Ready,
             ref other => other.clone(),
         };
+    }
+
+    /// The answer to [`SchemaStep::AddProbe`] when it failed (as the host classified the
+    /// driver's error): the columns are read again, since another client may have added the
+    /// column meanwhile (Cassandra then refuses this one). Still missing: a refusal makes
+    /// object writes fail with it (locks work on); a failure without an answer ends the
+    /// set-up ([`SchemaStep::Failed`]).
+    pub fn add_probe_failed(&mut self, failure: Failure) {
+        if let SchemaStep::AddProbe(_) = self.step {
+            self.probe_failure = Some(failure);
+            self.step = SchemaStep::ReadColumns;
+        }
     }
 }
 
@@ -326,8 +429,10 @@ mod tests {
             match step {
                 SchemaStep::ReadKeyspace => setup.keyspace(keyspace),
                 SchemaStep::ReadColumns => setup.columns(columns),
-                SchemaStep::CreateKeyspace(_) | SchemaStep::CreateTable(_) => setup.created(),
-                SchemaStep::Ready | SchemaStep::Refused(_) => break,
+                SchemaStep::CreateKeyspace(_)
+                | SchemaStep::CreateTable(_)
+                | SchemaStep::AddProbe(_) => setup.created(),
+                SchemaStep::Ready | SchemaStep::Refused(_) | SchemaStep::Failed(_) => break,
             }
         }
         steps
@@ -405,6 +510,89 @@ mod tests {
         setup.created();
         setup.columns(&good);
         assert_eq!(setup.step(), SchemaStep::ReadKeyspace);
+    }
+
+    #[test]
+    fn a_table_without_the_probe_column_gets_it_or_refuses_object_writes() {
+        let col = |n: &str, k: &str, t: &str| (n.to_string(), k.to_string(), t.to_string());
+        let old = vec![
+            col("lock_name", "partition_key", "text"),
+            col("cell", "clustering", "text"),
+            col("value", "regular", "text"),
+        ];
+        let mut new = old.clone();
+        new.push(col("probe", "regular", "text"));
+        let rf = "{'class': 'SimpleStrategy', 'replication_factor': 1}";
+        assert!(create_table("Ks", "T").contains("value text, probe text,"));
+        assert_eq!(
+            add_probe("Ks", "T"),
+            "ALTER TABLE \"Ks\".\"T\" ADD probe text"
+        );
+        // A new table has it; an old one is accepted, and altered when allowed.
+        let steps = run(&mut SchemaSetup::new("Ks", "T", rf, true), true, &new);
+        assert_eq!(steps.last(), Some(&SchemaStep::Ready));
+        let mut setup = SchemaSetup::new("Ks", "T", rf, true);
+        setup.keyspace(true);
+        setup.columns(&old);
+        let SchemaStep::AddProbe(cql) = setup.step() else {
+            panic!("{:?}", setup.step());
+        };
+        assert_eq!(cql, add_probe("Ks", "T"));
+        assert_eq!(setup.step().level(), Some(Level::All));
+        assert_eq!(setup.step().statement(), Some("add-probe"));
+        setup.created();
+        assert_eq!(
+            (setup.step(), setup.probe_refusal()),
+            (SchemaStep::Ready, None)
+        );
+        // Refused because another client added it meanwhile: the columns again, then ready.
+        let mut setup = SchemaSetup::new("Ks", "T", rf, true);
+        setup.keyspace(true);
+        setup.columns(&old);
+        setup.add_probe_failed(Failure::Rejected(
+            "Column with name 'probe' already exists".into(),
+        ));
+        assert_eq!(setup.step(), SchemaStep::ReadColumns);
+        setup.columns(&new);
+        assert_eq!(
+            (setup.step(), setup.probe_refusal()),
+            (SchemaStep::Ready, None)
+        );
+        // Refused (no permission), still missing: locks work on, object writes say what to run.
+        let mut setup = SchemaSetup::new("Ks", "T", rf, true);
+        setup.keyspace(true);
+        setup.columns(&old);
+        setup.add_probe_failed(Failure::Rejected("no ALTER permission".into()));
+        setup.columns(&old);
+        assert_eq!(setup.step(), SchemaStep::Ready);
+        let why = setup.probe_refusal().expect("refused");
+        assert!(
+            why.contains("no ALTER permission") && why.ends_with(&add_probe("Ks", "T")),
+            "{why}"
+        );
+        // No answer: the set-up fails (the next one tries again).
+        let mut setup = SchemaSetup::new("Ks", "T", rf, true);
+        setup.keyspace(true);
+        setup.columns(&old);
+        setup.add_probe_failed(Failure::Timeout("no answer".into()));
+        setup.columns(&old);
+        assert!(
+            matches!(setup.step(), SchemaStep::Failed(Failure::Timeout(_))),
+            "{:?}",
+            setup.step()
+        );
+        // create=false: accepted as it is, object writes refused with the statement to run.
+        let mut setup = SchemaSetup::new("Ks", "T", rf, false);
+        assert_eq!(run(&mut setup, true, &old).last(), Some(&SchemaStep::Ready));
+        let why = setup.probe_refusal().expect("refused");
+        assert!(
+            why.contains("create=false") && why.contains("ALTER TABLE \"Ks\".\"T\" ADD probe text"),
+            "{why}"
+        );
+        // A probe column of another kind is not baton's.
+        let mut other = old.clone();
+        other.push(col("probe", "static", "text"));
+        assert!(check_columns("Ks", "T", &other).is_err_and(|m| m.contains("column probe")));
     }
 
     #[test]

@@ -61,9 +61,10 @@ fn bind(p: &PreparedStatement, values: Vec<Value<'_>>) -> Result<BoundStatement,
 
 /// The operation of `command`, with `given` as the timestamp of a plain write, or a fresh
 /// stamp from the process's generator when `None` (always, but in tests that play a write
-/// arriving late).
+/// arriving late); on a table without the `probe` column, it refuses object writes.
 fn operation<'c>(
     command: &'c Command,
+    st: &Statements,
     levels: &Levels,
     given: Option<u64>,
 ) -> Result<Operation<'c>, Failure> {
@@ -72,18 +73,23 @@ fn operation<'c>(
         Some(g) if floor == 0 => g,
         Some(g) => g.max(floor.saturating_add(1)),
     };
-    Operation::new(command, *levels, stamp)
+    let op = Operation::new(command, *levels, stamp)?;
+    Ok(match st.probe_refusal() {
+        Some(why) => op.without_probe(why),
+        None => op,
+    })
 }
 
 /// `statement` bound to `values`, at `consistency` (and `serial` for a conditional one).
-fn bound(
+async fn bound(
+    session: &Session,
     st: &Statements,
     statement: Statement,
     values: Vec<Value<'_>>,
     consistency: Level,
     serial: Option<SerialConsistency>,
 ) -> Result<BoundStatement, Failure> {
-    let mut bound = bind(st.get(statement), values)?;
+    let mut bound = bind(st.get(session, statement).await?, values)?;
     bound.set_consistency(cl(consistency));
     if let Some(s) = serial {
         bound.set_serial_consistency(Some(scl(s)));
@@ -93,16 +99,17 @@ fn bound(
 
 /// A logged batch of `statements` at `consistency` (conditional when `serial` is set), with
 /// their values.
-fn batch(
+async fn batch(
+    session: &Session,
     st: &Statements,
     statements: Vec<(Statement, Vec<Value<'_>>)>,
     consistency: Level,
     serial: Option<SerialConsistency>,
-) -> (Batch, Vec<Vec<CqlValue>>) {
+) -> Result<(Batch, Vec<Vec<CqlValue>>), Failure> {
     let mut batch = Batch::new(BatchType::Logged);
     let mut values = Vec::with_capacity(statements.len());
     for (statement, v) in statements {
-        batch.append_statement(st.get(statement).clone());
+        batch.append_statement(st.get(session, statement).await?.clone());
         values.push(cql_values(v));
     }
     batch.set_consistency(cl(consistency));
@@ -111,7 +118,7 @@ fn batch(
     if let Some(serial) = serial {
         batch.set_serial_consistency(Some(scl(serial)));
     }
-    (batch, values)
+    Ok((batch, values))
 }
 
 /// The rows of a result, as the operation reads them (none for a write).
@@ -185,7 +192,7 @@ async fn run_stamped(
     trace: bool,
     given: Option<u64>,
 ) -> Result<(Reply, Option<QueryResult>), Failure> {
-    let mut op = operation(command, levels, given)?;
+    let mut op = operation(command, st, levels, given)?;
     let mut last = None;
     // A scan's statement and values, and where its next page starts.
     let mut scan: Option<(PreparedStatement, Vec<CqlValue>, PagingState)> = None;
@@ -197,7 +204,7 @@ async fn run_stamped(
                 consistency,
                 serial,
             } => {
-                let mut bound = bound(st, statement, values, consistency, serial)?;
+                let mut bound = bound(session, st, statement, values, consistency, serial).await?;
                 bound.set_tracing(trace);
                 let result = session
                     .execute_bound_unpaged(&bound)
@@ -213,7 +220,7 @@ async fn run_stamped(
                 consistency,
                 serial,
             } => {
-                let (batch, values) = batch(st, statements, consistency, serial);
+                let (batch, values) = batch(session, st, statements, consistency, serial).await?;
                 let result = session
                     .batch(&batch, values)
                     .await
@@ -229,10 +236,10 @@ async fn run_stamped(
                 consistency,
                 page_size,
             } => {
-                let mut prepared = st.get(statement).clone();
-                prepared.set_consistency(cl(consistency));
-                prepared.set_page_size(page_size);
-                scan = Some((prepared, cql_values(values), PagingState::start()));
+                let mut paged = st.get(session, statement).await?.clone();
+                paged.set_consistency(cl(consistency));
+                paged.set_page_size(page_size);
+                scan = Some((paged, cql_values(values), PagingState::start()));
                 page(session, &mut op, &mut scan).await?;
             }
             Step::NextPage => page(session, &mut op, &mut scan).await?,
@@ -276,7 +283,7 @@ pub(crate) async fn execute_raw(
     levels: &Levels,
     command: &Command,
 ) -> Result<Option<QueryResult>, ExecutionError> {
-    let Ok(mut op) = operation(command, levels, None) else {
+    let Ok(mut op) = operation(command, st, levels, None) else {
         return Ok(None);
     };
     match op.step() {
@@ -285,7 +292,7 @@ pub(crate) async fn execute_raw(
             values,
             consistency,
             serial,
-        } => match bound(st, statement, values, consistency, serial) {
+        } => match bound(session, st, statement, values, consistency, serial).await {
             Ok(bound) => session.execute_bound_unpaged(&bound).await.map(Some),
             Err(_) => Ok(None),
         },
@@ -293,10 +300,10 @@ pub(crate) async fn execute_raw(
             statements,
             consistency,
             serial,
-        } => {
-            let (batch, values) = batch(st, statements, consistency, serial);
-            session.batch(&batch, values).await.map(Some)
-        }
+        } => match batch(session, st, statements, consistency, serial).await {
+            Ok((batch, values)) => session.batch(&batch, values).await.map(Some),
+            Err(_) => Ok(None),
+        },
         _ => Ok(None),
     }
 }

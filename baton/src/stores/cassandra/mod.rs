@@ -320,11 +320,12 @@ impl CassandraStore {
             .ready
             .get_or_try_init(|| async {
                 let session = connect(&inner.options).await?;
-                schema::ensure(&session, &inner.options).await?;
+                let probe_refusal = schema::ensure(&session, &inner.options).await?;
                 let statements = Statements::prepare(
                     &session,
                     &schema::qualified(&inner.options),
                     inner.options.timeout,
+                    probe_refusal,
                 )
                 .await
                 .map_err(|e| errors::prepare_failure(&e, format!("preparing statements: {e}")))?;

@@ -64,12 +64,14 @@ pub fn create_table_cql(options: &CassandraOptions) -> String {
 }
 
 /// Creates (when allowed and missing) or checks the keyspace and table, by the steps of
-/// [`SchemaSetup`], which every host runs. `Rejected` failures name what is missing or wrong
-/// and show the CQL that fixes it.
+/// [`SchemaSetup`], which every host runs, adding the `probe` column to a table made before it
+/// existed when allowed. `Rejected` failures name what is missing or wrong and show the CQL
+/// that fixes it. Answers why object writes cannot run on the table, if they cannot (it has no
+/// `probe` column: [`SchemaSetup::probe_refusal`]).
 pub(crate) async fn ensure(
     session: &Session,
     options: &CassandraOptions,
-) -> std::result::Result<(), Failure> {
+) -> std::result::Result<Option<String>, Failure> {
     let mut setup = SchemaSetup::new(
         &options.keyspace,
         &options.table,
@@ -97,18 +99,37 @@ pub(crate) async fn ensure(
                 setup.columns(&columns);
             }
             SchemaStep::CreateKeyspace(cql) | SchemaStep::CreateTable(cql) => {
-                let mut statement = Statement::new(cql.as_str());
-                statement.set_consistency(level.unwrap_or(Consistency::All));
-                session
-                    .query_unpaged(statement, ())
+                ddl(session, &cql, level)
                     .await
-                    .map_err(|e| ddl_failure(setup_failure(&e), &cql))?;
+                    .map_err(|f| ddl_failure(f, &cql))?;
                 setup.created();
             }
-            SchemaStep::Ready => return Ok(()),
+            // Another client may add the column in the same instant: the set-up reads the
+            // columns again after a failure.
+            SchemaStep::AddProbe(cql) => match ddl(session, &cql, level).await {
+                Ok(()) => setup.created(),
+                Err(f) => setup.add_probe_failed(f),
+            },
+            SchemaStep::Ready => return Ok(setup.probe_refusal().map(str::to_owned)),
             SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
+            SchemaStep::Failed(failure) => return Err(failure),
         }
     }
+}
+
+/// Runs a DDL statement at `level` (`ALL` by default).
+async fn ddl(
+    session: &Session,
+    cql: &str,
+    level: Option<Consistency>,
+) -> std::result::Result<(), Failure> {
+    let mut statement = Statement::new(cql);
+    statement.set_consistency(level.unwrap_or(Consistency::All));
+    session
+        .query_unpaged(statement, ())
+        .await
+        .map(drop)
+        .map_err(|e| setup_failure(&e))
 }
 
 /// The rows of a catalog read at `level`.

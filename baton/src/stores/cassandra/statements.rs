@@ -13,6 +13,7 @@
 //! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
 //! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
 //! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
+//! | set-object | a conditional batch: the object's cell (`… IF value = null`, or `IF value >= ? AND value < ?`), and `DELETE probe FROM t WHERE lock_name = ? AND cell = ? IF value = ?` (or `= null`) for each guard cell | no |
 //! | scan | `SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |
 //! | purge | none: Cassandra drops expired cells by itself | — |
 //!
@@ -27,45 +28,113 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_kernel::Failure;
 use baton_statements::cql::Statement;
 use scylla::client::session::Session;
 use scylla::errors::PrepareError;
 use scylla::policies::retry::FallthroughRetryPolicy;
 use scylla::statement::prepared::PreparedStatement;
+use tokio::sync::OnceCell;
+
+use super::errors::prepare_failure;
 
 /// The prepared statements of one lock table, in the order of [`Statement::ALL`].
-#[derive(Debug, Clone)]
+///
+/// Those that name the `probe` column ([`Statement::needs_probe`]) are prepared at their first
+/// use, by the first object write: on a table whose column another client has just added, the
+/// catalog read of the set-up can show it a moment before the node's schema has it, and
+/// Cassandra then refuses to prepare them (`Undefined column name probe`). Prepared later, a
+/// failure fails that object write only (and the next one prepares again), never the set-up
+/// that locks depend on.
+#[derive(Debug)]
 pub(crate) struct Statements {
-    prepared: [PreparedStatement; Statement::ALL.len()],
+    /// The statements prepared with the set-up (`None` for those that name `probe`).
+    prepared: Vec<Option<PreparedStatement>>,
+    /// Those that name `probe`, once prepared.
+    probes: Vec<OnceCell<PreparedStatement>>,
+    /// Every statement's text.
+    texts: Vec<String>,
+    /// Each statement's client-side timeout.
+    timeout: Duration,
+    /// Why object writes cannot run on the table (it has no `probe` column), if they cannot.
+    probe_refusal: Option<String>,
+}
+
+/// `text` prepared on `session` for `statement`, with `timeout`; conditional statements are
+/// not idempotent and never retried by the driver.
+async fn prepare_one(
+    session: &Session,
+    statement: Statement,
+    text: &str,
+    timeout: Duration,
+) -> Result<PreparedStatement, PrepareError> {
+    let mut p = session.prepare(text).await?;
+    p.set_request_timeout(Some(timeout));
+    let conditional = statement.is_conditional();
+    p.set_is_idempotent(!conditional);
+    if conditional {
+        p.set_retry_policy(Some(Arc::new(FallthroughRetryPolicy::new())));
+    }
+    Ok(p)
 }
 
 impl Statements {
-    /// Prepares every statement on `session`, with `timeout` as each one's client-side timeout.
+    /// Prepares every statement on `session` but those that name the `probe` column (at their
+    /// first use), with `timeout` as each one's client-side timeout; `probe_refusal` says why
+    /// object writes cannot run on the table, if it has no `probe` column.
     pub async fn prepare(
         session: &Session,
         table: &str,
         timeout: Duration,
+        probe_refusal: Option<String>,
     ) -> Result<Statements, PrepareError> {
-        let texts = baton_statements::cql::statements(table);
+        let texts: Vec<String> = baton_statements::cql::statements(table)
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
         let mut prepared = Vec::with_capacity(texts.len());
-        for (statement, text) in texts {
-            let mut p = session.prepare(text).await?;
-            p.set_request_timeout(Some(timeout));
-            let conditional = statement.is_conditional();
-            p.set_is_idempotent(!conditional);
-            if conditional {
-                p.set_retry_policy(Some(Arc::new(FallthroughRetryPolicy::new())));
-            }
-            prepared.push(p);
+        for (statement, text) in Statement::ALL.iter().zip(&texts) {
+            prepared.push(match statement.needs_probe() {
+                true => None,
+                false => Some(prepare_one(session, *statement, text, timeout).await?),
+            });
         }
-        let prepared = prepared
-            .try_into()
-            .map_err(|_| PrepareError::PreparedStatementIdsMismatch)?;
-        Ok(Statements { prepared })
+        Ok(Statements {
+            prepared,
+            probes: texts.iter().map(|_| OnceCell::new()).collect(),
+            texts,
+            timeout,
+            probe_refusal,
+        })
     }
 
-    /// The prepared `statement`.
-    pub fn get(&self, statement: Statement) -> &PreparedStatement {
-        &self.prepared[statement.index()]
+    /// Why object writes cannot run on the table, if they cannot.
+    pub fn probe_refusal(&self) -> Option<&str> {
+        self.probe_refusal.as_deref()
+    }
+
+    /// The prepared `statement`, preparing it on `session` at its first use if it names the
+    /// `probe` column (a failure is not kept: the next use prepares again).
+    pub async fn get(
+        &self,
+        session: &Session,
+        statement: Statement,
+    ) -> Result<&PreparedStatement, Failure> {
+        let i = statement.index();
+        if let Some(Some(p)) = self.prepared.get(i) {
+            return Ok(p);
+        }
+        let (Some(cell), Some(text)) = (self.probes.get(i), self.texts.get(i)) else {
+            return Err(Failure::Rejected(format!(
+                "internal error: no statement {}",
+                statement.name()
+            )));
+        };
+        cell.get_or_try_init(|| async {
+            prepare_one(session, statement, text, self.timeout)
+                .await
+                .map_err(|e| prepare_failure(&e, format!("preparing {}: {e}", statement.name())))
+        })
+        .await
     }
 }

@@ -5,7 +5,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use baton_kernel::{Cell, Command, Failure, Reply};
+use baton_kernel::{Cell, Command, Failure, ObjectGuard, Reply};
 
 use super::{Rows, Val};
 
@@ -150,5 +150,78 @@ pub(super) fn guarded(result: &Rows, command: &Command) -> Result<Reply, Failure
         applied,
         current: value_of(column),
         guard: value_of(other),
+    })
+}
+
+/// The reply of an object write's batch ([`Command::SetObject`]): applied, the value written
+/// and the guard's values; otherwise the `value` of each conditioned row as the batch found
+/// it (a row the result does not name, or names with a NULL value, has no live cell).
+pub(super) fn object(result: &Rows, command: &Command) -> Result<Reply, Failure> {
+    let Command::SetObject {
+        column,
+        value,
+        guard,
+        ..
+    } = command
+    else {
+        return Err(bad_result("an object write's batch for another command"));
+    };
+    let at = |name: &str| result.columns.iter().position(|c| c == name);
+    let applied_at =
+        at("[applied]").ok_or_else(|| bad_result("a conditional batch without [applied]"))?;
+    let first = result
+        .rows
+        .first()
+        .ok_or_else(|| bad_result("a conditional batch without a result row"))?;
+    let applied = matches!(
+        first.get(applied_at).cloned().flatten(),
+        Some(Val::Boolean(true))
+    );
+    let (lock_column, counter_column) = match guard {
+        ObjectGuard::Held {
+            column, counter, ..
+        } => (column, Some(counter)),
+        ObjectGuard::Free { column } => (column, None),
+    };
+    if applied {
+        let (lock, counter) = match guard {
+            ObjectGuard::Held {
+                value,
+                counter_value,
+                ..
+            } => (Some(value.clone()), Some(counter_value.clone())),
+            ObjectGuard::Free { .. } => (None, None),
+        };
+        return Ok(Reply::Object {
+            applied,
+            current: Some(value.clone()),
+            lock,
+            counter,
+        });
+    }
+    let (Some(cell_at), Some(value_at)) = (at("cell"), at("value")) else {
+        return Ok(Reply::Object {
+            applied,
+            current: None,
+            lock: None,
+            counter: None,
+        });
+    };
+    let value_of = |wanted: &str| {
+        result.rows.iter().find_map(|row| {
+            match (
+                row.get(cell_at).cloned().flatten(),
+                row.get(value_at).cloned().flatten(),
+            ) {
+                (Some(Val::Text(c)), Some(Val::Text(v))) if c == wanted => Some(v),
+                _ => None,
+            }
+        })
+    };
+    Ok(Reply::Object {
+        applied,
+        current: value_of(column),
+        lock: value_of(lock_column),
+        counter: counter_column.and_then(|c| value_of(c)),
     })
 }

@@ -22,7 +22,7 @@ use baton_kernel::{
 
 use super::Statement;
 pub use batch::effective_writes;
-use decode::{conditional, decode_cells, guarded};
+use decode::{conditional, decode_cells, guarded, object};
 use values::{cql_stamp, execute, internal, put_values, stamped_put, text};
 
 /// Rows per page of a scan.
@@ -184,6 +184,8 @@ pub struct Operation<'c> {
     reply: Option<Reply>,
     /// The reply was taken.
     finished: bool,
+    /// Why an object write cannot run on this table (it has no `probe` column), if it cannot.
+    probe_refusal: Option<String>,
 }
 
 impl<'c> Operation<'c> {
@@ -210,6 +212,7 @@ impl<'c> Operation<'c> {
             | Command::CompareAndSet { .. }
             | Command::Claim { .. }
             | Command::GuardedSet { .. }
+            | Command::SetObject { .. }
             | Command::Purge { .. }
             | Command::Scan { .. } => 0,
             other => {
@@ -227,7 +230,19 @@ impl<'c> Operation<'c> {
             vacated: None,
             reply: None,
             finished: false,
+            probe_refusal: None,
         })
+    }
+
+    /// Says that the table has no `probe` column ([`PROBE_COLUMN`](super::PROBE_COLUMN)), for
+    /// the reason `why` ([`SchemaSetup::probe_refusal`](super::SchemaSetup::probe_refusal)):
+    /// an object write is then answered with [`Failure::Rejected`] before any statement.
+    /// Other commands run as before.
+    pub fn without_probe(mut self, why: &str) -> Self {
+        if matches!(self.command, Command::SetObject { .. }) {
+            self.probe_refusal = Some(String::from(why));
+        }
+        self
     }
 
     /// What to do next, until it gives the reply (once: stepping again after that is a bug in
@@ -284,6 +299,9 @@ impl<'c> Operation<'c> {
             Command::Vacate { .. } => Reply::Cells(self.vacated.take().unwrap_or_default()),
             Command::Claim { .. } | Command::GuardedSet { .. } => {
                 guarded(&result, self.command).unwrap_or_else(Reply::Failed)
+            }
+            Command::SetObject { .. } => {
+                object(&result, self.command).unwrap_or_else(Reply::Failed)
             }
             Command::Scan { .. } => internal("a scan's rows came unpaged"),
             _ => Reply::Written,
@@ -518,6 +536,7 @@ impl<'c> Operation<'c> {
                     serial: Some(levels.serial(*serial)),
                 }
             }
+            Command::SetObject { .. } => self.object(),
             // Expired cells vanish by themselves in Cassandra (TTL): there is nothing to purge.
             Command::Purge { .. } => {
                 self.finished = true;
@@ -545,6 +564,7 @@ impl<'c> Operation<'c> {
 
 mod batch;
 mod decode;
+mod object;
 #[cfg(test)]
 mod tests;
 mod values;

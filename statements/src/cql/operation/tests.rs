@@ -5,7 +5,7 @@ use super::*;
 use alloc::string::ToString;
 use core::time::Duration;
 
-use baton_kernel::{Instant, MemoryTable};
+use baton_kernel::{Instant, MemoryTable, ObjectGuard};
 
 fn put(c: &str, v: &str) -> Write {
     Write::Put {
@@ -216,4 +216,181 @@ fn a_scan_stops_at_its_limit_across_pages() {
     };
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].1.len(), 2);
+}
+
+fn set_object(expected: Option<&str>, guard: ObjectGuard) -> Command {
+    Command::SetObject {
+        row: "r".into(),
+        column: "_OBJECT_".into(),
+        expected: expected.map(String::from),
+        value: "00000000000000000002;1.1;QQ==".into(),
+        guard,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::Quorum,
+    }
+}
+
+fn held() -> ObjectGuard {
+    ObjectGuard::Held {
+        column: "lock".into(),
+        value: "owner=a".into(),
+        counter: "_LOCK_".into(),
+        counter_value: "token=1".into(),
+    }
+}
+
+/// A not-applied conditional batch's result: `[applied]`, then each conditioned row that
+/// exists, `(lock_name, cell, value)`.
+fn not_applied(rows: &[(&str, &str)]) -> Rows {
+    Rows {
+        columns: ["[applied]", "lock_name", "cell", "value"]
+            .map(String::from)
+            .to_vec(),
+        rows: rows
+            .iter()
+            .map(|(cell, value)| {
+                vec![
+                    Some(Val::Boolean(false)),
+                    Some(Val::Text("r".to_string())),
+                    Some(Val::Text(cell.to_string())),
+                    Some(Val::Text(value.to_string())),
+                ]
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn an_object_write_is_one_conditional_batch_whose_guard_writes_only_the_probe() {
+    let prefix = "00000000000000000001;";
+    let command = set_object(Some(prefix), held());
+    let mut op = Operation::new(&command, Levels::default(), |_| unreachable!()).expect("valid");
+    let Step::Batch {
+        statements,
+        consistency,
+        serial,
+    } = op.step()
+    else {
+        panic!("one batch");
+    };
+    assert_eq!(
+        (consistency, serial),
+        (Level::Quorum, Some(SerialConsistency::Serial))
+    );
+    let names: Vec<Statement> = statements.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        names,
+        [
+            Statement::ObjectUpdate,
+            Statement::ProbeValue,
+            Statement::ProbeValue
+        ]
+    );
+    assert_eq!(
+        statements[0].1,
+        vec![
+            text("00000000000000000002;1.1;QQ=="),
+            text("r"),
+            text("_OBJECT_"),
+            text(prefix),
+            Value::Text("00000000000000000001<".into())
+        ]
+    );
+    assert_eq!(
+        statements[2].1,
+        vec![text("r"), text("_LOCK_"), text("token=1")]
+    );
+    for s in [Statement::ProbeValue, Statement::ProbeAbsent] {
+        let cql = s.cql("t");
+        assert!(cql.starts_with("DELETE probe FROM t WHERE"), "{cql}");
+        assert!(s.is_conditional() && s.needs_probe(), "{s:?}");
+    }
+    // Not applied: the rows as the batch found them; a row it does not name has no cell.
+    op.rows(not_applied(&[
+        ("_OBJECT_", "00000000000000000003;x;-"),
+        ("lock", "owner=b"),
+    ]));
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: false,
+            current: Some("00000000000000000003;x;-".into()),
+            lock: Some("owner=b".into()),
+            counter: None,
+        })
+    );
+}
+
+#[test]
+fn an_object_insert_has_no_ttl_and_a_free_guard_one_probe() {
+    let command = set_object(
+        None,
+        ObjectGuard::Free {
+            column: "lock".into(),
+        },
+    );
+    let mut op = Operation::new(&command, Levels::default(), |_| unreachable!()).expect("valid");
+    let Step::Batch { statements, .. } = op.step() else {
+        panic!("one batch");
+    };
+    assert_eq!(statements[0].0, Statement::InsertIfAbsent);
+    assert_eq!(statements[0].1[0], Value::Int(0), "TTL 0: none");
+    assert_eq!(
+        statements[1],
+        (Statement::ProbeAbsent, vec![text("r"), text("lock")])
+    );
+    op.rows(Rows {
+        columns: vec!["[applied]".to_string()],
+        rows: vec![vec![Some(Val::Boolean(true))]],
+    });
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: true,
+            current: Some("00000000000000000002;1.1;QQ==".into()),
+            lock: None,
+            counter: None,
+        })
+    );
+    // A prefix without an end: `IF value >= ?` alone.
+    let command = set_object(Some("\u{10FFFF}"), held());
+    let mut op = Operation::new(&command, Levels::default(), |_| unreachable!()).expect("valid");
+    let Step::Batch { statements, .. } = op.step() else {
+        panic!("one batch");
+    };
+    assert_eq!(statements[0].0, Statement::ObjectUpdateFrom);
+    assert_eq!(statements[0].1.len(), 4);
+    op.rows(not_applied(&[("_LOCK_", "token=2"), ("lock", "owner=a")]));
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Object {
+            applied: false,
+            current: None,
+            lock: Some("owner=a".into()),
+            counter: Some("token=2".into()),
+        })
+    );
+}
+
+#[test]
+fn without_the_probe_column_object_writes_are_refused_and_others_run() {
+    let command = set_object(None, held());
+    let mut op = Operation::new(&command, Levels::default(), |_| unreachable!())
+        .expect("valid")
+        .without_probe("add it with: ALTER TABLE");
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Failed(Failure::Rejected(
+            "add it with: ALTER TABLE".into()
+        )))
+    );
+    let read = Command::Read {
+        row: "r".into(),
+        filter: ColumnFilter::All,
+        consistency: ReadConsistency::Plain(Consistency::Quorum),
+    };
+    let mut op = Operation::new(&read, Levels::default(), |_| 0)
+        .expect("valid")
+        .without_probe("no probe");
+    assert!(matches!(op.step(), Step::Execute { .. }));
 }
