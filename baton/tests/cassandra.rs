@@ -12,6 +12,10 @@
 mod claim_scripts;
 #[path = "shared/claims.rs"]
 mod claims;
+#[path = "shared/objects.rs"]
+mod object_scripts;
+#[path = "cassandra_tests/objects.rs"]
+mod objects;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -11,7 +11,7 @@ use super::{base_url, claims, fresh_url, shape, store};
 
 /// Applies `script` to the store and to the reference table at `now`, comparing every reply.
 /// A [`claims::READ_STAMP`] is each side's own stamp from the read before it.
-async fn same_as_reference(
+pub(super) async fn same_as_reference(
     store: &CassandraStore,
     reference: &mut MemoryTable,
     script: impl IntoIterator<Item = Command>,

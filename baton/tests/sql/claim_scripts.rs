@@ -12,7 +12,11 @@ use crate::{claims, per_db};
 
 /// Applies `script` to the store and to the reference table, comparing every reply.
 /// A [`claims::READ_STAMP`] is each side's own stamp from the read before it.
-async fn same_as_reference(store: &SqlStore, reference: &MemoryStore, script: Vec<Command>) {
+pub(crate) async fn same_as_reference(
+    store: &SqlStore,
+    reference: &MemoryStore,
+    script: Vec<Command>,
+) {
     let (mut got, mut want) = (None, None);
     for command in script {
         let w = reference.apply(&claims::with_read_stamp(&command, want.as_ref()));
@@ -26,7 +30,7 @@ async fn same_as_reference(store: &SqlStore, reference: &MemoryStore, script: Ve
 
 /// Runs `before` on a fresh reference and the store at `url`, waits (up to 10 s) until each of
 /// `probes`, reads, answers no cell on both sides, then runs `after`.
-async fn across_expiry(
+pub(crate) async fn across_expiry(
     url: &str,
     (before, after): (Vec<Command>, Vec<Command>),
     probes: Vec<Command>,

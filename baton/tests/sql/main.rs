@@ -17,6 +17,9 @@ mod locks;
 mod mariadb;
 #[cfg(feature = "postgres")]
 mod notify;
+#[path = "../shared/objects.rs"]
+mod object_scripts;
+mod objects;
 #[cfg(feature = "postgres")]
 mod one_row;
 #[cfg(feature = "sqlite")]
