@@ -6,7 +6,7 @@ export interface BatonErrorDetails {
   cause?: unknown;
 }
 
-/** Every error baton raises: `code` (stable, 1-14) and `kind` name what happened. */
+/** Every error baton raises: `code` (stable, 1-17) and `kind` name what happened. */
 export class BatonError extends Error {
   constructor(message: string, details?: BatonErrorDetails);
   /** The stable numeric code of the kind (the same in every binding). */
@@ -50,6 +50,12 @@ export class InternalError extends BatonError {}
 export class RuntimeFailedError extends BatonError {}
 /** Code 14: a call made where it cannot run (native bindings only). */
 export class WrongContextError extends BatonError {}
+/** Code 15: an optimistic update named a version the object no longer has (another client wrote it first): read it again and retry. */
+export class VersionMismatchError extends BatonError {}
+/** Code 16: the object does not exist (never inserted, or removed). */
+export class ObjectNotFoundError extends BatonError {}
+/** Code 17: an insert found the object already there. */
+export class AlreadyExistsError extends BatonError {}
 /** The error class of a stable code. */
 export function errorClass(code: number): (typeof BatonError) | undefined;
 /** A thrown value as an Error (the module's error objects become their BatonError class). */

@@ -2,7 +2,7 @@
 // `kind` name. The WebAssembly module throws plain `{ batonError: true, code, kind, ... }`
 // objects; `toBatonError` rebuilds them into these classes.
 
-/** Every error baton raises: `code` (stable, 1-14) and `kind` name what happened. */
+/** Every error baton raises: `code` (stable, 1-17) and `kind` name what happened. */
 export class BatonError extends Error {
   /**
    * @param {string} message
@@ -58,11 +58,18 @@ export class InternalError extends BatonError { static code = 12; static kind = 
 export class RuntimeFailedError extends BatonError { static code = 13; static kind = 'runtime_failed'; }
 /** A call made where it cannot run (native bindings only). */
 export class WrongContextError extends BatonError { static code = 14; static kind = 'wrong_context'; }
+/** An optimistic update named a version the object no longer has: read it again and retry. */
+export class VersionMismatchError extends BatonError { static code = 15; static kind = 'version_mismatch'; }
+/** The object does not exist (never inserted, or removed). */
+export class ObjectNotFoundError extends BatonError { static code = 16; static kind = 'object_not_found'; }
+/** An insert found the object already there. */
+export class AlreadyExistsError extends BatonError { static code = 17; static kind = 'already_exists'; }
 
 const BY_CODE = new Map(
   [TimedOutError, BusyError, LostError, NotOwnerError, StaleLockError, InvalidNameError,
     InvalidOptionError, StoreUnavailableError, StoreError, AmbiguousError, CancelledError,
-    InternalError, RuntimeFailedError, WrongContextError].map((c) => [c.code, c]),
+    InternalError, RuntimeFailedError, WrongContextError, VersionMismatchError, ObjectNotFoundError,
+    AlreadyExistsError].map((c) => [c.code, c]),
 );
 
 /**

@@ -158,6 +158,75 @@ export class Locker {
   purge(name?: string): Promise<{ name: string; cell: string }[]>;
   /** Breaks `name`'s lock whoever holds it (an operator's call). */
   forceRelease(name: string): Promise<LockInfo[]>;
+
+  /** Reads object `name` (its lock is not looked at): value and version, or null when there is none. */
+  get(name: string): Promise<Versioned | null>;
+  /** Inserts object `name`; its version. AlreadyExistsError when it exists, BusyError while its lock is held. */
+  insert(name: string, value: ObjectValue): Promise<bigint>;
+  /**
+   * Replaces object `name`'s value if it is still at `version`; the new version.
+   * VersionMismatchError when someone wrote it since, ObjectNotFoundError when it is gone,
+   * BusyError while its lock is held (nothing is written then).
+   */
+  updateOptimistic(name: string, value: ObjectValue, version: bigint | number): Promise<bigint>;
+  /** Removes object `name`. ObjectNotFoundError when there is none, BusyError while its lock is held. */
+  remove(name: string): Promise<void>;
+  /** Locks `name` (waiting as `lock` does) and reads its object. */
+  getAndLock(name: string, options?: LockOptions): Promise<LockedObject>;
+  /** Locks `name` and inserts its object, keeping the lock. AlreadyExistsError when it exists (the lock is then released). */
+  insertAndLock(name: string, value: ObjectValue, options?: LockOptions): Promise<LockedObject>;
+}
+
+/**
+ * An object's value as given: bytes (a `Uint8Array`, which a Node `Buffer` is), or a string,
+ * stored as its UTF-8. Values are always read back as `Uint8Array`.
+ */
+export type ObjectValue = Uint8Array | string;
+
+/** An object's value and version, as `locker.get` read them. */
+export class Versioned {
+  private constructor();
+  /** The value's bytes. */
+  readonly value: Uint8Array;
+  /** Grows by one on every write of the object (removals included). */
+  readonly version: bigint;
+  /** The value decoded as UTF-8 (bytes that are not UTF-8 become U+FFFD). */
+  readonly text: string;
+}
+
+/**
+ * A locked object (ScaleOut StateServer's LockTicket): the object as last read or written,
+ * and the calls only its lock's holder makes. Each write applies only if this holder still
+ * holds the lock when the store applies it (LostError otherwise, and nothing is written).
+ */
+export class LockedObject {
+  private constructor();
+  /** The object's name (its lock's). */
+  readonly name: string;
+  /** The lock: `token`, `held`, `signal`, `remaining`, `owner`. */
+  readonly lock: Lock;
+  /** The value as last read or written, or null when there is no object. */
+  readonly value: Uint8Array | null;
+  /** The version as last read or written (0n: never written). */
+  readonly version: bigint;
+  /** The value decoded as UTF-8, or null. */
+  readonly text: string | null;
+  /** Reads the object again and renews the lock; its value (null: none). */
+  getLocked(): Promise<Uint8Array | null>;
+  /** Writes `value`, keeping the lock (renewed); the new version. ObjectNotFoundError when there is no object. */
+  updateLockedAndRetain(value: ObjectValue): Promise<bigint>;
+  /** Writes `value` and releases the lock; the new version. On an error the lock stays held. */
+  updateLockedAndRelease(value: ObjectValue): Promise<bigint>;
+  /** Inserts the object (AlreadyExistsError when it exists), keeping the lock; its version. */
+  insertLocked(value: ObjectValue): Promise<bigint>;
+  /** Removes the object and releases the lock. */
+  removeLocked(): Promise<void>;
+  /** Renews the lock now: LostError if it was lost, NotOwnerError after a release. */
+  lockRefresh(): Promise<void>;
+  /** Releases the lock without writing: LostError if it was lost, NotOwnerError when released already. */
+  unlock(): Promise<void>;
+  /** `await using`: releases unless released already. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** A held lock; its lease is renewed in the background until it is released. */

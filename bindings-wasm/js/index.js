@@ -18,6 +18,8 @@ export const version = coreVersion();
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose');
 
+const utf8 = new TextDecoder();
+
 /**
  * Runs `f`, turning what the module throws into BatonErrors.
  * @template T
@@ -41,6 +43,25 @@ export class MemoryStore {
     return store.#core;
   }
 }
+
+/**
+ * What the promise `f` returns resolves to; what it throws or rejects with, as a BatonError.
+ * @template T
+ * @param {() => Promise<T>} f
+ * @returns {Promise<T>}
+ */
+async function settled(f) {
+  try {
+    return await core(f);
+  } catch (e) {
+    throw toBatonError(e);
+  }
+}
+
+/**
+ * An object as the module gives it.
+ * @typedef {{ value: Uint8Array | null, version: bigint }} CoreObject
+ */
 
 /** @param {unknown} options */
 function splitSignal(options) {
@@ -177,6 +198,90 @@ export class Locker {
   }
 
   /**
+   * Reads object `name` (its lock is not looked at): its value and version, or null when
+   * there is none (never inserted, or removed).
+   * @param {string} name
+   * @returns {Promise<Versioned | null>}
+   */
+  async get(name) {
+    const object = /** @type {CoreObject} */ (await settled(() => this.#core.get(name)));
+    return object.value === null ? null : new Versioned(object.value, object.version);
+  }
+
+  /**
+   * Inserts object `name` with `value` (a Uint8Array, or a string stored as UTF-8) and
+   * resolves to its version. Rejects with AlreadyExistsError when it exists, BusyError while
+   * someone holds its lock.
+   * @param {string} name
+   * @param {Uint8Array | string} value
+   * @returns {Promise<bigint>}
+   */
+  async insert(name, value) {
+    return /** @type {CoreObject} */ (await settled(() => this.#core.insert(name, value))).version;
+  }
+
+  /**
+   * Replaces object `name`'s value if it is still at `version` (as `get` gave it), and
+   * resolves to the new version. Rejects with VersionMismatchError when someone wrote it
+   * since (read it again and retry), ObjectNotFoundError when it is gone, BusyError while
+   * someone holds its lock; nothing is written then.
+   * @param {string} name
+   * @param {Uint8Array | string} value
+   * @param {bigint | number} version
+   * @returns {Promise<bigint>}
+   */
+  async updateOptimistic(name, value, version) {
+    return /** @type {CoreObject} */ (await settled(() => this.#core.updateOptimistic(name, value, version))).version;
+  }
+
+  /**
+   * Removes object `name`. Rejects with ObjectNotFoundError when there is none, BusyError
+   * while someone holds its lock.
+   * @param {string} name
+   * @returns {Promise<void>}
+   */
+  async remove(name) {
+    await settled(() => this.#core.remove(name));
+  }
+
+  /**
+   * Locks `name` (waiting as `lock` does, with its options) and reads its object: nobody else
+   * writes it until the lock is released (`unlock`, a releasing write, or `await using`).
+   * @param {string} name
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal }} [options]
+   * @returns {Promise<LockedObject>}
+   */
+  async getAndLock(name, options) {
+    const lock = await this.#acquire(name, options, false);
+    try {
+      return new LockedObject(lock, await settled(() => Lock.coreOf(lock).objectGet(false)));
+    } catch (e) {
+      await lock.release().catch(() => {});
+      throw e;
+    }
+  }
+
+  /**
+   * Locks `name` and inserts its object with `value`, keeping the lock. Rejects with
+   * AlreadyExistsError when the object exists (the lock is then released).
+   * @param {string} name
+   * @param {Uint8Array | string} value
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal }} [options]
+   * @returns {Promise<LockedObject>}
+   */
+  async insertAndLock(name, value, options) {
+    core(() => this.#core.checkValue(value));
+    const object = await this.getAndLock(name, options);
+    try {
+      await object.insertLocked(value);
+    } catch (e) {
+      await object.unlock().catch(() => {});
+      throw e;
+    }
+    return object;
+  }
+
+  /**
    * @param {unknown} name
    * @param {unknown} options
    * @param {boolean} tryOnce
@@ -284,5 +389,160 @@ export class Lock {
   async [asyncDispose]() {
     if (this.#released) return this.#released;
     return this.release();
+  }
+
+  /** @internal */
+  static coreOf(/** @type {Lock} */ lock) {
+    return lock.#core;
+  }
+}
+
+/** An object's value and version, as `locker.get` read them. */
+export class Versioned {
+  /**
+   * @param {Uint8Array} value
+   * @param {bigint} version
+   * @internal
+   */
+  constructor(value, version) {
+    /** The value's bytes. */
+    this.value = value;
+    /** Grows by one on every write of the object (removals included). */
+    this.version = version;
+  }
+
+  /** The value decoded as UTF-8 (bytes that are not UTF-8 become U+FFFD). */
+  get text() {
+    return utf8.decode(this.value);
+  }
+}
+
+/**
+ * A locked object (ScaleOut StateServer's LockTicket), from `locker.getAndLock` or
+ * `insertAndLock`: the object as last read or written, and the calls only its lock's holder
+ * makes. The store applies each write only if this holder still holds the lock then: after a
+ * loss (expiry, `baton release --force`) a write rejects with LostError and writes nothing.
+ */
+export class LockedObject {
+  /** @type {Lock} */
+  #lock;
+  /** @type {Uint8Array | null} */
+  #value;
+  /** @type {bigint} */
+  #version;
+
+  /**
+   * @param {Lock} lock
+   * @param {CoreObject} object
+   * @internal
+   */
+  constructor(lock, object) {
+    this.#lock = lock;
+    this.#value = object.value;
+    this.#version = object.version;
+  }
+
+  /** The object's name (its lock's). */
+  get name() {
+    return this.#lock.name;
+  }
+
+  /** The lock: `token`, `held`, `signal`, `remaining`, `owner`. */
+  get lock() {
+    return this.#lock;
+  }
+
+  /** The value as last read or written, or null when there is no object. */
+  get value() {
+    return this.#value;
+  }
+
+  /** The version as last read or written (0n: never written). */
+  get version() {
+    return this.#version;
+  }
+
+  /** The value decoded as UTF-8 (bytes that are not UTF-8 become U+FFFD), or null. */
+  get text() {
+    return this.#value === null ? null : utf8.decode(this.#value);
+  }
+
+  /**
+   * Reads the object again and renews the lock; resolves to its value (null: none).
+   * @returns {Promise<Uint8Array | null>}
+   */
+  async getLocked() {
+    await this.#call((held) => held.objectGet(true));
+    return this.#value;
+  }
+
+  /**
+   * Writes `value` and keeps the lock, renewed; resolves to the new version. Rejects with
+   * ObjectNotFoundError when there is no object (insert it with `insertLocked`).
+   * @param {Uint8Array | string} value
+   * @returns {Promise<bigint>}
+   */
+  async updateLockedAndRetain(value) {
+    await this.#call((held) => held.objectUpdate(value, false));
+    return this.#version;
+  }
+
+  /**
+   * Writes `value` and releases the lock; resolves to the new version. On an error the lock
+   * stays held (`unlock`, or the end of an `await using` block, releases it).
+   * @param {Uint8Array | string} value
+   * @returns {Promise<bigint>}
+   */
+  async updateLockedAndRelease(value) {
+    await this.#call((held) => held.objectUpdate(value, true));
+    return this.#version;
+  }
+
+  /**
+   * Inserts the object, which must not exist (AlreadyExistsError), keeping the lock; resolves
+   * to its version.
+   * @param {Uint8Array | string} value
+   * @returns {Promise<bigint>}
+   */
+  async insertLocked(value) {
+    await this.#call((held) => held.objectInsert(value));
+    return this.#version;
+  }
+
+  /**
+   * Removes the object and releases the lock.
+   * @returns {Promise<void>}
+   */
+  async removeLocked() {
+    await this.#call((held) => held.objectRemove());
+  }
+
+  /**
+   * Renews the lock now. Rejects with LostError if it was lost, NotOwnerError after a release.
+   * @returns {Promise<void>}
+   */
+  async lockRefresh() {
+    await settled(() => Lock.coreOf(this.#lock).renew());
+  }
+
+  /**
+   * Releases the lock without writing. Rejects with LostError if the lease was lost, with
+   * NotOwnerError when it was released already.
+   * @returns {Promise<void>}
+   */
+  async unlock() {
+    return this.#lock.release();
+  }
+
+  /** `await using obj = await locker.getAndLock(name)`: releases unless released already. */
+  async [asyncDispose]() {
+    await settled(() => Lock.coreOf(this.#lock).dispose());
+  }
+
+  /** @param {(held: import('./wasm/baton_wasm.js').CoreLock) => Promise<CoreObject>} f */
+  async #call(f) {
+    const object = await settled(() => f(Lock.coreOf(this.#lock)));
+    this.#value = object.value;
+    this.#version = object.version;
   }
 }

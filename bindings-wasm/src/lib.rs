@@ -22,6 +22,7 @@ mod errors;
 mod js;
 mod life;
 mod locker;
+mod object;
 mod options;
 mod slots;
 mod store;

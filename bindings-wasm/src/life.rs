@@ -12,7 +12,8 @@ use std::rc::Rc;
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    CommandId, Error, Instant, LifeEvent, LifePoll, LifeStatus, LockLife, Reply, Result,
+    AfterObject, CommandId, Error, ErrorKind, Instant, LifeEvent, LifePoll, LifeStatus, LockLife,
+    Object, ObjectRequest, Reply, Result,
 };
 use js_sys::Function;
 use wasm_bindgen::JsValue;
@@ -28,6 +29,12 @@ use crate::wake::{race, First, Notify, Watch};
 struct View {
     lost: Option<Error>,
     released: Option<Result<()>>,
+    /// Renewals finished (a loss answers one too), and the last one's outcome.
+    renewals: u64,
+    last_renewal: Option<Result<()>>,
+    /// Object calls finished, and the last one's outcome.
+    objects: u64,
+    last_object: Option<Result<Object>>,
     done: bool,
 }
 
@@ -73,6 +80,11 @@ impl Life {
         out
     }
 
+    /// The store the lock is kept in.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
     pub(crate) fn status(&self) -> LifeStatus {
         self.machine.borrow().status(js::now())
     }
@@ -99,18 +111,73 @@ impl Life {
     /// life ended, is the machine's error ([`ErrorKind::NotOwner`]).
     pub(crate) async fn release(&self) -> Result<()> {
         self.request(|m| m.release(Vec::new()))?;
+        self.released().await
+    }
+
+    /// Releases unless a release was asked for already; then waits for that one, whose
+    /// outcome its asker has (see `CoreLock::dispose`).
+    pub(crate) async fn dispose(&self) -> Result<()> {
+        if matches!(self.status(), LifeStatus::Released) {
+            let _ = self.released().await;
+            return Ok(());
+        }
+        self.release().await
+    }
+
+    /// The outcome of the release asked for (by [`Life::release`], or by an object call that
+    /// releases after it).
+    async fn released(&self) -> Result<()> {
+        self.wait_for(|view| match (&view.released, view.done) {
+            (Some(result), _) => Some(result.clone()),
+            (None, true) => Some(Err(Error::internal(
+                "internal error: the lock's life ended without a release",
+            ))),
+            (None, false) => None,
+        })
+        .await
+    }
+
+    /// Asks for a renewal now and waits for its outcome (SOSS's `lock_refresh`): the loss if
+    /// the lease is lost, [`ErrorKind::NotOwner`] after a release.
+    pub(crate) async fn renew(&self) -> Result<()> {
+        let before = self.view.borrow().renewals;
+        self.request(LockLife::renew_now)?;
+        self.wait_for(|view| match (view.renewals > before, view.done) {
+            (true, _) => view.last_renewal.clone(),
+            (false, true) => Some(Err(ended_during("renewal"))),
+            (false, false) => None,
+        })
+        .await
+    }
+
+    /// A holder's object call ([`LockLife::object`]) and its outcome; when `after` releases
+    /// the lock, the release's outcome too (as the tokio host's `ObjectGuard` does).
+    pub(crate) async fn object(
+        &self,
+        request: ObjectRequest,
+        after: AfterObject,
+    ) -> Result<Object> {
+        let before = self.view.borrow().objects;
+        self.request(|m| m.object(request, after))?;
+        let object = self
+            .wait_for(|view| match (view.objects > before, view.done) {
+                (true, _) => view.last_object.clone(),
+                (false, true) => Some(Err(ended_during("object call"))),
+                (false, false) => None,
+            })
+            .await?;
+        if after == AfterObject::Release {
+            self.released().await?;
+        }
+        Ok(object)
+    }
+
+    /// Waits until `ready` finds what it waits for in the view.
+    async fn wait_for<T>(&self, ready: impl Fn(&View) -> Option<T>) -> T {
         loop {
             let seen = self.changed.version();
-            {
-                let view = self.view.borrow();
-                if let Some(result) = &view.released {
-                    return result.clone();
-                }
-                if view.done {
-                    return Err(Error::internal(
-                        "internal error: the lock's life ended without a release",
-                    ));
-                }
+            if let Some(out) = ready(&self.view.borrow()) {
+                return out;
             }
             self.changed.changed(seen).await;
         }
@@ -122,7 +189,13 @@ impl Life {
         }
         match event {
             LifeEvent::Lost(e) => {
-                self.view.borrow_mut().lost = Some(e.clone());
+                {
+                    let mut view = self.view.borrow_mut();
+                    view.lost = Some(e.clone());
+                    // A loss also answers a renewal the holder is waiting for.
+                    view.renewals += 1;
+                    view.last_renewal = Some(Err(e.clone()));
+                }
                 // Taken first: the callback runs the holder's code, which may call back in.
                 let callback = self.on_lost.borrow_mut().take();
                 if let Some(callback) = callback {
@@ -130,6 +203,19 @@ impl Life {
                 }
             }
             LifeEvent::Released(result) => self.view.borrow_mut().released = Some(result.clone()),
+            LifeEvent::Renewed(_) | LifeEvent::RenewalFailed(_) => {
+                let mut view = self.view.borrow_mut();
+                view.renewals += 1;
+                view.last_renewal = Some(match event {
+                    LifeEvent::RenewalFailed(e) => Err(e.clone()),
+                    _ => Ok(()),
+                });
+            }
+            LifeEvent::Object(result) => {
+                let mut view = self.view.borrow_mut();
+                view.objects += 1;
+                view.last_object = Some(result.clone());
+            }
             _ => {}
         }
         self.changed.bump();
@@ -217,6 +303,14 @@ impl Life {
             }
         }
     }
+}
+
+/// A holder's call whose life ended before it was answered (released meanwhile).
+fn ended_during(what: &str) -> Error {
+    Error::new(
+        ErrorKind::NotOwner,
+        format!("the lock was released before its {what} finished"),
+    )
 }
 
 /// Calls the holder's loss callback; what it throws is its own business (reported, not raised).

@@ -25,20 +25,20 @@ use crate::store::sql::SqlHost;
 use crate::store::{Backend, Store};
 use crate::wake::{race, First};
 
-struct Inner {
-    store: Rc<Store>,
-    defaults: LockOptions,
+pub(crate) struct Inner {
+    pub(crate) store: Rc<Store>,
+    pub(crate) defaults: LockOptions,
     keep_alive: bool,
-    host: String,
-    pid: u32,
-    slots: Rc<Slots>,
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) slots: Rc<Slots>,
     hints: RefCell<FenceHints>,
 }
 
 /// A store and the defaults of the locks taken on it.
 #[wasm_bindgen]
 pub struct CoreLocker {
-    inner: Rc<Inner>,
+    pub(crate) inner: Rc<Inner>,
 }
 
 #[wasm_bindgen]
@@ -257,8 +257,8 @@ impl Acquisition {
 /// A held lock.
 #[wasm_bindgen]
 pub struct CoreLock {
-    life: Rc<Life>,
-    name: String,
+    pub(crate) life: Rc<Life>,
+    pub(crate) name: String,
     token: u64,
     owner: String,
 }
@@ -309,9 +309,11 @@ impl CoreLock {
     /// Releases the lock: resolves when its entry is removed; rejects with `Lost` if the lease
     /// was lost first, with `NotOwner` on a second release.
     pub fn release(&self) -> Promise {
-        let life = Rc::clone(&self.life);
+        let (life, name) = (Rc::clone(&self.life), self.name.clone());
         future_to_promise(async move {
-            life.release().await.map_err(|e| to_js(&e))?;
+            life.release()
+                .await
+                .map_err(|e| to_js(&e.about_lock(&name)))?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -327,7 +329,7 @@ impl Drop for CoreLock {
 
 /// Drives a one-shot operation on `store`, by the native driver's rules: one command at a
 /// time, and a store change wakes the operation only as [`ChangeWatch`] says (never its own).
-async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
+pub(crate) async fn run<O: Operation>(store: &Rc<Store>, op: &mut O) -> Result<O::Output> {
     let changes = store.changes();
     let mut watch = ChangeWatch::new(changes.version());
     loop {

@@ -70,6 +70,16 @@ impl Store {
         self.host.as_deref()
     }
 
+    /// The largest object value the store takes, in bytes ([`baton_statements::object_limit`]).
+    pub(crate) fn max_object_bytes(&self) -> usize {
+        match &self.backend {
+            Backend::Sql(host) => baton_statements::object_limit(
+                baton_statements::sql::Dialect::parse(host.dialect_name()),
+            ),
+            Backend::Memory(_) | Backend::Cql(_) => baton_statements::object_limit(None),
+        }
+    }
+
     pub(crate) fn changes(&self) -> &Watch {
         &self.changes
     }
