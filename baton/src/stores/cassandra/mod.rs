@@ -321,14 +321,11 @@ impl CassandraStore {
             .get_or_try_init(|| async {
                 let session = connect(&inner.options).await?;
                 let probe_refusal = schema::ensure(&session, &inner.options).await?;
-                let statements = Statements::prepare(
-                    &session,
-                    &schema::qualified(&inner.options),
-                    inner.options.timeout,
-                    probe_refusal,
-                )
-                .await
-                .map_err(|e| errors::prepare_failure(&e, format!("preparing statements: {e}")))?;
+                let statements = prepare_after_ddl(&session, &inner.options, probe_refusal)
+                    .await
+                    .map_err(|e| {
+                        errors::prepare_failure(&e, format!("preparing statements: {e}"))
+                    })?;
                 Ok(Ready {
                     session: Arc::new(session),
                     statements,
@@ -425,6 +422,41 @@ fn error(f: Failure) -> Error {
             format!("store unavailable: {}", f.message()),
         ),
         kind => Error::new(kind, f.message()),
+    }
+}
+
+/// Prepares the statements once the table exists for the node preparing them. Clients that
+/// create a new table in the same instant (processes starting together on a fresh keyspace)
+/// can see their `CREATE TABLE IF NOT EXISTS` answer before the table is visible to every
+/// connection: seen with 8 processes on one Cassandra 5.0 node, whose preparations failed with
+/// "table … does not exist". Such a failure waits for schema agreement and tries again, for at
+/// most 10 s; any other failure is returned at once.
+async fn prepare_after_ddl(
+    session: &Session,
+    options: &CassandraOptions,
+    probe_refusal: Option<String>,
+) -> std::result::Result<Statements, scylla::errors::PrepareError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match Statements::prepare(
+            session,
+            &schema::qualified(options),
+            options.timeout,
+            probe_refusal.clone(),
+        )
+        .await
+        {
+            Err(e)
+                if e.to_string().contains("does not exist")
+                    && tokio::time::Instant::now() + pause < deadline =>
+            {
+                let _ = session.await_schema_agreement().await;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            other => return other,
+        }
     }
 }
 
