@@ -8,13 +8,15 @@
 //! - an asyncio call gets a callback that settles its future (no thread per waiting task), and a
 //!   handle whose `cancel()` drops the wait; baton's threads call back through the `callback` module,
 //!   which the interpreter's exit closes (see there);
-//! - errors become the exception classes the Python half registers, by the kernel's codes.
+//! - errors become the exception classes the Python half registers, by the kernel's codes;
+//! - objects (seed 002) cross as `bytes` and their versions as `int`s (`object`).
 
-use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+mod call;
 mod callback;
+mod object;
 
 use baton::baton_kernel::host::{duration_from, TimeUnit};
 use baton::{Error, ErrorKind, LockRequest, LockerSpec};
@@ -127,36 +129,7 @@ impl Locker {
     ) -> PyResult<Guard> {
         let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
         let locker = self.inner.clone();
-        let (tx, mut rx) = channel();
-        let task = runtime()?.spawn(async move {
-            let _ = tx.send(locker.lock_with(&name, request).await);
-        });
-        loop {
-            // The receiver travels into the GIL-free closure and back (it is Send, not Sync).
-            let (received, back) = py.allow_threads(move || {
-                let received = rx.recv_timeout(Duration::from_millis(50));
-                (received, rx)
-            });
-            rx = back;
-            match received {
-                Ok(outcome) => return outcome.map(Guard::new).map_err(|e| to_py(&e)),
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Err(interrupt) = py.check_signals() {
-                        // Dropping the wait removes its cell; a guard granted meanwhile is
-                        // dropped with the channel, which releases it. Counted until the task
-                        // is gone and its cleanup done, so an exit right after the interrupt
-                        // waits for it (`_at_exit`).
-                        baton::abandon_task(runtime()?.handle(), task);
-                        return Err(interrupt);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(to_py(&Error::internal(
-                        "the lock task ended without an answer",
-                    )))
-                }
-            }
-        }
+        call::wait(py, async move { locker.lock_with(&name, request).await }).map(Guard::new)
     }
 
     /// The asyncio form of `lock`: `done(result)` is called once, from baton's thread, with the
@@ -171,20 +144,10 @@ impl Locker {
     ) -> PyResult<Pending> {
         let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
         let locker = self.inner.clone();
-        let task = runtime()?.spawn(async move {
-            let outcome = locker.lock_with(&name, request).await;
-            // After the interpreter's exit began, the guard is dropped here, which releases it.
-            callback::call(done, |py| match outcome {
-                Ok(guard) => match Py::new(py, Guard::new(guard)) {
-                    Ok(g) => g.into_any(),
-                    Err(e) => e.into_value(py).into_any(),
-                },
-                Err(e) => to_py(&e).into_value(py).into_any(),
-            });
-        });
-        Ok(Pending {
-            task: Mutex::new(Some(task)),
-        })
+        let future = async move { locker.lock_with(&name, request).await };
+        Ok(Pending::new(call::settle(done, future, |py, guard| {
+            Ok(Py::new(py, Guard::new(guard))?.into_any())
+        })?))
     }
 
     /// Every lock in the store: `[(name, strategy, owner, state, token, expires_in)]`.
@@ -214,6 +177,132 @@ impl Locker {
             .allow_threads(|| rt.block_on(locker.force_release(&name)))
             .map_err(|e| to_py(&e))?;
         Ok(infos.into_iter().map(LockEntry::from).collect())
+    }
+
+    // Objects (see `object` and `baton.Locker.get`): each call as the `baton` crate makes it;
+    // values are `bytes`, versions `int`s.
+
+    /// The largest object value this store takes, in bytes.
+    #[getter]
+    fn max_object_bytes(&self) -> usize {
+        self.inner.store().max_object_bytes()
+    }
+
+    /// Object `name` as `(value, version)`, or `None` when there is none.
+    fn get(&self, py: Python<'_>, name: String) -> PyResult<PyObject> {
+        let locker = self.inner.clone();
+        let got = call::block(py, async move { locker.get(&name).await })?;
+        object::versioned(py, got)
+    }
+
+    fn get_async(&self, name: String, done: PyObject) -> PyResult<()> {
+        let locker = self.inner.clone();
+        let future = async move { locker.get(&name).await };
+        call::settle(done, future, object::versioned).map(drop)
+    }
+
+    /// Inserts object `name`; returns its version.
+    fn insert(&self, py: Python<'_>, name: String, value: &[u8]) -> PyResult<u64> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        call::block(py, async move { locker.insert(&name, value).await })
+    }
+
+    fn insert_async(&self, name: String, value: &[u8], done: PyObject) -> PyResult<()> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        let future = async move { locker.insert(&name, value).await };
+        call::settle(done, future, object::version).map(drop)
+    }
+
+    /// Replaces object `name`'s value if it is still at `version`; returns the new version.
+    fn update_optimistic(
+        &self,
+        py: Python<'_>,
+        name: String,
+        value: &[u8],
+        version: u64,
+    ) -> PyResult<u64> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        call::block(py, async move {
+            locker.update_optimistic(&name, value, version).await
+        })
+    }
+
+    fn update_optimistic_async(
+        &self,
+        name: String,
+        value: &[u8],
+        version: u64,
+        done: PyObject,
+    ) -> PyResult<()> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        let future = async move { locker.update_optimistic(&name, value, version).await };
+        call::settle(done, future, object::version).map(drop)
+    }
+
+    /// Removes object `name`.
+    fn remove(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        let locker = self.inner.clone();
+        call::block(py, async move { locker.remove(&name).await })
+    }
+
+    fn remove_async(&self, name: String, done: PyObject) -> PyResult<()> {
+        let locker = self.inner.clone();
+        let future = async move { locker.remove(&name).await };
+        call::settle(done, future, call::none).map(drop)
+    }
+
+    /// Locks `name` as `lock` does (Ctrl-C interrupts the wait) and reads its object.
+    #[pyo3(signature = (name, timeout=None, blocking=true))]
+    fn get_and_lock(
+        &self,
+        py: Python<'_>,
+        name: String,
+        timeout: Option<f64>,
+        blocking: bool,
+    ) -> PyResult<object::ObjectGuard> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let future = async move { locker.get_and_lock_with(&name, request).await };
+        call::wait(py, future).map(object::ObjectGuard::new)
+    }
+
+    /// The asyncio form of `get_and_lock`, as `lock_async`.
+    #[pyo3(signature = (name, done, timeout=None, blocking=true))]
+    fn get_and_lock_async(
+        &self,
+        name: String,
+        done: PyObject,
+        timeout: Option<f64>,
+        blocking: bool,
+    ) -> PyResult<Pending> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let future = async move { locker.get_and_lock_with(&name, request).await };
+        Ok(Pending::new(call::settle(done, future, object::guard)?))
+    }
+
+    /// Locks `name` (the locker's wait) and inserts its object: `baton.AlreadyExists` when
+    /// there is one (the lock is then released).
+    fn insert_and_lock(
+        &self,
+        py: Python<'_>,
+        name: String,
+        value: &[u8],
+    ) -> PyResult<object::ObjectGuard> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        let future = async move { locker.insert_and_lock(&name, value).await };
+        call::wait(py, future).map(object::ObjectGuard::new)
+    }
+
+    fn insert_and_lock_async(
+        &self,
+        name: String,
+        value: &[u8],
+        done: PyObject,
+    ) -> PyResult<Pending> {
+        let (locker, value) = (self.inner.clone(), value.to_vec());
+        let future = async move { locker.insert_and_lock(&name, value).await };
+        Ok(Pending::new(call::settle(done, future, object::guard)?))
     }
 }
 
@@ -255,6 +344,14 @@ impl LockEntry {
 #[pyclass(module = "baton._baton", frozen)]
 struct Pending {
     task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Pending {
+    fn new(task: JoinHandle<()>) -> Pending {
+        Pending {
+            task: Mutex::new(Some(task)),
+        }
+    }
 }
 
 #[pymethods]
@@ -351,6 +448,7 @@ impl Guard {
 fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Locker>()?;
     m.add_class::<Guard>()?;
+    m.add_class::<object::ObjectGuard>()?;
     m.add_class::<Pending>()?;
     m.add_class::<LockEntry>()?;
     m.add_function(wrap_pyfunction!(_register_errors, m)?)?;

@@ -6,9 +6,19 @@
     with locker.lock("nightly-digest", timeout=10) as lease:
         run_digest(fencing_token=lease.token)
 
-Every decision (waiting, renewing the lease, loss, releasing) is made by baton's Rust core; this
-package adapts its types, errors and waiting to Python: ``with`` and ``async with`` locks, a
-``threading.Lock``-shaped mutex, a decorator, and one exception class per error kind.
+Objects (ScaleOut StateServer's): a named object is an opaque ``bytes`` value with a version,
+kept beside its lock. Read and write it under the lock, or optimistically::
+
+    with locker.get_and_lock("GOOG") as quote:
+        quote.update_and_release(reprice(quote.value))
+
+    got = locker.get("GOOG")
+    locker.update_optimistic("GOOG", reprice(got.value), got.version)  # or VersionMismatch
+
+Every decision (waiting, renewing the lease, loss, releasing, whether a write applies) is made by
+baton's Rust core; this package adapts its types, errors and waiting to Python: ``with`` and
+``async with`` locks and objects, a ``threading.Lock``-shaped mutex, a decorator, and one
+exception class per error kind.
 """
 
 from __future__ import annotations
@@ -19,10 +29,11 @@ import datetime
 import functools
 import inspect
 import os
-from typing import Any, Awaitable, Callable, List, Optional, Tuple, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, List, NamedTuple, Optional, Tuple, TypeVar, Union, cast
 
 from . import _baton
 from ._errors import (
+    AlreadyExists,
     Ambiguous,
     BatonError,
     Busy,
@@ -32,16 +43,19 @@ from ._errors import (
     InvalidOption,
     Lost,
     NotOwner,
+    ObjectNotFound,
     RuntimeFailed,
     StaleLock,
     StoreError,
     StoreUnavailable,
     TimedOut,
+    VersionMismatch,
     WrongContext,
     error_classes,
 )
 
 __all__ = [
+    "AlreadyExists",
     "Ambiguous",
     "BatonError",
     "Busy",
@@ -55,11 +69,16 @@ __all__ = [
     "Lost",
     "Mutex",
     "NotOwner",
+    "Object",
+    "ObjectNotFound",
     "RuntimeFailed",
     "StaleLock",
     "StoreError",
     "StoreUnavailable",
     "TimedOut",
+    "Value",
+    "VersionMismatch",
+    "Versioned",
     "WrongContext",
 ]
 
@@ -71,6 +90,9 @@ Seconds = Union[float, int, datetime.timedelta]
 """A duration: seconds as a number, or a ``datetime.timedelta``."""
 
 LockEntry = _baton.LockEntry
+
+Value = Union[bytes, bytearray, memoryview]
+"""An object's value: bytes, or any bytes-like object (copied as it is when the call is made)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,6 +117,40 @@ def _name(name: object) -> str:
     except UnicodeEncodeError as e:
         raise InvalidName(f"lock name is not valid UTF-8: {e.reason} at index {e.start}") from None
     return name
+
+
+def _value(value: object) -> bytes:
+    """``value`` as the bytes the native module takes: bytes-like only (a ``str`` must be
+    encoded by its caller, who knows the encoding)."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        raise TypeError("an object's value is bytes, not str: encode it first (value.encode())")
+    raise TypeError(f"an object's value is bytes (or bytearray, memoryview), not {type(value).__name__}")
+
+
+def _version(version: object) -> int:
+    """``version`` as the native module takes it: an int from 0 to 2**64 - 1."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TypeError(f"an object's version is an int, not {type(version).__name__}")
+    if not 0 <= version < 1 << 64:
+        raise InvalidOption(f"an object's version is from 0 to 2**64 - 1, not {version}")
+    return version
+
+
+class Versioned(NamedTuple):
+    """An object's value and version, as :meth:`Locker.get` reads it."""
+
+    value: bytes
+    """The value: exactly the bytes written."""
+    version: int
+    """Its version: grows by one on every write of the object, removals included."""
+
+
+def _versioned(got: Optional[Tuple[bytes, int]]) -> Optional[Versioned]:
+    return None if got is None else Versioned(*got)
 
 
 class Lease:
@@ -191,7 +247,11 @@ async def _cleaned_up(loop: asyncio.AbstractEventLoop) -> None:
         pass
 
 
-def _settler(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> Callable[[object], None]:
+Done = Callable[[object], None]
+"""The callback an asyncio call hands the native module: it settles the call's future."""
+
+
+def _settler(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> Done:
     """A callback for baton's thread that settles ``future`` on its loop."""
 
     def settle(result: object) -> None:
@@ -209,6 +269,249 @@ def _settler(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[Any]") -> 
             pass
 
     return done
+
+
+async def _settled(start: Callable[[Done], None]) -> Any:
+    """The outcome of one native asyncio call that runs to its end (a read, a write, a release):
+    ``start(done)`` starts it. Cancelling the awaiting task does not stop the call."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    start(_settler(loop, future))
+    return await future
+
+
+async def _waited(start: Callable[[Done], _baton.Pending]) -> Any:
+    """The outcome of one native asyncio wait (a lock; a lock and its object): ``start(done)``
+    starts it. Cancelling the awaiting task stops the wait, and its ``CancelledError`` goes on
+    once the wait's cell is removed (:func:`_cleaned_up`)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    pending = start(_settler(loop, future))
+    try:
+        return await future
+    except asyncio.CancelledError:
+        pending.cancel()
+        await _cleaned_up(loop)
+        raise
+
+
+class Object:
+    """A held lock and its object (ScaleOut StateServer's ``LockTicket``), from
+    ``with locker.get_and_lock(name) as obj`` (or ``async with``, or
+    :meth:`Locker.insert_and_lock`).
+
+    ``value`` and ``version`` are the object as last read or written here (``value`` is
+    ``None`` when there is no object). Each call has an asyncio form (``update_async``...):
+
+    - :meth:`get` reads the object again and renews the lock (SOSS's ``get_locked``);
+    - :meth:`update` writes it and keeps the lock, renewed (``update_locked_and_retain``);
+    - :meth:`update_and_release` writes it and releases the lock (``update_locked_and_release``);
+    - :meth:`insert` creates it while locked; :meth:`remove` deletes it and releases the lock
+      (``remove_locked``); :meth:`refresh` renews the lock (``lock_refresh``);
+      :meth:`unlock` releases it without writing.
+
+    The store applies a write only while this holder still holds the lock: after an expiry or
+    a forced release it raises :class:`Lost` and writes nothing. Leaving the block releases the
+    lock unless a call did; if the lease was lost meanwhile, leaving raises :class:`Lost`
+    (unless another exception is already on its way out), as a :class:`Lease` does. After the
+    release every call raises :class:`NotOwner`.
+    """
+
+    __slots__ = ("_guard", "_released")
+
+    def __init__(self, guard: _baton.ObjectGuard) -> None:
+        self._guard = guard
+        self._released = False
+
+    @property
+    def name(self) -> str:
+        """The object's (and its lock's) name."""
+        return self._guard.name
+
+    @property
+    def token(self) -> int:
+        """The lock's fencing token: strictly greater for every later holder of this name."""
+        return self._guard.token
+
+    @property
+    def held(self) -> bool:
+        """Whether the lock is still held (false once released, lost or past its deadline)."""
+        return self._guard.held
+
+    @property
+    def expires_in(self) -> float:
+        """Seconds left before the lease's deadline (renewed in the background while held)."""
+        return self._guard.expires_in
+
+    @property
+    def value(self) -> Optional[bytes]:
+        """The object's value as last read or written (``None``: there is no object)."""
+        return self._guard.value
+
+    @property
+    def version(self) -> int:
+        """The object's version as last read or written (0: never written)."""
+        return self._guard.version
+
+    def check(self) -> None:
+        """Raise :class:`Lost` if the lease was lost (:class:`NotOwner` after a release)."""
+        self._guard.check()
+
+    def get(self) -> Optional[bytes]:
+        """Read the object again and renew the lock: its value (``None``: no object)."""
+        return self._guard.get_locked()
+
+    async def get_async(self) -> Optional[bytes]:
+        """The asyncio form of :meth:`get`."""
+        return cast(Optional[bytes], await _settled(self._guard.get_locked_async))
+
+    def update(self, value: Value) -> int:
+        """Write ``value`` and keep the lock, renewed (SOSS's ``update_locked_and_retain``);
+        returns the new version. :class:`ObjectNotFound` when there is no object (create it
+        with :meth:`insert`)."""
+        return self._guard.update_locked_and_retain(_value(value))
+
+    async def update_async(self, value: Value) -> int:
+        """The asyncio form of :meth:`update`."""
+        data = _value(value)
+        return cast(int, await _settled(lambda done: self._guard.update_locked_and_retain_async(data, done)))
+
+    def update_and_release(self, value: Value) -> int:
+        """Write ``value`` and release the lock (SOSS's ``update_locked_and_release``); returns
+        the new version. On an error the lock stays held (leaving the block releases it)."""
+        data = _value(value)
+        try:
+            version = self._guard.update_locked_and_release(data)
+        except BaseException:
+            self._after_failed_release()
+            raise
+        self._released = True
+        return version
+
+    async def update_and_release_async(self, value: Value) -> int:
+        """The asyncio form of :meth:`update_and_release`."""
+        data = _value(value)
+        try:
+            version = await _settled(lambda done: self._guard.update_locked_and_release_async(data, done))
+        except BaseException:
+            self._after_failed_release()
+            raise
+        self._released = True
+        return cast(int, version)
+
+    def insert(self, value: Value) -> int:
+        """Create the object, which must not exist (:class:`AlreadyExists`), keeping the lock;
+        returns its version."""
+        return self._guard.insert_locked(_value(value))
+
+    async def insert_async(self, value: Value) -> int:
+        """The asyncio form of :meth:`insert`."""
+        data = _value(value)
+        return cast(int, await _settled(lambda done: self._guard.insert_locked_async(data, done)))
+
+    def remove(self) -> None:
+        """Delete the object and release the lock (SOSS's ``remove_locked``)."""
+        try:
+            self._guard.remove_locked()
+        except BaseException:
+            self._after_failed_release()
+            raise
+        self._released = True
+
+    async def remove_async(self) -> None:
+        """The asyncio form of :meth:`remove`."""
+        try:
+            await _settled(self._guard.remove_locked_async)
+        except BaseException:
+            self._after_failed_release()
+            raise
+        self._released = True
+
+    def refresh(self) -> None:
+        """Renew the lock now (SOSS's ``lock_refresh``; the lease is also renewed in the
+        background while held)."""
+        self._guard.lock_refresh()
+
+    async def refresh_async(self) -> None:
+        """The asyncio form of :meth:`refresh`."""
+        await _settled(self._guard.lock_refresh_async)
+
+    def unlock(self) -> None:
+        """Release the lock without writing; :class:`Lost` if the lease had ended before,
+        :class:`NotOwner` on a second call."""
+        self._released = True
+        self._guard.unlock()
+
+    async def unlock_async(self) -> None:
+        """The asyncio form of :meth:`unlock`."""
+        self._released = True
+        await _settled(self._guard.unlock_async)
+
+    def _after_failed_release(self) -> None:
+        """A call that writes and then releases failed: if its release went through, leaving
+        the block has nothing left to release; otherwise (the write was refused: the lock is
+        held, or lost) leaving releases, as it would have without the call."""
+        try:
+            self._guard.check()
+        except NotOwner:
+            self._released = True
+        except Lost:
+            pass
+
+    def _leave(self, failing: bool) -> None:
+        """End of a ``with`` block: release unless released; report a loss unless an exception
+        is leaving."""
+        if self._released:
+            return
+        try:
+            self.unlock()
+        except Lost:
+            if not failing:
+                raise
+
+    async def _leave_async(self, failing: bool) -> None:
+        if self._released:
+            return
+        try:
+            await self.unlock_async()
+        except Lost:
+            if not failing:
+                raise
+
+    def __repr__(self) -> str:
+        return f"Object(name={self.name!r}, token={self.token}, version={self.version}, held={self.held})"
+
+
+class _ObjectContext:
+    """What ``locker.get_and_lock(name)`` and ``locker.insert_and_lock(name, value)`` return: a
+    context manager, sync or async, whose block holds the lock and sees the :class:`Object`."""
+
+    __slots__ = ("_take", "_take_async", "_object")
+
+    def __init__(
+        self,
+        take: Callable[[], _baton.ObjectGuard],
+        take_async: Callable[[Done], _baton.Pending],
+    ) -> None:
+        self._take = take
+        self._take_async = take_async
+        self._object: Optional[Object] = None
+
+    def __enter__(self) -> Object:
+        self._object = Object(self._take())
+        return self._object
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        if self._object is not None:
+            self._object._leave(failing=kind is not None)
+
+    async def __aenter__(self) -> Object:
+        self._object = Object(cast(_baton.ObjectGuard, await _waited(self._take_async)))
+        return self._object
+
+    async def __aexit__(self, kind: object, value: object, traceback: object) -> None:
+        if self._object is not None:
+            await self._object._leave_async(failing=kind is not None)
 
 
 class _LockContext:
@@ -311,16 +614,8 @@ class Locker:
         return Lease(self._native.lock(_name(name), _seconds("timeout", timeout), True))
 
     async def _acquire_async(self, name: str, timeout: Optional[float], blocking: bool) -> Lease:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[_baton.Guard] = loop.create_future()
-        pending = self._native.lock_async(name, _settler(loop, future), timeout, blocking)
-        try:
-            guard = await future
-        except asyncio.CancelledError:
-            pending.cancel()
-            await _cleaned_up(loop)
-            raise
-        return Lease(guard)
+        guard = await _waited(lambda done: self._native.lock_async(name, done, timeout, blocking))
+        return Lease(cast(_baton.Guard, guard))
 
     def mutex(self, name: str) -> "Mutex":
         """A ``threading.Lock``-shaped object for ``name``."""
@@ -359,6 +654,86 @@ class Locker:
     def force_release(self, name: str) -> List[LockEntry]:
         """Break lock ``name`` on purpose; returns the entries removed (whose it was)."""
         return self._native.force_release(_name(name))
+
+    # Objects: a named object is an opaque bytes value with a version, kept in the row of the
+    # lock of the same name (ScaleOut StateServer's objects).
+
+    @property
+    def max_object_bytes(self) -> int:
+        """The largest value this store takes, in bytes (1 MiB; MariaDB 48 000). An empty or
+        larger value raises :class:`InvalidOption`; nothing is ever truncated."""
+        return self._native.max_object_bytes
+
+    def get(self, name: str) -> Optional[Versioned]:
+        """Object ``name``'s value and version, or ``None`` when there is none (never inserted,
+        or removed). Does not look at the lock: use it for :meth:`update_optimistic`."""
+        return _versioned(self._native.get(_name(name)))
+
+    async def get_async(self, name: str) -> Optional[Versioned]:
+        """The asyncio form of :meth:`get`."""
+        checked = _name(name)
+        got = await _settled(lambda done: self._native.get_async(checked, done))
+        return _versioned(cast(Optional[Tuple[bytes, int]], got))
+
+    def insert(self, name: str, value: Value) -> int:
+        """Create object ``name`` with ``value``; returns its version. :class:`AlreadyExists`
+        when it exists, :class:`Busy` while someone holds its lock."""
+        return self._native.insert(_name(name), _value(value))
+
+    async def insert_async(self, name: str, value: Value) -> int:
+        """The asyncio form of :meth:`insert`."""
+        checked, data = _name(name), _value(value)
+        return cast(int, await _settled(lambda done: self._native.insert_async(checked, data, done)))
+
+    def update_optimistic(self, name: str, value: Value, version: int) -> int:
+        """Replace object ``name``'s value if it is still at ``version`` (as :meth:`get` read
+        it); returns the new version. :class:`VersionMismatch` when another client wrote it
+        since (read it again and retry), :class:`ObjectNotFound` when it is gone,
+        :class:`Busy` while someone holds its lock. Nothing is written on an error."""
+        return self._native.update_optimistic(_name(name), _value(value), _version(version))
+
+    async def update_optimistic_async(self, name: str, value: Value, version: int) -> int:
+        """The asyncio form of :meth:`update_optimistic`."""
+        checked, data, at = _name(name), _value(value), _version(version)
+        return cast(int, await _settled(lambda done: self._native.update_optimistic_async(checked, data, at, done)))
+
+    def remove(self, name: str) -> None:
+        """Delete object ``name``: :class:`ObjectNotFound` when there is none, :class:`Busy`
+        while someone holds its lock."""
+        self._native.remove(_name(name))
+
+    async def remove_async(self, name: str) -> None:
+        """The asyncio form of :meth:`remove`."""
+        checked = _name(name)
+        await _settled(lambda done: self._native.remove_async(checked, done))
+
+    def get_and_lock(
+        self, name: str, *, timeout: Optional[Seconds] = None, blocking: bool = True
+    ) -> _ObjectContext:
+        """Lock ``name`` and read its object, atomically for every other client:
+        ``with locker.get_and_lock(name) as obj`` (or ``async with``) gives the
+        :class:`Object`, whose ``value`` is ``None`` when there is no object yet.
+
+        Waits as :meth:`lock` does, up to ``timeout`` (default: the locker's), then raises
+        :class:`TimedOut`; ``blocking=False`` tries once and raises :class:`Busy` when the lock
+        is held. Ctrl-C, or cancelling an asyncio task, stops the wait and leaves no lock.
+        Leaving the block releases the lock unless a call did.
+        """
+        checked, wait = _name(name), _seconds("timeout", timeout)
+        return _ObjectContext(
+            lambda: self._native.get_and_lock(checked, wait, blocking),
+            lambda done: self._native.get_and_lock_async(checked, done, wait, blocking),
+        )
+
+    def insert_and_lock(self, name: str, value: Value) -> _ObjectContext:
+        """Lock ``name`` (waiting up to the locker's timeout) and create its object with
+        ``value``: ``with locker.insert_and_lock(name, value) as obj`` (or ``async with``).
+        :class:`AlreadyExists` when it exists (the lock is then released)."""
+        checked, data = _name(name), _value(value)
+        return _ObjectContext(
+            lambda: self._native.insert_and_lock(checked, data),
+            lambda done: self._native.insert_and_lock_async(checked, data, done),
+        )
 
 
 class Mutex:

@@ -57,7 +57,8 @@ class InvalidName(BatonError, ValueError):
 
 
 class InvalidOption(BatonError, ValueError):
-    """An option is out of range (a negative duration, a bad URL, an unknown strategy)."""
+    """An option is out of range (a negative duration, a bad URL, an unknown strategy), or an
+    object's value is empty or larger than the store takes."""
 
     code, kind = 7, "invalid_option"
 
@@ -104,6 +105,26 @@ class WrongContext(BatonError):
     code, kind = 14, "wrong_context"
 
 
+class VersionMismatch(BatonError):
+    """An optimistic update named a version the object no longer has: another client wrote it
+    first (ScaleOut StateServer's ``VersionMismatchException``). Read it again and retry."""
+
+    code, kind = 15, "version_mismatch"
+
+
+class ObjectNotFound(BatonError):
+    """The object does not exist (never inserted, or removed): an update or a locked write
+    needs one (ScaleOut StateServer's ``ObjectNotFoundException``)."""
+
+    code, kind = 16, "object_not_found"
+
+
+class AlreadyExists(BatonError):
+    """An insert found the object already there."""
+
+    code, kind = 17, "already_exists"
+
+
 _ALL = (
     TimedOut,
     Busy,
@@ -119,6 +140,9 @@ _ALL = (
     Internal,
     RuntimeFailed,
     WrongContext,
+    VersionMismatch,
+    ObjectNotFound,
+    AlreadyExists,
 )
 
 
