@@ -35,6 +35,33 @@ pub(crate) fn call(body: impl FnOnce() -> Result<(), Error>) -> BatonCode {
     }
 }
 
+/// How a call that copies a value into the caller's buffer ended, when it did not fail.
+pub(crate) enum Copied {
+    /// The value (or none) was copied.
+    Done,
+    /// The buffer of `given` bytes is smaller than the value's `needed`: nothing was copied.
+    TooSmall { needed: usize, given: usize },
+}
+
+/// [`call`] for a body that copies a value out: [`Copied::TooSmall`] is C's own
+/// [`BatonCode::BATON_BUFFER_TOO_SMALL`], with a message naming both lengths.
+pub(crate) fn call_copy(function: &str, body: impl FnOnce() -> Result<Copied, Error>) -> BatonCode {
+    let mut copied = Copied::Done;
+    let code = call(|| {
+        copied = body()?;
+        Ok(())
+    });
+    match copied {
+        Copied::TooSmall { needed, given } if code == BatonCode::BATON_OK => {
+            remember(&format!(
+                "{function}: the value takes {needed} bytes but the buffer has {given}; nothing was copied"
+            ));
+            BatonCode::BATON_BUFFER_TOO_SMALL
+        }
+        _ => code,
+    }
+}
+
 /// Keeps `message` as this thread's last error (NULs, which C cannot show, become spaces).
 fn remember(message: &str) {
     let text = CString::new(message.replace('\0', " ")).unwrap_or_default();

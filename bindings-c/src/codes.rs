@@ -41,6 +41,17 @@ pub enum BatonCode {
     BATON_RUNTIME_FAILED = 13,
     /// A call from where it cannot run.
     BATON_WRONG_CONTEXT = 14,
+    /// An optimistic update named a version the object no longer has: another client wrote it
+    /// first. Read it again and retry.
+    BATON_VERSION_MISMATCH = 15,
+    /// An update or removal of an object that does not exist (never inserted, or removed).
+    BATON_OBJECT_NOT_FOUND = 16,
+    /// An insert of an object that exists.
+    BATON_ALREADY_EXISTS = 17,
+    /// C only, not a kind of the kernel's (no other language has it): the caller's buffer is
+    /// smaller than the object's value. Nothing was copied; the length out-parameter says how
+    /// many bytes the value needs: call again with a buffer that large.
+    BATON_BUFFER_TOO_SMALL = -1,
 }
 
 impl From<ErrorKind> for BatonCode {
@@ -60,31 +71,39 @@ impl From<ErrorKind> for BatonCode {
             ErrorKind::Internal => BatonCode::BATON_INTERNAL,
             ErrorKind::RuntimeFailed => BatonCode::BATON_RUNTIME_FAILED,
             ErrorKind::WrongContext => BatonCode::BATON_WRONG_CONTEXT,
+            ErrorKind::VersionMismatch => BatonCode::BATON_VERSION_MISMATCH,
+            ErrorKind::ObjectNotFound => BatonCode::BATON_OBJECT_NOT_FOUND,
+            ErrorKind::AlreadyExists => BatonCode::BATON_ALREADY_EXISTS,
             // A kind added later: its code is stable, the C enum learns its name later.
             _ => BatonCode::BATON_INTERNAL,
         }
     }
 }
 
-/// The name of `code` (`"ok"`, `"timed_out"`, `"busy"`, …, as in every binding), or
-/// `"unknown"`. The string is static: never free it.
+/// The name of `code` (`"ok"`, `"timed_out"`, `"busy"`, …, as in every binding;
+/// `"buffer_too_small"` for C's own `BATON_BUFFER_TOO_SMALL`), or `"unknown"`.
+/// The string is static: never free it.
 #[no_mangle]
 pub extern "C" fn baton_code_name(code: i32) -> *const c_char {
-    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    static NAMES: OnceLock<Vec<(i32, CString)>> = OnceLock::new();
     let names = NAMES.get_or_init(|| {
-        let mut names = vec![(0, CString::from(c"ok"))];
+        let mut names = vec![
+            (0, CString::from(c"ok")),
+            (
+                BatonCode::BATON_BUFFER_TOO_SMALL as i32,
+                CString::from(c"buffer_too_small"),
+            ),
+        ];
         for kind in ErrorKind::ALL {
-            // Kind names are ASCII identifiers: no NUL inside.
-            if let Ok(name) = CString::new(kind.as_str()) {
-                names.push((kind.code(), name));
+            // Kind names are ASCII identifiers: no NUL inside; codes are small.
+            if let (Ok(name), Ok(code)) = (CString::new(kind.as_str()), i32::try_from(kind.code()))
+            {
+                names.push((code, name));
             }
         }
         names
     });
-    let found = u32::try_from(code)
-        .ok()
-        .and_then(|code| names.iter().find(|(c, _)| *c == code));
-    match found {
+    match names.iter().find(|(c, _)| *c == code) {
         Some((_, name)) => name.as_ptr(),
         None => c"unknown".as_ptr(),
     }
@@ -111,5 +130,8 @@ mod tests {
         // SAFETY: as above.
         let unknown = unsafe { CStr::from_ptr(baton_code_name(-3)) };
         assert_eq!(unknown.to_str(), Ok("unknown"));
+        // SAFETY: as above.
+        let small = unsafe { CStr::from_ptr(baton_code_name(-1)) };
+        assert_eq!(small.to_str(), Ok("buffer_too_small"));
     }
 }

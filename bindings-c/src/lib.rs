@@ -6,7 +6,9 @@
 //!
 //! Conventions, for every function:
 //! - it returns a [`BatonCode`]: 0 ([`BatonCode::BATON_OK`]) on success, otherwise the kernel's
-//!   stable error code; [`baton_last_error`] then gives the message, on the calling thread;
+//!   stable error code (or C's own [`BatonCode::BATON_BUFFER_TOO_SMALL`] from a function that
+//!   copies a value into the caller's buffer); [`baton_last_error`] then gives the message, on
+//!   the calling thread;
 //! - pointers it is given may be NULL: a NULL where a value is needed is
 //!   [`BatonCode::BATON_INVALID_OPTION`] (or [`BatonCode::BATON_INVALID_NAME`] for a name), never a crash;
 //! - no Rust panic crosses the boundary: an entry point that panics returns
@@ -20,6 +22,7 @@ mod codes;
 mod cxx_bridge;
 mod guard;
 mod locker;
+mod object;
 mod shared;
 mod text;
 
@@ -33,4 +36,12 @@ pub use guard::{
 pub use locker::{
     baton_lock, baton_lock_for, baton_locker_clone, baton_locker_free, baton_locker_open,
     baton_options_init, baton_try_lock, BatonLocker, BatonOptions,
+};
+pub use object::{
+    baton_get, baton_get_and_lock, baton_get_and_lock_for, baton_insert, baton_insert_and_lock,
+    baton_object_free, baton_object_get_locked, baton_object_held, baton_object_insert,
+    baton_object_refresh, baton_object_remove, baton_object_token, baton_object_unlock,
+    baton_object_update_and_release, baton_object_update_and_retain, baton_object_value,
+    baton_object_version, baton_remove, baton_try_get_and_lock, baton_update_optimistic,
+    BatonObject,
 };

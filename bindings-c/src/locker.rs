@@ -14,7 +14,7 @@ use crate::text;
 /// threads at once, and [`baton_locker_clone`] gives another handle on the same store.
 /// Created by [`baton_locker_open`], freed by [`baton_locker_free`].
 pub struct BatonLocker {
-    locker: BlockingLocker,
+    pub(crate) locker: BlockingLocker,
 }
 
 /// Options of [`baton_locker_open`]. Fill it with [`baton_options_init`] first, then change
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn baton_locker_free(locker: *mut BatonLocker) {
 
 /// # Safety
 /// `locker` is NULL or a live locker.
-unsafe fn locker_ref<'a>(
+pub(crate) unsafe fn locker_ref<'a>(
     function: &str,
     locker: *const BatonLocker,
 ) -> Result<&'a BatonLocker, Error> {

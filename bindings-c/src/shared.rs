@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use baton::baton_kernel::host::{duration_from, TimeUnit};
-use baton::{BlockingGuard, BlockingLocker, Error, LockOptions, LockRequest, LockerSpec, Wait};
+use baton::{
+    BlockingGuard, BlockingLocker, BlockingObjectGuard, Error, LockOptions, LockRequest,
+    LockerSpec, Wait,
+};
 
 use crate::call::invalid;
 
@@ -82,18 +85,32 @@ pub(crate) enum Attempt {
     For(Duration),
 }
 
+impl Attempt {
+    fn request(self) -> LockRequest {
+        match self {
+            Attempt::Wait => LockRequest::new(),
+            Attempt::Once => LockRequest::new().try_once(),
+            Attempt::For(wait) => LockRequest::new().wait_timeout(wait),
+        }
+    }
+}
+
 /// Takes `name` on `locker`.
 pub(crate) fn lock(
     locker: &BlockingLocker,
     name: &str,
     attempt: Attempt,
 ) -> Result<BlockingGuard, Error> {
-    let request = match attempt {
-        Attempt::Wait => LockRequest::new(),
-        Attempt::Once => LockRequest::new().try_once(),
-        Attempt::For(wait) => LockRequest::new().wait_timeout(wait),
-    };
-    locker.lock_with(name, request)
+    locker.lock_with(name, attempt.request())
+}
+
+/// Takes `name` on `locker` and reads its object (`get_and_lock`).
+pub(crate) fn get_and_lock(
+    locker: &BlockingLocker,
+    name: &str,
+    attempt: Attempt,
+) -> Result<BlockingObjectGuard, Error> {
+    locker.get_and_lock_with(name, attempt.request())
 }
 
 /// Ends a guard as both APIs' destructors do: unlocks it and waits for the store to confirm,

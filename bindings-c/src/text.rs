@@ -1,7 +1,7 @@
 //! Text from C: lock names as bytes with a length (so a NUL inside is seen and refused, not
-//! silently cut), and NUL-terminated option strings.
+//! silently cut), NUL-terminated option strings, and objects' values (bytes with a length).
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_void, CStr};
 
 use baton::{Error, ErrorKind};
 
@@ -45,4 +45,28 @@ pub(crate) unsafe fn option<'a>(
     text.to_str()
         .map(Some)
         .map_err(|_| invalid(function, &format!("{what} is not UTF-8")))
+}
+
+/// An object's value at `value` (`len` bytes, any bytes: NUL and non-UTF-8 ones are data). NULL
+/// with a length of 0 is the empty value, which the kernel refuses, as it refuses one larger
+/// than the store takes; NULL with a length is [`ErrorKind::InvalidOption`].
+///
+/// # Safety
+/// `value` is NULL or points to `len` readable bytes that stay unchanged during the call.
+pub(crate) unsafe fn value<'a>(
+    function: &str,
+    value: *const c_void,
+    len: usize,
+) -> Result<&'a [u8], Error> {
+    if value.is_null() {
+        return match len {
+            0 => Ok(&[]),
+            _ => Err(invalid(function, "value is NULL but value_len is not 0")),
+        };
+    }
+    if isize::try_from(len).is_err() {
+        return Err(invalid(function, "value_len is larger than any object"));
+    }
+    // SAFETY: the caller promises `len` readable bytes at a non-NULL `value`; `len` fits isize.
+    Ok(unsafe { std::slice::from_raw_parts(value.cast::<u8>(), len) })
 }

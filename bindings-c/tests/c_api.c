@@ -1,13 +1,16 @@
 /*
  * The C API against the memory store (and a store nobody listens on): locking, fencing,
- * unlocking, and every kind of bad input, each reported with its code and never crashed on.
+ * unlocking, objects beside locks, and every kind of bad input, each reported with its code and
+ * never crashed on.
  */
-#define _POSIX_C_SOURCE 200809L /* getpid */
+#define _POSIX_C_SOURCE 200809L /* getpid, clock_gettime */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <baton.h>
@@ -214,16 +217,369 @@ static void a_forked_child_leaves_the_parents_lock_alone(void) {
     remove(path);
 }
 
+/* Milliseconds on the monotonic clock. */
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The largest value the store under test takes (MariaDB's is smaller). */
+static size_t store_limit(void) {
+    return strncmp(store_url(), "mysql", 5) == 0 ? 48000 : 1048576;
+}
+
+/* A value with NUL and bytes that are not UTF-8: values are bytes. */
+static const unsigned char ODD[] = {'1', 0, 0xff, 0xfe, '\n', 0x80, 0};
+
+/* Seed 002's calls, each outcome checked: get, insert, a buffer too small, optimistic updates,
+ * the locked calls, busy while locked, NotOwner after release, remove, insert_and_lock. */
+static void objects_round_trip(const char *strategy) {
+    baton_locker *locker = open_store(strategy);
+    char name[96];
+    snprintf(name, sizeof name, "quote-%s-%ld", strategy, (long)getpid());
+    size_t n = strlen(name);
+    unsigned char buf[64];
+    size_t len = 99;
+    uint64_t version = 99, next = 99;
+    bool found = true, exists = true;
+
+    /* No object yet. */
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, &len, &version, &found), BATON_OK);
+    CHECK(!found && len == 0 && version == 0);
+    CHECK_CODE(baton_remove(locker, name, n), BATON_OBJECT_NOT_FOUND);
+    CHECK_CODE(baton_update_optimistic(locker, name, n, "x", 1, 0, &next), BATON_OBJECT_NOT_FOUND);
+
+    /* Insert; a second insert finds it. */
+    CHECK_CODE(baton_insert(locker, name, n, ODD, sizeof ODD, &version), BATON_OK);
+    CHECK(version == 1);
+    CHECK_CODE(baton_insert(locker, name, n, "y", 1, &version), BATON_ALREADY_EXISTS);
+    CHECK(version == 0);
+
+    /* A buffer too small: nothing copied, the length needed reported; then the value whole. */
+    memset(buf, 'z', sizeof buf);
+    CHECK_CODE(baton_get(locker, name, n, buf, 3, &len, &version, &found), BATON_BUFFER_TOO_SMALL);
+    CHECK(len == sizeof ODD && found && version == 1 && buf[0] == 'z' && buf[2] == 'z');
+    CHECK(strstr(baton_last_error(), "7 bytes") != NULL);
+    CHECK(strcmp(baton_code_name(BATON_BUFFER_TOO_SMALL), "buffer_too_small") == 0);
+    CHECK_CODE(baton_get(locker, name, n, NULL, 0, &len, NULL, NULL), BATON_BUFFER_TOO_SMALL);
+    CHECK(len == sizeof ODD);
+    CHECK_CODE(baton_get(locker, name, n, buf, len, &len, &version, &found), BATON_OK);
+    CHECK(len == sizeof ODD && memcmp(buf, ODD, len) == 0 && version == 1 && found);
+
+    /* Optimistic: the version read writes; a stale one does not. */
+    CHECK_CODE(baton_update_optimistic(locker, name, n, "2", 1, version, &next), BATON_OK);
+    CHECK(next == 2);
+    CHECK_CODE(baton_update_optimistic(locker, name, n, "3", 1, version, &next), BATON_VERSION_MISMATCH);
+    CHECK(next == 0);
+
+    /* Locked: the object read with the lock. */
+    baton_object *quote = NULL;
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &quote), BATON_OK);
+    CHECK(baton_object_held(quote) && baton_object_token(quote) > 0);
+    CHECK(baton_object_version(quote) == 2);
+    CHECK_CODE(baton_object_value(quote, buf, sizeof buf, &len, &exists), BATON_OK);
+    CHECK(exists && len == 1 && buf[0] == '2');
+    CHECK_CODE(baton_object_value(quote, buf, 0, &len, &exists), BATON_BUFFER_TOO_SMALL);
+    CHECK(len == 1 && exists);
+
+    /* Others: reads go on, writes are busy, a lock attempt waits or fails. */
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, &len, &version, &found), BATON_OK);
+    CHECK(found && version == 2);
+    CHECK_CODE(baton_update_optimistic(locker, name, n, "3", 1, 2, &next), BATON_BUSY);
+    CHECK_CODE(baton_remove(locker, name, n), BATON_BUSY);
+    baton_object *second = (baton_object *)0x1; /* set to NULL on error */
+    CHECK_CODE(baton_try_get_and_lock(locker, name, n, &second), BATON_BUSY);
+    CHECK(second == NULL);
+    CHECK_CODE(baton_get_and_lock_for(locker, name, n, 0, &second), BATON_TIMED_OUT);
+    CHECK_CODE(baton_get_and_lock_for(locker, name, n, 30, &second), BATON_TIMED_OUT);
+    second = (baton_object *)0x1;
+    CHECK_CODE(baton_get_and_lock_for(locker, name, n, -1, &second), BATON_INVALID_OPTION);
+    CHECK(second == NULL);
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &second), BATON_TIMED_OUT);
+
+    /* The locked calls. */
+    CHECK_CODE(baton_object_get_locked(quote), BATON_OK);
+    CHECK_CODE(baton_object_update_and_retain(quote, ODD, sizeof ODD, &version), BATON_OK);
+    CHECK(version == 3 && baton_object_held(quote) && baton_object_version(quote) == 3);
+    CHECK_CODE(baton_object_value(quote, buf, sizeof buf, &len, NULL), BATON_OK);
+    CHECK(len == sizeof ODD && memcmp(buf, ODD, len) == 0);
+    CHECK_CODE(baton_object_refresh(quote), BATON_OK);
+    CHECK_CODE(baton_object_insert(quote, "x", 1, &version), BATON_ALREADY_EXISTS);
+    CHECK(baton_object_held(quote));
+    CHECK_CODE(baton_object_update_and_release(quote, "4", 1, &version), BATON_OK);
+    CHECK(version == 4 && !baton_object_held(quote));
+
+    /* Released: every locked call is NotOwner; the value stays readable. */
+    CHECK_CODE(baton_object_update_and_retain(quote, "5", 1, &version), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_update_and_release(quote, "5", 1, &version), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_insert(quote, "5", 1, &version), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_get_locked(quote), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_refresh(quote), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_remove(quote), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_unlock(quote), BATON_NOT_OWNER);
+    CHECK_CODE(baton_object_value(quote, buf, sizeof buf, &len, &exists), BATON_OK);
+    CHECK(exists && len == 1 && buf[0] == '4' && baton_object_version(quote) == 4);
+    baton_object_free(quote);
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, &len, &version, &found), BATON_OK);
+    CHECK(found && len == 1 && buf[0] == '4' && version == 4);
+
+    /* Unlock twice: NotOwner the second time. */
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &quote), BATON_OK);
+    CHECK_CODE(baton_object_unlock(quote), BATON_OK);
+    CHECK_CODE(baton_object_unlock(quote), BATON_NOT_OWNER);
+    CHECK(!baton_object_held(quote));
+    baton_object_free(quote);
+
+    /* Freeing a held object releases it. */
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &quote), BATON_OK);
+    baton_object_free(quote);
+    CHECK_CODE(baton_try_get_and_lock(locker, name, n, &quote), BATON_OK);
+
+    /* remove_locked: removes and releases. */
+    CHECK_CODE(baton_object_remove(quote), BATON_OK);
+    CHECK(!baton_object_held(quote));
+    CHECK_CODE(baton_object_value(quote, buf, sizeof buf, &len, &exists), BATON_OK);
+    CHECK(!exists && len == 0);
+    baton_object_free(quote);
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, &len, &version, &found), BATON_OK);
+    CHECK(!found && len == 0);
+    CHECK_CODE(baton_update_optimistic(locker, name, n, "6", 1, 4, &next), BATON_OBJECT_NOT_FOUND);
+
+    /* A held name without an object: updates are ObjectNotFound, an insert makes it; the
+     * removal counted as a write (versions never go back). */
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &quote), BATON_OK);
+    CHECK_CODE(baton_object_value(quote, NULL, 0, &len, &exists), BATON_OK);
+    CHECK(!exists && len == 0);
+    CHECK_CODE(baton_object_update_and_retain(quote, "6", 1, &version), BATON_OBJECT_NOT_FOUND);
+    CHECK_CODE(baton_object_remove(quote), BATON_OBJECT_NOT_FOUND);
+    CHECK(baton_object_held(quote));
+    CHECK_CODE(baton_object_insert(quote, "6", 1, &version), BATON_OK);
+    CHECK(version == 6);
+    CHECK_CODE(baton_object_remove(quote), BATON_OK);
+    baton_object_free(quote);
+
+    /* insert_and_lock: inserts and holds; over an object, AlreadyExists and the lock freed. */
+    CHECK_CODE(baton_insert_and_lock(locker, name, n, "8", 1, &quote), BATON_OK);
+    CHECK(baton_object_held(quote) && baton_object_version(quote) == 8);
+    CHECK_CODE(baton_insert(locker, name, n, "9", 1, NULL), BATON_BUSY);
+    baton_object_free(quote);
+    second = (baton_object *)0x1;
+    CHECK_CODE(baton_insert_and_lock(locker, name, n, "9", 1, &second), BATON_ALREADY_EXISTS);
+    CHECK(second == NULL);
+    CHECK_CODE(baton_try_get_and_lock(locker, name, n, &quote), BATON_OK);
+    CHECK_CODE(baton_object_remove(quote), BATON_OK);
+    baton_object_free(quote);
+
+    /* The largest value the store takes comes back whole; one byte more is refused. */
+    size_t limit = store_limit();
+    unsigned char *big = malloc(limit + 1);
+    unsigned char *back = malloc(limit + 1);
+    CHECK(big != NULL && back != NULL);
+    if (big && back) {
+        for (size_t i = 0; i <= limit; i++) {
+            big[i] = (unsigned char)(i * 7);
+        }
+        CHECK_CODE(baton_insert(locker, name, n, big, limit + 1, NULL), BATON_INVALID_OPTION);
+        CHECK_CODE(baton_insert(locker, name, n, big, limit, &version), BATON_OK);
+        CHECK_CODE(baton_get(locker, name, n, back, limit + 1, &len, &version, &found), BATON_OK);
+        CHECK(found && len == limit && memcmp(big, back, limit) == 0);
+        CHECK_CODE(baton_remove(locker, name, n), BATON_OK);
+    }
+    free(big);
+    free(back);
+    baton_locker_free(locker);
+}
+
+/* Empty, huge, NUL-bearing and non-UTF-8 names; empty, NULL and huge values; NULL handles and
+ * out-parameters: each a typed error, nothing sent or written. */
+static void objects_refuse_bad_input(void) {
+    baton_locker *locker = open_store(NULL);
+    char name[64];
+    snprintf(name, sizeof name, "bad-%ld", (long)getpid());
+    size_t n = strlen(name);
+    unsigned char buf[8];
+    size_t len = 0;
+    uint64_t version = 0;
+    bool found = false;
+    baton_object *object = NULL;
+
+    size_t huge = ((size_t)1 << 20) + 1;
+    char *big = malloc(huge);
+    CHECK(big != NULL);
+    if (!big) {
+        baton_locker_free(locker);
+        return;
+    }
+    memset(big, 'x', huge);
+    struct {
+        const char *name;
+        size_t len;
+    } names[] = {{NULL, 3}, {"", 0}, {"a\0b", 3}, {"\xff\xfe", 2}, {big, huge}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *bad = names[i].name;
+        size_t bad_len = names[i].len;
+        CHECK_CODE(baton_get(locker, bad, bad_len, buf, sizeof buf, &len, &version, &found), BATON_INVALID_NAME);
+        CHECK_CODE(baton_insert(locker, bad, bad_len, "v", 1, &version), BATON_INVALID_NAME);
+        CHECK_CODE(baton_update_optimistic(locker, bad, bad_len, "v", 1, 1, &version), BATON_INVALID_NAME);
+        CHECK_CODE(baton_remove(locker, bad, bad_len), BATON_INVALID_NAME);
+        CHECK_CODE(baton_get_and_lock(locker, bad, bad_len, &object), BATON_INVALID_NAME);
+        CHECK_CODE(baton_try_get_and_lock(locker, bad, bad_len, &object), BATON_INVALID_NAME);
+        CHECK_CODE(baton_get_and_lock_for(locker, bad, bad_len, 10, &object), BATON_INVALID_NAME);
+        CHECK_CODE(baton_insert_and_lock(locker, bad, bad_len, "v", 1, &object), BATON_INVALID_NAME);
+        CHECK(object == NULL);
+    }
+
+    /* Values: empty (NULL or not), NULL with a length, larger than any store takes. */
+    struct {
+        const void *value;
+        size_t len;
+    } values[] = {{NULL, 0}, {"", 0}, {NULL, 5}, {big, huge}};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        const void *v = values[i].value;
+        size_t v_len = values[i].len;
+        CHECK_CODE(baton_insert(locker, name, n, v, v_len, &version), BATON_INVALID_OPTION);
+        CHECK_CODE(baton_update_optimistic(locker, name, n, v, v_len, 1, &version), BATON_INVALID_OPTION);
+        CHECK_CODE(baton_insert_and_lock(locker, name, n, v, v_len, &object), BATON_INVALID_OPTION);
+        CHECK(object == NULL);
+    }
+    CHECK_CODE(baton_insert(locker, name, n, "v", (size_t)-1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, &len, &version, &found), BATON_OK);
+    CHECK(!found); /* nothing was written */
+    CHECK_CODE(baton_get_and_lock(locker, name, n, &object), BATON_OK);
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        const void *v = values[i].value;
+        size_t v_len = values[i].len;
+        CHECK_CODE(baton_object_insert(object, v, v_len, &version), BATON_INVALID_OPTION);
+        CHECK_CODE(baton_object_update_and_retain(object, v, v_len, &version), BATON_INVALID_OPTION);
+        CHECK_CODE(baton_object_update_and_release(object, v, v_len, &version), BATON_INVALID_OPTION);
+    }
+    CHECK(baton_object_held(object)); /* a refused write leaves the lock held */
+    /* Out-parameters: value_len is needed, a NULL buffer only with a length of 0. */
+    CHECK_CODE(baton_object_value(object, buf, sizeof buf, NULL, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_value(object, NULL, 4, &len, NULL), BATON_INVALID_OPTION);
+    baton_object_free(object);
+    free(big);
+
+    CHECK_CODE(baton_get(locker, name, n, buf, sizeof buf, NULL, &version, &found), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_get(locker, name, n, NULL, 4, &len, &version, &found), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_get_and_lock(locker, name, n, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_insert_and_lock(locker, name, n, "v", 1, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_get_and_lock_for(locker, name, n, -5, &object), BATON_INVALID_OPTION);
+    /* NULL handles. */
+    CHECK_CODE(baton_get(NULL, name, n, buf, sizeof buf, &len, &version, &found), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_insert(NULL, name, n, "v", 1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_update_optimistic(NULL, name, n, "v", 1, 1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_remove(NULL, name, n), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_get_and_lock(NULL, name, n, &object), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_insert_and_lock(NULL, name, n, "v", 1, &object), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_value(NULL, buf, sizeof buf, &len, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_get_locked(NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_update_and_retain(NULL, "v", 1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_update_and_release(NULL, "v", 1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_insert(NULL, "v", 1, &version), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_remove(NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_refresh(NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_object_unlock(NULL), BATON_INVALID_OPTION);
+    CHECK(baton_object_version(NULL) == 0 && baton_object_token(NULL) == 0);
+    CHECK(!baton_object_held(NULL));
+    baton_object_free(NULL);
+
+    /* Every kind's name, the three of objects among them. */
+    CHECK(strcmp(baton_code_name(BATON_VERSION_MISMATCH), "version_mismatch") == 0);
+    CHECK(strcmp(baton_code_name(BATON_OBJECT_NOT_FOUND), "object_not_found") == 0);
+    CHECK(strcmp(baton_code_name(BATON_ALREADY_EXISTS), "already_exists") == 0);
+    CHECK(BATON_VERSION_MISMATCH == 15 && BATON_OBJECT_NOT_FOUND == 16 && BATON_ALREADY_EXISTS == 17);
+    baton_locker_free(locker);
+}
+
+/* Objects on a store nobody listens on: StoreUnavailable, within the store's timeout (250 ms, three
+ * attempts) for the unlocked calls, within the wait (1 s) for the locking ones. A write in one
+ * step (unique insert's insert and optimistic update) may instead be Ambiguous, where the
+ * kernel cannot rule out that a send reached the store: a typed error either way. */
+static void objects_on_a_dead_store_are_unavailable(void) {
+    baton_options options;
+    baton_options_init(&options);
+    options.wait_timeout_ms = 1000;
+    baton_locker *locker = NULL;
+    CHECK_CODE(baton_locker_open("postgres://baton@127.0.0.1:9/baton?timeout=250ms", &options, &locker),
+               BATON_OK);
+    unsigned char buf[8];
+    size_t len = 0;
+    baton_object *object = (baton_object *)0x1;
+    long long started = now_ms();
+    CHECK_CODE(baton_get(locker, "x", 1, buf, sizeof buf, &len, NULL, NULL), BATON_STORE_UNAVAILABLE);
+    CHECK(now_ms() - started < 2000);
+    started = now_ms();
+    CHECK_CODE(baton_remove(locker, "x", 1), BATON_STORE_UNAVAILABLE);
+    CHECK(now_ms() - started < 2000);
+    started = now_ms();
+    baton_code code = baton_insert(locker, "x", 1, "v", 1, NULL);
+    CHECK(code == BATON_STORE_UNAVAILABLE || code == BATON_AMBIGUOUS);
+    code = baton_update_optimistic(locker, "x", 1, "v", 1, 1, NULL);
+    CHECK(code == BATON_STORE_UNAVAILABLE || code == BATON_AMBIGUOUS);
+    CHECK(now_ms() - started < 4000);
+    started = now_ms();
+    CHECK_CODE(baton_get_and_lock(locker, "x", 1, &object), BATON_STORE_UNAVAILABLE);
+    CHECK(now_ms() - started < 2000);
+    CHECK(object == NULL);
+    started = now_ms();
+    CHECK_CODE(baton_insert_and_lock(locker, "x", 1, "v", 1, &object), BATON_STORE_UNAVAILABLE);
+    CHECK(now_ms() - started < 2000);
+    CHECK(object == NULL);
+    baton_locker_free(locker);
+}
+
+/* After fork(), the child cannot write through its parent's object, nor release it (freeing
+ * it there only frees memory). */
+static void a_forked_child_leaves_the_parents_object_alone(void) {
+    char url[128];
+    snprintf(url, sizeof url, "sqlite:///tmp/baton-c-fork-object-%ld.db", (long)getpid());
+    baton_locker *locker = NULL;
+    CHECK_CODE(baton_locker_open(url, NULL, &locker), BATON_OK);
+    baton_object *object = NULL;
+    CHECK_CODE(baton_insert_and_lock(locker, "forked", 6, "1", 1, &object), BATON_OK);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        uint64_t version = 0;
+        int ok = baton_object_update_and_retain(object, "2", 1, &version) == BATON_NOT_OWNER;
+        ok = ok && baton_object_unlock(object) == BATON_NOT_OWNER;
+        baton_object_free(object);
+        baton_locker_free(locker);
+        _exit(ok ? 0 : 1);
+    }
+    CHECK(child > 0);
+    int status = -1;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    uint64_t version = 0;
+    CHECK_CODE(baton_object_update_and_release(object, "3", 1, &version), BATON_OK);
+    CHECK(version == 2);
+    baton_object_free(object);
+    baton_locker_free(locker);
+    const char *suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[160];
+        snprintf(path, sizeof path, "/tmp/baton-c-fork-object-%ld.db%s", (long)getpid(), suffixes[i]);
+        remove(path);
+    }
+}
+
 int main(void) {
     const char *strategies[] = {"unique-insert", "bakery", "column-prefix"};
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
         locks_exclude_and_fence(strategies[i]);
+        objects_round_trip(strategies[i]);
     }
     bad_names_are_refused();
     bad_arguments_are_refused();
+    objects_refuse_bad_input();
     if (strcmp(store_url(), "memory:") == 0) {  /* once, not per store */
         a_dead_store_is_unavailable();
+        objects_on_a_dead_store_are_unavailable();
         a_forked_child_leaves_the_parents_lock_alone();
+        a_forked_child_leaves_the_parents_object_alone();
     }
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
