@@ -6,12 +6,15 @@
 //       ...                                          // the critical section
 //   }                                                // the destructor unlocks, never throws
 //
+//   auto quote = locker.get_and_lock("GOOG");       // objects beside locks: a baton::Object
+//   quote.update_locked_and_release("1053.26");     // writes and releases (seed 002's model)
+//
 // Every decision (waiting, renewing the lease, loss, unlocking) is made by baton's Rust core;
 // these classes only adapt its types and errors. Errors are baton::Error (a
 // std::runtime_error) with the kernel's stable code(), and one subclass per kind.
 //
-// Threads: a Locker may be shared by any number of threads. A Lock or Mutex is one lock held
-// by one owner: use it from one thread at a time (a Mutex is meant to be shared, through
+// Threads: a Locker may be shared by any number of threads. A Lock, Mutex or Object is one lock
+// held by one owner: use it from one thread at a time (a Mutex is meant to be shared, through
 // std::lock_guard and friends, which serialise its use). After fork(), a child cannot unlock
 // its parent's locks (NotOwner; their destructors then do nothing) and opens Lockers of its own.
 #pragma once
@@ -25,6 +28,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <cstddef>
+#include <span>
+#endif
 
 #include "baton.h"
 #include "baton-c/src/cxx_bridge.rs.h"
@@ -49,6 +57,9 @@ enum class ErrorKind : std::uint32_t {
     Internal = BATON_INTERNAL,
     RuntimeFailed = BATON_RUNTIME_FAILED,
     WrongContext = BATON_WRONG_CONTEXT,
+    VersionMismatch = BATON_VERSION_MISMATCH,
+    ObjectNotFound = BATON_OBJECT_NOT_FOUND,
+    AlreadyExists = BATON_ALREADY_EXISTS,
 };
 
 // The kind's name: "timed_out", "busy", ... ("unknown" for a code this header predates).
@@ -70,10 +81,14 @@ private:
     std::uint32_t code_;
 };
 
-#define BATON_ERROR_KIND(Name)          \
-    class Name : public Error {         \
-    public:                             \
-        using Error::Error;             \
+// Each kind's class also has a constructor from a message alone, with the kind's code:
+// throw baton::ObjectNotFound("no quote for GOOG").
+#define BATON_ERROR_KIND(Name)                                                  \
+    class Name : public Error {                                                 \
+    public:                                                                     \
+        using Error::Error;                                                     \
+        explicit Name(const std::string& message)                               \
+            : Error(static_cast<std::uint32_t>(ErrorKind::Name), message) {}    \
     };
 BATON_ERROR_KIND(TimedOut)          // waited the whole timeout without acquiring
 BATON_ERROR_KIND(Busy)              // a try found the lock held
@@ -89,6 +104,9 @@ BATON_ERROR_KIND(Cancelled)         // a wait was cancelled
 BATON_ERROR_KIND(Internal)          // a bug in baton: please report it
 BATON_ERROR_KIND(RuntimeFailed)     // baton could not start its runtime
 BATON_ERROR_KIND(WrongContext)      // a call from where it cannot run
+BATON_ERROR_KIND(VersionMismatch)   // update_optimistic: another client wrote the object first
+BATON_ERROR_KIND(ObjectNotFound)    // an update or removal of an object that does not exist
+BATON_ERROR_KIND(AlreadyExists)     // an insert of an object that exists
 #undef BATON_ERROR_KIND
 
 namespace detail {
@@ -110,6 +128,9 @@ namespace detail {
         case ErrorKind::Internal: throw Internal(code, message);
         case ErrorKind::RuntimeFailed: throw RuntimeFailed(code, message);
         case ErrorKind::WrongContext: throw WrongContext(code, message);
+        case ErrorKind::VersionMismatch: throw VersionMismatch(code, message);
+        case ErrorKind::ObjectNotFound: throw ObjectNotFound(code, message);
+        case ErrorKind::AlreadyExists: throw AlreadyExists(code, message);
     }
     throw Error(code, message);
 }
@@ -129,6 +150,8 @@ namespace detail {
     throw_code(code, std::string(text.substr(i + 1)));
 }
 
+struct BytesAccess;
+
 template <class F>
 auto call(F&& f) -> decltype(f()) {
     try {
@@ -144,6 +167,64 @@ inline rust::Slice<const std::uint8_t> bytes(std::string_view s) {
 }
 
 }  // namespace detail
+
+// An object's value as a call takes it: a view of bytes (any bytes: NUL and non-UTF-8 ones are
+// data), from a std::string, std::string_view, string literal, std::vector<std::uint8_t> (or of
+// char), a pointer and a size, or (C++20) a std::span of std::uint8_t or std::byte. It only
+// borrows: pass it straight to the call, do not keep it.
+class Bytes {
+public:
+    Bytes(const char* text) : Bytes(text ? std::string_view(text) : std::string_view()) {}
+    Bytes(std::string_view text) : data_(text.data()), size_(text.size()) {}
+    Bytes(const std::string& text) : data_(text.data()), size_(text.size()) {}
+    Bytes(const std::vector<std::uint8_t>& bytes) : data_(bytes.data()), size_(bytes.size()) {}
+    Bytes(const std::vector<char>& bytes) : data_(bytes.data()), size_(bytes.size()) {}
+    // `size` bytes at `data`; a NULL `data` with a size is InvalidOption, when used.
+    Bytes(const void* data, std::size_t size) : data_(data), size_(size) {}
+#if __cplusplus >= 202002L && __has_include(<span>)
+    Bytes(std::span<const std::uint8_t> bytes) : data_(bytes.data()), size_(bytes.size()) {}
+    Bytes(std::span<const std::byte> bytes) : data_(bytes.data()), size_(bytes.size()) {}
+#endif
+
+    const void* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+
+private:
+    friend struct detail::BytesAccess;
+    const void* data_;
+    std::size_t size_;
+};
+
+namespace detail {
+
+struct BytesAccess {
+    static rust::Slice<const std::uint8_t> slice(const Bytes& value) {
+        if (value.data_ == nullptr && value.size_ != 0) {
+            throw InvalidOption(static_cast<std::uint32_t>(ErrorKind::InvalidOption),
+                                "the value is NULL but its size is " +
+                                    std::to_string(value.size_));
+        }
+        return rust::Slice<const std::uint8_t>(static_cast<const std::uint8_t*>(value.data_),
+                                               value.size_);
+    }
+};
+
+inline std::vector<std::uint8_t> vector_of(rust::Slice<const std::uint8_t> bytes) {
+    return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
+}
+
+}  // namespace detail
+
+// An object's value and version, as Locker::get read it.
+struct Versioned {
+    std::vector<std::uint8_t> value;
+    // Grows by one on every write of the object, removals included.
+    std::uint64_t version = 0;
+    // The value as a std::string (the same bytes).
+    std::string value_string() const { return std::string(value.begin(), value.end()); }
+};
+
+class Object;
 
 // A locker's options. Durations are std::chrono; a negative one is InvalidOption.
 struct Options {
@@ -181,9 +262,61 @@ public:
             detail::call([&] { return bridge::open_locker(detail::bytes(url), o); }));
     }
 
+    // Objects beside locks (seed 002): a named object is an opaque byte value with a version,
+    // kept in its lock's row; names follow the rules of lock names.
+
+    // Reads object `name` without looking at its lock (one read): its value and version, or
+    // std::nullopt when there is none (never inserted, or removed).
+    std::optional<Versioned> get(std::string_view name) const {
+        bridge::ObjectRead read = detail::call([&] { return inner().get(detail::bytes(name)); });
+        if (!read.found) {
+            return std::nullopt;
+        }
+        return Versioned{std::vector<std::uint8_t>(read.value.begin(), read.value.end()),
+                         read.version};
+    }
+
+    // Inserts object `name` and returns its version: AlreadyExists when it exists, Busy while
+    // someone holds its lock, InvalidOption for an empty value or one larger than the store
+    // takes (1 MiB; MariaDB 48 000 bytes), never truncated.
+    std::uint64_t insert(std::string_view name, Bytes value) const {
+        return detail::call([&] {
+            return inner().insert(detail::bytes(name), detail::BytesAccess::slice(value));
+        });
+    }
+
+    // Replaces object `name`'s value if it is still at `version` (as get() returned it) and
+    // returns the new version: VersionMismatch when someone wrote it since (read it again and
+    // retry), ObjectNotFound when it is gone, Busy while someone holds its lock. Nothing is
+    // written on an error.
+    std::uint64_t update_optimistic(std::string_view name, Bytes value,
+                                    std::uint64_t version) const {
+        return detail::call([&] {
+            return inner().update_optimistic(detail::bytes(name),
+                                             detail::BytesAccess::slice(value), version);
+        });
+    }
+
+    // Removes object `name`: ObjectNotFound when there is none, Busy while someone holds its
+    // lock.
+    void remove(std::string_view name) const {
+        detail::call([&] { inner().remove(detail::bytes(name)); });
+    }
+
+    // Locks `name` (waiting up to the wait timeout: TimedOut after it) and reads its object,
+    // atomically for every other client: nobody else writes it until the Object releases it.
+    Object get_and_lock(std::string_view name) const;
+    // One attempt: std::nullopt when another owner holds the lock.
+    std::optional<Object> try_get_and_lock(std::string_view name) const;
+    // Waits up to `wait` instead of the locker's timeout: TimedOut after it.
+    Object get_and_lock_for(std::string_view name, std::chrono::milliseconds wait) const;
+    // Locks `name` and inserts its object: AlreadyExists when it exists (the lock is then
+    // released).
+    Object insert_and_lock(std::string_view name, Bytes value) const;
+
 private:
     friend class Lock;
-    const bridge::Locker& get() const { return **inner_; }
+    const bridge::Locker& inner() const { return **inner_; }
     std::shared_ptr<rust::Box<bridge::Locker>> inner_;
 };
 
@@ -197,7 +330,7 @@ public:
     // Locks `name`, waiting up to the locker's wait timeout: TimedOut when it runs out; the
     // store's errors (StoreUnavailable, ...) and InvalidName otherwise.
     Lock(const Locker& locker, std::string_view name) : locker_(locker) {
-        acquire(name, [&] { return locker_.get().lock(detail::bytes(name)); });
+        acquire(name, [&] { return locker_.inner().lock(detail::bytes(name)); });
     }
 
     // Holds nothing until lock() or try_lock().
@@ -230,18 +363,18 @@ public:
     // Locks `name` (after unlocking what this Lock held): true once held, false when the wait
     // ran out; other errors throw.
     bool lock(std::string_view name) {
-        return attempt(name, [&] { return locker_.get().lock(detail::bytes(name)); });
+        return attempt(name, [&] { return locker_.inner().lock(detail::bytes(name)); });
     }
 
     // One attempt: false if another owner holds it.
     bool try_lock(std::string_view name) {
-        return attempt(name, [&] { return locker_.get().try_lock(detail::bytes(name)); });
+        return attempt(name, [&] { return locker_.inner().try_lock(detail::bytes(name)); });
     }
 
     // Waits up to `wait` instead of the locker's timeout: false when it ran out.
     bool lock_for(std::string_view name, std::chrono::milliseconds wait) {
         auto ms = static_cast<std::int64_t>(wait.count());
-        return attempt(name, [&] { return locker_.get().lock_for(detail::bytes(name), ms); });
+        return attempt(name, [&] { return locker_.inner().lock_for(detail::bytes(name), ms); });
     }
 
     // Unlocks. Returns normally when the lease was valid until the unlock was sent (the
@@ -369,5 +502,164 @@ private:
     Lock lock_;
     std::string name_;
 };
+
+// A held lock and its object, RAII (SOSS's LockTicket): from Locker::get_and_lock or
+// insert_and_lock. Move-only; the destructor releases the lock if still held, waiting for the
+// store to confirm, and never throws. Its writes apply only while it holds the lock, checked by
+// the store in the same step: after a forced release or the lease's end they throw Lost and
+// write nothing. After unlock(), update_locked_and_release() or remove_locked() (or in a
+// moved-from Object) the locked calls throw NotOwner; value() and version() stay readable.
+//
+//   auto quote = locker.get_and_lock("GOOG");      // locks, reads: quote.value(), version()
+//   quote.update_locked_and_release(new_value);   // writes, releases
+class Object {
+public:
+    Object(const Object&) = delete;
+    Object& operator=(const Object&) = delete;
+    Object(Object&& other) noexcept : inner_(std::move(other.inner_)), name_(std::move(other.name_)) {
+        other.inner_.reset();
+        other.name_.clear();
+    }
+    Object& operator=(Object&& other) noexcept {
+        if (this != &other) {
+            finish();
+            inner_ = std::move(other.inner_);
+            name_ = std::move(other.name_);
+            other.inner_.reset();
+            other.name_.clear();
+        }
+        return *this;
+    }
+    ~Object() { finish(); }
+
+    // The value as last read or written (empty when there is no object: see exists()).
+    std::vector<std::uint8_t> value() const {
+        return inner_ ? detail::vector_of((*inner_)->value()) : std::vector<std::uint8_t>();
+    }
+    // The same bytes as a std::string.
+    std::string value_string() const {
+        if (!inner_) {
+            return std::string();
+        }
+        rust::Slice<const std::uint8_t> bytes = (*inner_)->value();
+        return std::string(bytes.begin(), bytes.end());
+    }
+    // Whether there is an object (as last read or written): false before an insert.
+    bool exists() const { return inner_ && (*inner_)->exists(); }
+    // Its version as last read or written (0: never written).
+    std::uint64_t version() const { return inner_ ? (*inner_)->version() : 0; }
+    // The name locked.
+    const std::string& name() const { return name_; }
+    // The lock's fencing token.
+    std::uint64_t token() const { return inner_ ? (*inner_)->token() : 0; }
+    // Whether the lock is held: false once released, lost, or past its deadline.
+    bool held() const { return inner_ && (*inner_)->held(); }
+    // Time left before the lease's deadline (zero when not held).
+    std::chrono::milliseconds remaining() const {
+        return std::chrono::milliseconds(inner_ ? (*inner_)->remaining_ms() : 0);
+    }
+
+    // Reads the object again and renews the lock (SOSS's get_locked): its value, or
+    // std::nullopt when there is none.
+    std::optional<std::vector<std::uint8_t>> get_locked() {
+        detail::call([&] { held_object().get_locked(); });
+        if (!exists()) {
+            return std::nullopt;
+        }
+        return value();
+    }
+
+    // Writes `value` and keeps the lock, renewed; returns the new version. ObjectNotFound when
+    // there is no object (insert_locked() inserts one).
+    std::uint64_t update_locked_and_retain(Bytes value) {
+        return detail::call([&] {
+            return held_object().update_locked_and_retain(detail::BytesAccess::slice(value));
+        });
+    }
+
+    // Writes `value` and releases the lock; returns the new version. On an error the lock
+    // stays held (the destructor releases it).
+    std::uint64_t update_locked_and_release(Bytes value) {
+        return detail::call([&] {
+            return held_object().update_locked_and_release(detail::BytesAccess::slice(value));
+        });
+    }
+
+    // Inserts the object, which must not exist (AlreadyExists), keeping the lock; returns its
+    // version.
+    std::uint64_t insert_locked(Bytes value) {
+        return detail::call(
+            [&] { return held_object().insert_locked(detail::BytesAccess::slice(value)); });
+    }
+
+    // Removes the object and releases the lock (ObjectNotFound when there is none: the lock
+    // then stays held).
+    void remove_locked() {
+        detail::call([&] { held_object().remove_locked(); });
+    }
+
+    // Renews the lock (SOSS's lock_refresh).
+    void lock_refresh() {
+        detail::call([&] { held_object().lock_refresh(); });
+    }
+
+    // Releases the lock without writing. Returns normally when the lease was valid until the
+    // release was sent; throws Lost when it was not, NotOwner on a second call.
+    void unlock() {
+        detail::call([&] { held_object().unlock(); });
+    }
+
+private:
+    friend class Locker;
+    Object(rust::Box<bridge::Object> inner, std::string_view name)
+        : inner_(std::move(inner)), name_(name) {}
+
+    bridge::Object& held_object() {
+        if (!inner_) {
+            detail::throw_code(static_cast<std::uint32_t>(ErrorKind::NotOwner),
+                               "this baton::Object holds no lock (it was moved from)");
+        }
+        return **inner_;
+    }
+
+    void finish() noexcept {
+        if (inner_) {
+            (*inner_)->finish();
+            inner_.reset();
+            name_.clear();
+        }
+    }
+
+    std::optional<rust::Box<bridge::Object>> inner_;
+    std::string name_;
+};
+
+inline Object Locker::get_and_lock(std::string_view name) const {
+    return Object(detail::call([&] { return inner().get_and_lock(detail::bytes(name)); }), name);
+}
+
+inline std::optional<Object> Locker::try_get_and_lock(std::string_view name) const {
+    try {
+        return Object(detail::call([&] { return inner().try_get_and_lock(detail::bytes(name)); }),
+                      name);
+    } catch (const Busy&) {
+        return std::nullopt;
+    }
+}
+
+inline Object Locker::get_and_lock_for(std::string_view name,
+                                       std::chrono::milliseconds wait) const {
+    auto ms = static_cast<std::int64_t>(wait.count());
+    return Object(
+        detail::call([&] { return inner().get_and_lock_for(detail::bytes(name), ms); }), name);
+}
+
+inline Object Locker::insert_and_lock(std::string_view name, Bytes value) const {
+    return Object(detail::call([&] {
+                      return inner().insert_and_lock(detail::bytes(name),
+                                                     detail::BytesAccess::slice(value));
+                  }),
+                  name);
+}
 
 }  // namespace baton

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use baton::{BlockingGuard, BlockingLocker, Error, ErrorKind};
+use baton::{BlockingGuard, BlockingLocker, BlockingObjectGuard, Error, ErrorKind};
 
 use crate::shared::{self, Attempt};
 
@@ -21,6 +21,13 @@ mod ffi {
         consistency: String,
         table: String,
         keep_alive: bool,
+    }
+
+    /// An object as `get` read it: `found` false when there is none (value empty, version 0).
+    struct ObjectRead {
+        found: bool,
+        value: Vec<u8>,
+        version: u64,
     }
 
     unsafe extern "C++" {
@@ -50,6 +57,36 @@ mod ffi {
         fn on_lost(self: &Guard, callback: UniquePtr<LostCallback>) -> Result<()>;
 
         fn code_name(code: u32) -> &'static str;
+    }
+
+    // Objects beside locks: unlocked calls on the locker, locked ones on an Object.
+    extern "Rust" {
+        type Object;
+
+        fn get(self: &Locker, name: &[u8]) -> Result<ObjectRead>;
+        fn insert(self: &Locker, name: &[u8], value: &[u8]) -> Result<u64>;
+        fn update_optimistic(self: &Locker, name: &[u8], value: &[u8], version: u64)
+            -> Result<u64>;
+        fn remove(self: &Locker, name: &[u8]) -> Result<()>;
+        fn get_and_lock(self: &Locker, name: &[u8]) -> Result<Box<Object>>;
+        fn try_get_and_lock(self: &Locker, name: &[u8]) -> Result<Box<Object>>;
+        fn get_and_lock_for(self: &Locker, name: &[u8], wait_ms: i64) -> Result<Box<Object>>;
+        fn insert_and_lock(self: &Locker, name: &[u8], value: &[u8]) -> Result<Box<Object>>;
+
+        fn exists(self: &Object) -> bool;
+        fn value(self: &Object) -> &[u8];
+        fn version(self: &Object) -> u64;
+        fn token(self: &Object) -> u64;
+        fn held(self: &Object) -> bool;
+        fn remaining_ms(self: &Object) -> i64;
+        fn get_locked(self: &mut Object) -> Result<()>;
+        fn update_locked_and_retain(self: &mut Object, value: &[u8]) -> Result<u64>;
+        fn update_locked_and_release(self: &mut Object, value: &[u8]) -> Result<u64>;
+        fn insert_locked(self: &mut Object, value: &[u8]) -> Result<u64>;
+        fn remove_locked(self: &mut Object) -> Result<()>;
+        fn lock_refresh(self: &Object) -> Result<()>;
+        fn unlock(self: &mut Object) -> Result<()>;
+        fn finish(self: &mut Object);
     }
 }
 
@@ -236,6 +273,156 @@ impl Guard {
             });
             Ok(())
         })
+    }
+}
+
+impl Locker {
+    fn get(&self, name: &[u8]) -> Result<ffi::ObjectRead, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            Ok(match self.0.get(name)? {
+                Some(read) => ffi::ObjectRead {
+                    found: true,
+                    value: read.value,
+                    version: read.version,
+                },
+                None => ffi::ObjectRead {
+                    found: false,
+                    value: Vec::new(),
+                    version: 0,
+                },
+            })
+        })
+    }
+
+    fn insert(&self, name: &[u8], value: &[u8]) -> Result<u64, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            self.0.insert(name, value)
+        })
+    }
+
+    fn update_optimistic(&self, name: &[u8], value: &[u8], version: u64) -> Result<u64, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            self.0.update_optimistic(name, value, version)
+        })
+    }
+
+    fn remove(&self, name: &[u8]) -> Result<(), Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            self.0.remove(name)
+        })
+    }
+
+    fn take_object(&self, name: &[u8], attempt: Attempt) -> Result<Box<Object>, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            Ok(Box::new(Object(Some(shared::get_and_lock(
+                &self.0, name, attempt,
+            )?))))
+        })
+    }
+
+    fn get_and_lock(&self, name: &[u8]) -> Result<Box<Object>, Coded> {
+        self.take_object(name, Attempt::Wait)
+    }
+
+    fn try_get_and_lock(&self, name: &[u8]) -> Result<Box<Object>, Coded> {
+        self.take_object(name, Attempt::Once)
+    }
+
+    fn get_and_lock_for(&self, name: &[u8], wait_ms: i64) -> Result<Box<Object>, Coded> {
+        let wait = shared::millis("baton::Locker::get_and_lock_for", "the wait", wait_ms, true)
+            .map_err(Coded)?;
+        self.take_object(name, Attempt::For(wait))
+    }
+
+    fn insert_and_lock(&self, name: &[u8], value: &[u8]) -> Result<Box<Object>, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            Ok(Box::new(Object(Some(self.0.insert_and_lock(name, value)?))))
+        })
+    }
+}
+
+/// A held lock and its object (inside `baton::Object`); `None` once finished.
+pub struct Object(Option<BlockingObjectGuard>);
+
+impl Object {
+    fn object(&mut self) -> Result<&mut BlockingObjectGuard, Error> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| Error::new(ErrorKind::NotOwner, "this object was already finished"))
+    }
+
+    fn exists(&self) -> bool {
+        self.0.as_ref().is_some_and(|o| o.value().is_some())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.0.as_ref().and_then(|o| o.value()).unwrap_or_default()
+    }
+
+    fn version(&self) -> u64 {
+        self.0.as_ref().map_or(0, BlockingObjectGuard::version)
+    }
+
+    fn token(&self) -> u64 {
+        self.0.as_ref().map_or(0, |o| o.guard().token())
+    }
+
+    fn held(&self) -> bool {
+        self.0.as_ref().is_some_and(|o| o.guard().is_held())
+    }
+
+    fn remaining_ms(&self) -> i64 {
+        self.0.as_ref().map_or(0, |o| {
+            i64::try_from(o.guard().remaining().as_millis()).unwrap_or(i64::MAX)
+        })
+    }
+
+    fn get_locked(&mut self) -> Result<(), Coded> {
+        guarded(|| self.object()?.get_locked().map(drop))
+    }
+
+    fn update_locked_and_retain(&mut self, value: &[u8]) -> Result<u64, Coded> {
+        guarded(|| self.object()?.update_locked_and_retain(value))
+    }
+
+    fn update_locked_and_release(&mut self, value: &[u8]) -> Result<u64, Coded> {
+        guarded(|| self.object()?.update_locked_and_release(value))
+    }
+
+    fn insert_locked(&mut self, value: &[u8]) -> Result<u64, Coded> {
+        guarded(|| self.object()?.insert_locked(value))
+    }
+
+    fn remove_locked(&mut self) -> Result<(), Coded> {
+        guarded(|| self.object()?.remove_locked())
+    }
+
+    fn lock_refresh(&self) -> Result<(), Coded> {
+        guarded(|| match self.0.as_ref() {
+            Some(object) => object.lock_refresh(),
+            None => Err(Error::new(
+                ErrorKind::NotOwner,
+                "this object was already finished",
+            )),
+        })
+    }
+
+    fn unlock(&mut self) -> Result<(), Coded> {
+        guarded(|| self.object()?.unlock())
+    }
+
+    /// Releases the lock if still held, as the destructor of `baton::Object` does (dropping
+    /// the guard releases it and waits for the store; never a panic across the boundary).
+    fn finish(&mut self) {
+        if let Some(object) = self.0.take() {
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(object)));
+        }
     }
 }
 
