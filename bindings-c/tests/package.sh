@@ -2,7 +2,8 @@
 # The package as a user gets it: `cmake --install` of this build into a fresh prefix; a user
 # project built against it with find_package(baton) and with add_subdirectory; a C program
 # built with pkg-config alone. The programs lock a SQLite store; one holds its lock while
-# `baton locks` shows it. The add_subdirectory build makes the Rust library as this build did
+# `baton locks` shows it; seed 002's quote examples also run on every database the
+# environment names (BATON_POSTGRES_URL, BATON_MYSQL_URL, BATON_CASSANDRA_URL). The add_subdirectory build makes the Rust library as this build did
 # (PROFILE, and CARGO_COMMAND if set: see BATON_CARGO_COMMAND in ../CMakeLists.txt), so that
 # cargo finds it made rather than compiling the whole tree again in another profile.
 #   package.sh BUILD_DIR BATON_CLI SOURCE_DIR [PROFILE [CARGO_COMMAND]]
@@ -24,6 +25,17 @@ for how in package subdirectory; do
   "$work/$how/register_user" "$BATON_STORE" "snap-$how"
   "$work/$how/register_user_c" "$BATON_STORE" "snap-$how-c"
   echo "ok: built with $how and ran"
+done
+
+# Seed 002's quote examples, built against the installed package, on SQLite and on each database
+# the environment names.
+for url in "$BATON_STORE" ${BATON_POSTGRES_URL:+"$BATON_POSTGRES_URL"} \
+  ${BATON_MYSQL_URL:+"$BATON_MYSQL_URL"} ${BATON_CASSANDRA_URL:+"$BATON_CASSANDRA_URL"}; do
+  for example in stock_quote optimistic_quote; do
+    "$work/package/$example" "$url" "GOOG-package-$$" >/dev/null ||
+      { echo "FAIL: $example on ${url%%\?*}" >&2; exit 1; }
+  done
+  echo "ok: the quote examples on ${url%%[:?]*}"
 done
 
 # The C and C++ suites (locking, fencing, and every kind of bad input: NULL, non-UTF-8, empty,
