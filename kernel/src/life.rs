@@ -837,12 +837,16 @@ impl LockLife {
                 data.name.as_str(),
                 request,
                 guard,
-                (data.opts.acquisition, h.object_writes),
+                (
+                    crate::object::writer_id(data.opts.acquisition, &data.owner),
+                    h.object_writes,
+                ),
                 levels,
                 h.object_cell.clone(),
                 io,
                 rng,
-            );
+            )
+            .with_sabotage(data.opts.sabotage());
             h.object_call = Some((call, after));
             return Step::Again;
         }

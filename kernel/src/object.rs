@@ -10,8 +10,10 @@
 //!   naming its version is one conditional step. It grows by one on every write (an insert,
 //!   an update, a removal), and never goes back: a removal keeps the cell, with no value, so
 //!   that an object inserted again continues from there.
-//! - `writer`: the writing acquisition's id and the write's number within it, in hex. No two
-//!   writes make the same cell, so a read-back that finds a write's cell proves it applied.
+//! - `writer`: the writing acquisition's id (for callers that leave it zero, who give every
+//!   acquisition an owner id of its own, a hash of that owner id) and the write's number
+//!   within it, in hex. No two writes make the same cell, so a read-back that finds a
+//!   write's cell proves it applied.
 //! - `value`: the bytes in standard base64 (padded).
 //!
 //! The cell has no TTL, is written only by [`Command::SetObject`] (conditional), and is never
@@ -24,6 +26,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::owner::OwnerId;
 
 /// The column of a name's object.
 pub const OBJECT_COLUMN: &str = "_OBJECT_";
@@ -67,6 +70,24 @@ impl ObjectCell {
             value: c.value.clone(),
         })
     }
+}
+
+/// The id a write's cell names its writer by: the acquisition's id
+/// ([`LockOptions::acquisition`](crate::LockOptions::acquisition)); for callers that leave it
+/// zero, who give every acquisition an owner id of its own instead, a hash of that owner id
+/// (FNV-1a of its key; never zero). With the zero itself, every such caller's first write of
+/// a version would make the same cell, and a read-back would take another caller's write for
+/// its own (the simulator found it: two acknowledged inserts, one applied).
+pub(crate) fn writer_id(acquisition: u64, owner: &OwnerId) -> u64 {
+    if acquisition != 0 {
+        return acquisition;
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in owner.key().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash.max(1)
 }
 
 /// The prefix every cell of an existing object at `version` starts with (a removed object's

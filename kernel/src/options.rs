@@ -217,12 +217,20 @@ pub enum Sabotage {
     /// [`LifeEvent::frees_the_slot`](crate::LifeEvent::frees_the_slot) held for it), so that
     /// the next acquisition of the name reuses the column that cleanup removes.
     GaveUpFreesSlot,
+    /// Objects ([`crate::LockLife::object`]): a holder's write that skips the lock check (its
+    /// [`ObjectGuard::Held`](crate::ObjectGuard::Held) sent as a guard that always holds), so a
+    /// stale holder's write lands while someone else holds the lock.
+    ObjectWriteUnguarded,
+    /// Objects ([`crate::ObjectOp`]): an optimistic update that skips the version check (it
+    /// reads the current cell and writes over it whatever its version), so concurrent
+    /// optimistic updates lose one another's increments.
+    OptimisticUnversioned,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 15] = [
+    pub const ALL: [Sabotage; 17] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -238,6 +246,8 @@ impl Sabotage {
         Sabotage::RenewalFromReplyTime,
         Sabotage::ElsewhereReleaseTrusted,
         Sabotage::GaveUpFreesSlot,
+        Sabotage::ObjectWriteUnguarded,
+        Sabotage::OptimisticUnversioned,
     ];
 }
 

@@ -85,6 +85,9 @@ pub(crate) struct Io {
     backoff: RetryPolicy,
     state: State,
     maybe_applied: bool,
+    /// A send of the current command timed out (or, conditional, was answered `Unavailable`)
+    /// at some point: see [`Io::may_land`].
+    may_land: bool,
     /// No retry (a resend, or a serial read settling a timed-out send) is made at or after this
     /// instant: the operation's caller stops waiting then ([`Io::stop_retrying_at`]).
     retry_until: Instant,
@@ -98,6 +101,7 @@ impl Io {
             backoff,
             state: State::Idle,
             maybe_applied: false,
+            may_land: false,
             retry_until: Instant::MAX,
         }
     }
@@ -121,10 +125,20 @@ impl Io {
             attempts: 0,
         };
         self.maybe_applied = false;
+        self.may_land = false;
         self.state = State::Queued {
             req,
             not_before: Instant::ZERO,
         };
+    }
+
+    /// Whether a send of the last command timed out (or, a conditional one, was answered
+    /// `Unavailable`) at some point, even one that a serial read then showed not applied yet:
+    /// a copy of it may still be on its way (a pooler's queue, a socket buffer, a Paxos
+    /// proposal a later round completes), and apply after the outcome. [`Io::maybe_applied`]
+    /// answers for the past; this, for the future too.
+    pub fn may_land(&self) -> bool {
+        self.may_land
     }
 
     /// Whether the last command that failed may nevertheless have been applied (one of its sends
@@ -224,6 +238,7 @@ impl Io {
             }
         }
         self.maybe_applied = req.timed_out;
+        self.may_land |= req.timed_out;
         let failure = match reply {
             Reply::Failed(f) => f,
             Reply::Cells(cells) if req.resolving.is_some() => {

@@ -24,9 +24,9 @@ use crate::model::{
 };
 use crate::name::LockName;
 use crate::object::{
-    check_value, decode, encode, version_prefix, Object, ObjectCell, OBJECT_COLUMN,
+    check_value, decode, encode, version_prefix, writer_id, Object, ObjectCell, OBJECT_COLUMN,
 };
-use crate::options::{LockOptions, Strategy, Wait};
+use crate::options::{LockOptions, Sabotage, Strategy, Wait};
 use crate::owner::OwnerId;
 use crate::retry::SplitMix64;
 use crate::strategy::unique;
@@ -108,7 +108,13 @@ pub(crate) struct ObjectCall {
     rng: SplitMix64,
     phase: Phase,
     result: Option<Result<Object>>,
+    /// A deliberately broken variant ([`Sabotage::ObjectWriteUnguarded`]), or none.
+    sabotage: Sabotage,
 }
+
+/// The column the broken [`Sabotage::ObjectWriteUnguarded`] names in the guard it sends
+/// instead of the holder's: no cell is ever written there, so the guard always holds.
+const UNGUARDED: &str = "_UNGUARDED_";
 
 /// How many times a call reads again after finding the cell moved before it gives up.
 const MAX_ROUNDS: u32 = 8;
@@ -138,7 +144,15 @@ impl ObjectCall {
             rng,
             phase: Phase::Start,
             result: None,
+            sabotage: Sabotage::None,
         }
+    }
+
+    /// The call with the broken variant `sabotage` (only [`Sabotage::ObjectWriteUnguarded`]
+    /// changes it).
+    pub fn with_sabotage(mut self, sabotage: Sabotage) -> Self {
+        self.sabotage = sabotage;
+        self
     }
 
     /// The object cell as this call last saw it (`None`: unknown, after an ambiguous write).
@@ -167,10 +181,24 @@ impl ObjectCall {
                     )));
                 }
                 IoPoll::Done(Err(e), _) => {
-                    if matches!(self.phase, Phase::Writing { .. }) {
+                    let writing = matches!(self.phase, Phase::Writing { .. });
+                    if writing {
                         self.known = None;
                     }
-                    self.finish(Err(e));
+                    // A send that timed out may have applied, or apply later: not "unavailable".
+                    if writing && e.kind() == ErrorKind::StoreUnavailable && self.io.may_land() {
+                        let e = Error::new(
+                            ErrorKind::Ambiguous,
+                            format!(
+                                "a write of object {:?} timed out and was not settled: it may have been applied, or be applied later ({})",
+                                self.name,
+                                e.message()
+                            ),
+                        );
+                        self.finish(Err(e));
+                    } else {
+                        self.finish(Err(e));
+                    }
                 }
                 IoPoll::Done(Ok(reply), _) => self.on_reply(reply),
             }
@@ -255,12 +283,21 @@ impl ObjectCall {
             version: next,
             value: value.map(<[u8]>::to_vec),
         };
+        let guard = match &self.guard {
+            // Broken: the holder's lock is not checked (a guard on a cell nothing writes).
+            ObjectGuard::Held { .. } if self.sabotage == Sabotage::ObjectWriteUnguarded => {
+                ObjectGuard::Free {
+                    column: String::from(UNGUARDED),
+                }
+            }
+            guard => guard.clone(),
+        };
         self.io.send(Command::SetObject {
             row: self.name.clone(),
             column: String::from(OBJECT_COLUMN),
             expected: expected.clone(),
             value: cell.clone(),
-            guard: self.guard.clone(),
+            guard,
             serial: self.levels.serial,
             consistency: self.levels.consistency,
         });
@@ -298,6 +335,12 @@ impl ObjectCall {
                 if applied || current.as_deref() == Some(cell.as_str()) {
                     self.known = Some(Some(cell));
                     return self.finish(Ok(object));
+                }
+                if let Some(e) =
+                    self.unsettled(object.version, current.as_deref(), counter.as_deref())
+                {
+                    self.known = None;
+                    return self.finish(Err(e));
                 }
                 self.refused(expected, current, lock, counter);
             }
@@ -404,6 +447,47 @@ impl ObjectCall {
         }
     }
 
+    /// A write refused now whose earlier send timed out ([`Io::may_land`]): that copy may
+    /// have applied and been overwritten since (the object is past `version`, the one it
+    /// writes), or may still apply (the object is not at `version` yet, and the guard may hold
+    /// again: unique insert's lock freed, a holder's cell put back by a late copy of its own
+    /// write while the counter is still at its grant). Then nothing the refusal says is
+    /// settled: [`ErrorKind::Ambiguous`]. `None`: the refusal stands (the object is at
+    /// `version` with another write's cell, or below it with the counter moved on, which no
+    /// guard survives).
+    fn unsettled(
+        &self,
+        version: u64,
+        current: Option<&str>,
+        counter: Option<&str>,
+    ) -> Option<Error> {
+        if !self.io.may_land() {
+            return None;
+        }
+        let found = current
+            .and_then(|c| decode(c).ok())
+            .map_or(0, |c| c.version);
+        let why = if found > version {
+            "the object has moved past the version it wrote since: it may have been applied and overwritten"
+        } else if found < version {
+            let fenced = matches!(&self.guard, ObjectGuard::Held { counter_value, .. }
+                if counter != Some(counter_value.as_str()));
+            if fenced {
+                return None;
+            }
+            "a copy of it may still be on its way, and be applied later"
+        } else {
+            return None;
+        };
+        Some(Error::new(
+            ErrorKind::Ambiguous,
+            format!(
+                "a write of object {:?} timed out and was refused when sent again, but {why}",
+                self.name
+            ),
+        ))
+    }
+
     fn holder(&self) -> bool {
         matches!(self.guard, ObjectGuard::Held { .. })
     }
@@ -462,7 +546,8 @@ enum Inner {
 
 impl ObjectOp {
     /// A request on the object of `name` by `owner` with `opts` (fresh per call, as for an
-    /// acquisition: their `acquisition` id names the write). `limit`: the store's largest
+    /// acquisition: their `acquisition` id names the write; left zero, the owner id does, and
+    /// must then be fresh per call). `limit`: the store's largest
     /// value, in bytes. Fails with [`ErrorKind::InvalidOption`] for a bad option or value.
     pub fn new(
         name: LockName,
@@ -473,6 +558,13 @@ impl ObjectOp {
     ) -> Result<Self> {
         opts.validate()?;
         request.check(limit)?;
+        let mut request = request;
+        if opts.sabotage() == Sabotage::OptimisticUnversioned {
+            // Broken: an optimistic update written over whatever version the object is at.
+            if let ObjectRequest::Update { version, .. } = &mut request {
+                *version = None;
+            }
+        }
         let levels = Levels {
             read: ReadConsistency::Plain(opts.consistency),
             serial: opts.serial,
@@ -485,7 +577,7 @@ impl ObjectOp {
                 ObjectGuard::Free {
                     column: String::from(unique::LOCK_COLUMN),
                 },
-                (opts.acquisition, 1),
+                (writer_id(opts.acquisition, &owner), 1),
                 levels,
                 None,
                 Io::new(opts.store_attempts, opts.retry),
@@ -509,6 +601,19 @@ impl ObjectOp {
             inner,
             result: None,
         })
+    }
+}
+
+impl ObjectOp {
+    /// The lock's life this call runs to write (bakery and column prefix: a try-once
+    /// acquisition, the write as its holder, and its release), if it runs one: a host, or the
+    /// simulator, may watch its lease ([`LockLife::lease`], [`LockLife::status`]). `None` for
+    /// a read, and for unique insert's one guarded write.
+    pub fn life(&self) -> Option<&LockLife> {
+        match &self.inner {
+            Inner::Call(_) => None,
+            Inner::Locked { life, .. } => Some(life),
+        }
     }
 }
 
