@@ -5,8 +5,8 @@
 //!                                                      [--sabotage NAME] [--profile P] [--threads T] [--verbose]
 //! ```
 //! `--seeds 1000000` is the long mode: a progress bar on standard error, then a summary table
-//! (seeds per second, grants, violations), the faults injected by class, and what releases
-//! returned. `--profile P` runs only the seeds of one fault profile (`--seeds` of them).
+//! (seeds per second, grants, violations), the faults injected by class, what releases
+//! returned, and the object workload's writes (applied, refused, ambiguous). `--profile P` runs only the seeds of one fault profile (`--seeds` of them).
 //! `--seed N --verbose` replays one run and prints it. Exits 1 if any run failed.
 
 use std::io::{IsTerminal, Write};
@@ -97,6 +97,9 @@ fn replay(args: &Args, seed: u64) -> bool {
             out.events,
             out.end as f64 / 1e9
         );
+        if c.objects {
+            println!("  objects: {:?}", out.objects);
+        }
         if args.verbose {
             println!("  faults configured: {:?}", c.faults);
             let injected: Vec<String> = out
@@ -230,6 +233,24 @@ fn print_tables(args: &Args, results: &[(Strategy, Tally, f64)]) -> ExitCode {
             .map(|(_, n)| n.to_string())
             .collect();
         println!("| {strategy} | {} |", row.join(" | "));
+    }
+    println!();
+    println!("| object writes | seeds with objects | locked applied | locked lost | optimistic applied | optimistic busy | optimistic mismatched | ambiguous (applied) | acknowledged |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (strategy, t, _) in results {
+        let o = &t.objects;
+        println!(
+            "| {strategy} | {} | {} | {} | {} | {} | {} | {} ({}) | {} |",
+            t.object_runs,
+            o.locked_applied,
+            o.locked_lost,
+            o.optimistic_applied,
+            o.busy,
+            o.mismatched,
+            o.ambiguous,
+            o.ambiguous_applied,
+            o.acknowledged
+        );
     }
     for (strategy, t, _) in results {
         for out in &t.failed {

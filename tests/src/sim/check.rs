@@ -61,6 +61,15 @@ pub enum Violation {
         /// The client that held the lock meanwhile, and its token.
         other: (usize, u64),
     },
+    /// An object invariant ([`super::objects`]) failed.
+    Object {
+        /// The rule.
+        rule: &'static str,
+        /// Lock name.
+        name: String,
+        /// What happened, naming the clients, their calls and the instants.
+        detail: String,
+    },
     /// A grant delivered later carried a token not larger than an earlier one.
     TokenOrder {
         /// Lock name.
@@ -89,6 +98,9 @@ impl fmt::Display for Violation {
                 "release reporting violated on {name:?}: client {} (token {}) was told Ok although client {} (token {}) held the lock during its grant",
                 client.0, client.1, other.0, other.1
             ),
+            Violation::Object { rule, name, detail } => {
+                write!(f, "object rule \"{rule}\" violated on {name:?}: {detail}")
+            }
             Violation::TokenOrder { name, earlier, later } => write!(
                 f,
                 "fencing order violated on {name:?}: client {} got token {} at t={}ms after client {} got token {} at t={}ms",

@@ -40,6 +40,7 @@
 
 pub mod check;
 pub mod clock;
+pub mod objects;
 pub mod store;
 mod world;
 
@@ -48,6 +49,7 @@ use std::time::Duration;
 use baton_kernel::{ErrorKind, Sabotage, SplitMix64, Strategy};
 
 use check::Violation;
+use objects::ObjectCounts;
 
 pub use world::{run_config, run_traced};
 
@@ -148,6 +150,10 @@ pub struct Config {
     /// On in every generated run; off, a store that only answers, as MariaDB, SQLite and
     /// Cassandra do to other processes.
     pub notices: bool,
+    /// Whether the workers use their names' objects (issue 42): holders increment a counter
+    /// with locked updates, and some rounds increment it optimistically, without the lock.
+    /// Drawn for half the seeds, apart from everything else, so the other half run as before.
+    pub objects: bool,
 }
 
 /// The fault profiles, in the order seeds cycle through them.
@@ -279,6 +285,7 @@ impl Config {
                 200
             }),
             notices: true,
+            objects: SplitMix64::new(seed ^ 0x0B1E_C7C0_C0FF_EE42).below(2) == 0,
         }
     }
 }
@@ -399,6 +406,8 @@ pub struct Outcome {
     pub releases: Vec<(Option<ErrorKind>, usize)>,
     /// Faults injected.
     pub faults: FaultCounts,
+    /// The object workload's figures.
+    pub objects: ObjectCounts,
     /// Events processed.
     pub events: u64,
     /// Simulated time at the end (ns).
@@ -463,6 +472,10 @@ pub struct Tally {
     pub events: u64,
     /// Faults injected in all runs.
     pub faults: FaultCounts,
+    /// The object workload's figures over all runs.
+    pub objects: ObjectCounts,
+    /// Runs with the object workload.
+    pub object_runs: u64,
     /// Releases by result over all runs (`None`: `Ok`).
     pub releases: Vec<(Option<ErrorKind>, u64)>,
 }
@@ -474,6 +487,8 @@ impl Tally {
         self.gave_up += out.gave_up as u64;
         self.events += out.events;
         self.faults.add(&out.faults);
+        self.objects.add(&out.objects);
+        self.object_runs += u64::from(out.config.objects);
         for (kind, n) in &out.releases {
             self.count_releases(*kind, *n as u64);
         }
@@ -485,6 +500,8 @@ impl Tally {
         self.gave_up += other.gave_up;
         self.events += other.events;
         self.faults.add(&other.faults);
+        self.objects.add(&other.objects);
+        self.object_runs += other.object_runs;
         for (kind, n) in other.releases {
             self.count_releases(kind, n);
         }

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_kernel::{
-    Cell, ColumnFilter, Command, Failure, Instant, MemoryTable, ReadConsistency, Reply, SplitMix64,
-    Write,
+    Cell, ColumnFilter, Command, Failure, Instant, MemoryTable, ObjectGuard, ReadConsistency,
+    Reply, SplitMix64, Write, OBJECT_COLUMN,
 };
 
 const MS: u64 = 1_000_000;
@@ -42,9 +42,36 @@ pub enum Fate {
     Minority,
 }
 
+/// A change of an object cell ([`OBJECT_COLUMN`]) in a store's history, for the object
+/// checker ([`super::objects`]): every object write the store applied, and every object cell a
+/// server crash took back.
+#[derive(Clone, Debug)]
+pub struct ObjectChange {
+    /// The row.
+    pub row: String,
+    /// Simulated time (ns) of the conditional step that decided the write: when the store
+    /// checked its guard (for a Paxos proposal accepted by a minority and completed by a later
+    /// round, the step that accepted it, its linearization point).
+    pub decided: u64,
+    /// Simulated time (ns) the cell changed.
+    pub at: u64,
+    /// The object cell before (`None`: no cell).
+    pub before: Option<String>,
+    /// The object cell after.
+    pub after: Option<String>,
+    /// The row's live cells as the deciding step saw them (lock cells, the fencing counter):
+    /// what the checker judges the writer's lock by. Empty for a crash.
+    pub cells: Vec<(String, String)>,
+    /// Whether a write made it (`false`: a server crash took the cell back or replayed it).
+    pub write: bool,
+}
+
 /// A simulated store. `at` is the simulated time (ns) the command reaches the store, `stamp`
 /// its write stamp; the result is the reply and the simulated time it is ready to leave.
 pub trait SimStore {
+    /// The object cell changes since the last call, oldest first.
+    fn take_object_changes(&mut self) -> Vec<ObjectChange>;
+
     /// Executes `command` with `fate`.
     fn execute(
         &mut self,
@@ -150,6 +177,12 @@ pub struct SingleCopy {
     /// which have not: what a crash goes back to, and what it may keep a first part of.
     unflushed: Option<(MemoryTable, Vec<Commit>)>,
     arrivals: u64,
+    /// Simulated time of the command being executed.
+    at: u64,
+    /// Rows that have had an object write, watched across crashes.
+    object_rows: Vec<String>,
+    /// Object cell changes not yet taken.
+    changes: Vec<ObjectChange>,
 }
 
 impl SingleCopy {
@@ -185,10 +218,10 @@ impl SingleCopy {
     ) -> Reply {
         let split = matches!(command, Command::Claim { .. }) && chance(rng, self.split_chance);
         if self.crash_chance <= 0.0 {
-            return self.commit(command, now, stamp, split);
+            return self.commit_watched(command, now, stamp, split);
         }
         if chance(rng, self.crash_chance) {
-            self.crash(rng);
+            self.crash(now, rng);
         }
         // Whether a claim's lock cell holds its value already (an earlier copy of the claim
         // inserted it): this one then inserts nothing.
@@ -203,7 +236,7 @@ impl SingleCopy {
             _ => false,
         };
         let before = self.unflushed.is_none().then(|| self.table.clone());
-        let reply = self.commit(command, now, stamp, split);
+        let reply = self.commit_watched(command, now, stamp, split);
         match flushes(command, &reply, had) {
             // Nothing to lose.
             None => {}
@@ -228,11 +261,16 @@ impl SingleCopy {
     /// The server crashes and comes back: the commits that had not reached the disk are lost,
     /// all but a first part of them that the WAL writer had flushed in the meantime (as many as
     /// the seed draws, from none to all).
-    fn crash(&mut self, rng: &mut SplitMix64) {
+    fn crash(&mut self, now: Instant, rng: &mut SplitMix64) {
         self.crashes += 1;
         let Some((table, tail)) = self.unflushed.take() else {
             return;
         };
+        let objects_before: Vec<Option<String>> = self
+            .object_rows
+            .iter()
+            .map(|row| object_cell(&self.table, row, now))
+            .collect();
         let kept = rng.below(tail.len() as u64 + 1) as usize;
         self.lost_commits += (tail.len() - kept) as u64;
         self.table = table;
@@ -242,6 +280,62 @@ impl SingleCopy {
             let _ = self.commit(&c.command, c.now, c.stamp, c.split);
         }
         self.split_claims = split_claims;
+        // An object write that had not reached the disk (only under the broken
+        // `UnflushedGrants`: object writes wait for it) is taken back.
+        for (row, before) in self.object_rows.iter().zip(objects_before) {
+            let after = object_cell(&self.table, row, now);
+            if after != before {
+                self.changes.push(ObjectChange {
+                    row: row.clone(),
+                    decided: self.at,
+                    at: self.at,
+                    before,
+                    after,
+                    cells: Vec::new(),
+                    write: false,
+                });
+            }
+        }
+    }
+
+    /// [`SingleCopy::commit`], noting an object write that applied, with the row as its step
+    /// saw it.
+    fn commit_watched(
+        &mut self,
+        command: &Command,
+        now: Instant,
+        stamp: u64,
+        split: bool,
+    ) -> Reply {
+        let Command::SetObject { row, .. } = command else {
+            return self.commit(command, now, stamp, split);
+        };
+        let cells = self.table.read(row, &ColumnFilter::All, now);
+        let before = cells
+            .iter()
+            .find(|c| c.column == OBJECT_COLUMN)
+            .map(|c| c.value.clone());
+        let reply = self.commit(command, now, stamp, split);
+        if let Reply::Object {
+            applied: true,
+            current,
+            ..
+        } = &reply
+        {
+            if !self.object_rows.contains(row) {
+                self.object_rows.push(row.clone());
+            }
+            self.changes.push(ObjectChange {
+                row: row.clone(),
+                decided: self.at,
+                at: self.at,
+                before,
+                after: current.clone(),
+                cells: cells.into_iter().map(|c| (c.column, c.value)).collect(),
+                write: true,
+            });
+        }
+        reply
     }
 
     fn commit(&mut self, command: &Command, now: Instant, stamp: u64, split: bool) -> Reply {
@@ -277,6 +371,13 @@ pub fn flushes(command: &Command, reply: &Reply, had: bool) -> Option<bool> {
         // inserted nothing has nothing to lose.
         Command::Claim { value, .. } => {
             if had || !matches!(reply, Reply::Guarded { current: Some(v), .. } if v == value) {
+                return None;
+            }
+            true
+        }
+        // An object write waits for the disk when it wrote; a refused one wrote nothing.
+        Command::SetObject { .. } => {
+            if !matches!(reply, Reply::Object { applied: true, .. }) {
                 return None;
             }
             true
@@ -356,7 +457,20 @@ pub fn split_claim(table: &mut MemoryTable, command: &Command, now: Instant, sta
     }
 }
 
+/// The object cell of `row` in `table` (object cells have no TTL).
+fn object_cell(table: &MemoryTable, row: &str, now: Instant) -> Option<String> {
+    table
+        .read(row, &ColumnFilter::Exact(OBJECT_COLUMN.to_string()), now)
+        .into_iter()
+        .next()
+        .map(|c| c.value)
+}
+
 impl SimStore for SingleCopy {
+    fn take_object_changes(&mut self) -> Vec<ObjectChange> {
+        std::mem::take(&mut self.changes)
+    }
+
     fn execute(
         &mut self,
         command: &Command,
@@ -366,6 +480,7 @@ impl SimStore for SingleCopy {
         rng: &mut SplitMix64,
     ) -> (Reply, u64) {
         let now = Instant::from_nanos(self.clock.read(at, self.step_chance, rng));
+        self.at = at;
         match fate {
             Fate::Unavailable => (unavailable(), at),
             Fate::Dropped | Fate::Late => (timeout(), at),
@@ -421,6 +536,24 @@ struct Replica {
 }
 
 impl Replica {
+    /// The versions of `row`'s cells this replica has at `at`, without catching up (the
+    /// writes due by then applied to a copy).
+    fn view(&self, row: &str, at: u64) -> BTreeMap<String, Version> {
+        let mut view: BTreeMap<String, Version> = BTreeMap::new();
+        for ((rw, col), v) in self.cells.range((row.to_string(), String::new())..) {
+            if rw != row {
+                break;
+            }
+            view.insert(col.clone(), v.clone());
+        }
+        for (t, (rw, col), v) in &self.pending {
+            if *t <= at && rw == row && view.get(col).is_none_or(|old| v.beats(old)) {
+                view.insert(col.clone(), v.clone());
+            }
+        }
+        view
+    }
+
     fn catch_up(&mut self, now: u64) {
         let (due, later): (Vec<_>, Vec<_>) =
             self.pending.drain(..).partition(|(t, _, _)| *t <= now);
@@ -459,6 +592,24 @@ fn whole_second_ttl(command: &Command, now: u64) -> Command {
     command
 }
 
+/// A Paxos proposal accepted by a minority, which the next round on its row completes or
+/// supersedes.
+enum Proposal {
+    /// A conditional command, whose condition the completing round checks again.
+    Command(Command),
+    /// An object write whose conditions held when it was proposed: Cassandra commits the
+    /// accepted mutation as it was decided (a later round checks nothing again), and the
+    /// object cell cannot have moved since (every object write is a Paxos round on the row,
+    /// which would have completed or superseded it first).
+    Object {
+        /// The write, with its conditions already met (the object cell exactly as found, a
+        /// guard that holds).
+        write: Command,
+        /// The change it makes, as decided.
+        change: ObjectChange,
+    },
+}
+
 /// Three replicas of the plain cells, written and read at QUORUM, with client-side timestamps
 /// and one replica lagging behind by up to `lag`. Each node has its own clock offset, and
 /// expiry is decided in whole seconds on the coordinator's clock, as Cassandra does.
@@ -469,8 +620,10 @@ fn whole_second_ttl(command: &Command, now: u64) -> Command {
 pub struct Replicated {
     replicas: [Replica; 3],
     paxos: MemoryTable,
-    /// A conditional command accepted by one replica only: (row, command, stamp).
-    proposal: Option<(String, Command, u64)>,
+    /// A conditional command accepted by one replica only: (row, what it does, stamp).
+    proposal: Option<(String, Proposal, u64)>,
+    /// Object cell changes not yet taken.
+    changes: Vec<ObjectChange>,
     lagging: usize,
     lag: u64,
     /// Each node's clock offset from simulated time, ns.
@@ -492,6 +645,7 @@ impl Replicated {
             replicas: Default::default(),
             paxos: MemoryTable::new(),
             proposal: None,
+            changes: Vec::new(),
             lagging: lagging % 3,
             lag: u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX),
             offsets,
@@ -610,16 +764,164 @@ impl Replicated {
         if row.is_some_and(|r| r != prow) {
             return;
         }
-        if let Some((_, command, stamp)) = self.proposal.take() {
+        if let Some((_, proposal, stamp)) = self.proposal.take() {
             if rng.below(2) == 0 {
                 let now = self.node_now(rng.below(3) as usize, at);
-                let command = whole_second_ttl(&command, now);
-                let _ = self
-                    .paxos
-                    .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                match proposal {
+                    Proposal::Command(command) => {
+                        let command = whole_second_ttl(&command, now);
+                        let _ = self
+                            .paxos
+                            .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                    }
+                    Proposal::Object { write, mut change } => {
+                        let _ = self
+                            .paxos
+                            .apply_stamped(&write, Instant::from_nanos(now), stamp);
+                        change.at = at;
+                        self.changes.push(change);
+                    }
+                }
                 self.completed += 1;
             }
         }
+    }
+
+    /// The live cells of `row` as a quorum (every replica but `skip`) has them at `at`, merged
+    /// by timestamp, with expiry judged by a coordinator whose clock reads `now`: what a Paxos
+    /// round reads of the plain cells. Catches no replica up.
+    fn plain_cells(&self, row: &str, skip: usize, at: u64, now: u64) -> Vec<Cell> {
+        let mut merged: BTreeMap<String, Version> = BTreeMap::new();
+        for (r, replica) in self.replicas.iter().enumerate() {
+            if r == skip {
+                continue;
+            }
+            for (col, v) in replica.view(row, at) {
+                if merged.get(&col).is_none_or(|old| v.beats(old)) {
+                    merged.insert(col, v);
+                }
+            }
+        }
+        merged
+            .into_iter()
+            .filter_map(|(column, v)| {
+                let live = v.expires.is_none_or(|e| now < e);
+                let value = v.value.filter(|_| live)?;
+                Some(Cell {
+                    column,
+                    value,
+                    ttl_remaining: v
+                        .expires
+                        .map(|e| Duration::from_secs((e / SEC).saturating_sub(now / SEC))),
+                    stamp: v.ts,
+                })
+            })
+            .collect()
+    }
+
+    /// An object write's conditional step ([`Command::SetObject`], Cassandra's conditional
+    /// batch on the partition): the object cell and the counter from the Paxos state, the lock
+    /// cell from it too when it is conditional (unique insert's), from a quorum of replicas
+    /// when it is a plain cell (bakery's tickets, column prefix's entries). Returns the reply,
+    /// and, when the conditions hold, the write to commit and the change it makes.
+    fn object_step(
+        &self,
+        command: &Command,
+        at: u64,
+        now: u64,
+        skip: usize,
+    ) -> (Reply, Option<(Command, ObjectChange)>) {
+        let Command::SetObject {
+            row,
+            column,
+            expected,
+            value,
+            guard,
+            serial,
+            consistency,
+        } = command
+        else {
+            return (timeout(), None);
+        };
+        let mut cells = self.plain_cells(row, skip, at, now);
+        for c in self
+            .paxos
+            .read(row, &ColumnFilter::All, Instant::from_nanos(now))
+        {
+            cells.retain(|p| p.column != c.column);
+            cells.push(c);
+        }
+        let value_of = |col: &str| {
+            cells
+                .iter()
+                .find(|c| c.column == col)
+                .map(|c| c.value.clone())
+        };
+        let current = value_of(column);
+        let (lock, counter, holds) = match guard {
+            ObjectGuard::Held {
+                column: lock_column,
+                value: lock_value,
+                counter,
+                counter_value,
+            } => {
+                let lock = value_of(lock_column);
+                let found = value_of(counter);
+                let holds = lock.as_deref() == Some(lock_value.as_str())
+                    && found.as_deref() == Some(counter_value.as_str());
+                (lock, found, holds)
+            }
+            ObjectGuard::Free {
+                column: lock_column,
+            } => {
+                let lock = value_of(lock_column);
+                let free = lock.is_none();
+                (lock, None, free)
+            }
+        };
+        let object_ok = match (expected, &current) {
+            (None, None) => true,
+            (Some(prefix), Some(v)) => v.starts_with(prefix.as_str()),
+            _ => false,
+        };
+        if !(object_ok && holds) {
+            let reply = Reply::Object {
+                applied: false,
+                current,
+                lock,
+                counter,
+            };
+            return (reply, None);
+        }
+        // The conditions are met: the write as Paxos commits it (the object cell exactly as
+        // found; a guard on a column nothing writes, which always holds).
+        let write = Command::SetObject {
+            row: row.clone(),
+            column: column.clone(),
+            expected: current.clone(),
+            value: value.clone(),
+            guard: ObjectGuard::Free {
+                column: String::from("\u{0}paxos-decided"),
+            },
+            serial: *serial,
+            consistency: *consistency,
+        };
+        let change = ObjectChange {
+            row: row.clone(),
+            decided: at,
+            at,
+            before: current,
+            after: Some(value.clone()),
+            cells: cells.into_iter().map(|c| (c.column, c.value)).collect(),
+            write: true,
+        };
+        let reply = Reply::Object {
+            applied: true,
+            current: Some(value.clone()),
+            lock,
+            counter,
+        };
+        (reply, Some((write, change)))
     }
 }
 
@@ -706,6 +1008,46 @@ impl SimStore for Replicated {
                 };
                 (reply, done)
             }
+            // An object write: a conditional batch on the partition (Paxos), whose guard may
+            // read plain cells.
+            Command::SetObject { row, .. } => {
+                self.settle_proposal(Some(row), at, rng);
+                if matches!(fate, Fate::Dropped | Fate::Late) {
+                    return (timeout(), at);
+                }
+                let done = at + MS + rng.below(4 * MS);
+                let now = self.node_now(rng.below(3) as usize, at);
+                let skip = rng.below(3) as usize;
+                let (reply, write) = self.object_step(command, at, now, skip);
+                let Some((write, change)) = write else {
+                    // Nothing to propose: the conditions did not hold.
+                    let reply = if fate == Fate::LostReply {
+                        timeout()
+                    } else {
+                        reply
+                    };
+                    return (reply, done);
+                };
+                if fate == Fate::Minority {
+                    self.proposal = Some((row.clone(), Proposal::Object { write, change }, stamp));
+                    let reply = if rng.below(2) == 0 {
+                        timeout()
+                    } else {
+                        unavailable()
+                    };
+                    return (reply, done);
+                }
+                let _ = self
+                    .paxos
+                    .apply_stamped(&write, Instant::from_nanos(now), stamp);
+                self.changes.push(change);
+                let reply = if fate == Fate::LostReply {
+                    timeout()
+                } else {
+                    reply
+                };
+                (reply, done)
+            }
             // Serial reads, conditional commands and purges go through Paxos.
             _ => {
                 self.settle_proposal(command.row(), at, rng);
@@ -715,7 +1057,7 @@ impl SimStore for Replicated {
                 let done = at + MS + rng.below(4 * MS);
                 if fate == Fate::Minority && command.is_conditional() {
                     let row = command.row().unwrap_or_default().to_string();
-                    self.proposal = Some((row, command.clone(), stamp));
+                    self.proposal = Some((row, Proposal::Command(command.clone()), stamp));
                     let reply = if rng.below(2) == 0 {
                         timeout()
                     } else {
@@ -726,9 +1068,29 @@ impl SimStore for Replicated {
                 let coordinator = rng.below(3) as usize;
                 let now = self.node_now(coordinator, at);
                 let command = whole_second_ttl(command, now);
-                let reply = self
+                let mut reply = self
                     .paxos
                     .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                // A serial read of a whole row reads the plain cells too (a Paxos round reads
+                // the partition from a quorum): what an object write's read-back judges its
+                // guard by.
+                if let (
+                    Command::Read {
+                        row,
+                        filter: ColumnFilter::All,
+                        consistency: ReadConsistency::Serial(_),
+                    },
+                    Reply::Cells(cells),
+                ) = (&command, &mut reply)
+                {
+                    let skip = usize::try_from(at % 3).unwrap_or(0);
+                    for plain in self.plain_cells(row, skip, at, now) {
+                        if !cells.iter().any(|c| c.column == plain.column) {
+                            cells.push(plain);
+                        }
+                    }
+                    cells.sort_by(|a, b| a.column.cmp(&b.column));
+                }
                 let reply = if fate == Fate::LostReply {
                     timeout()
                 } else {
@@ -737,6 +1099,10 @@ impl SimStore for Replicated {
                 (reply, done)
             }
         }
+    }
+
+    fn take_object_changes(&mut self) -> Vec<ObjectChange> {
+        std::mem::take(&mut self.changes)
     }
 
     fn arrival_stamp(&mut self) -> u64 {

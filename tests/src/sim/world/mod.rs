@@ -12,11 +12,13 @@ use baton_kernel::{
 
 mod network;
 mod operator;
+mod optimistic;
 mod worker;
 
 use super::check::{self, GrantRecord};
 use super::clock::ClientClock;
-use super::store::{Fate, Replicated, SimStore, SingleCopy};
+use super::objects::{self, LeaseRef, ObjectCallRecord, ObjectRun};
+use super::store::{Fate, ObjectChange, Replicated, SimStore, SingleCopy};
 use super::{Config, FaultCounts, Outcome};
 
 const MS: u64 = 1_000_000;
@@ -68,6 +70,8 @@ enum State {
     Idle,
     /// A worker's lock, from its acquisition to the end of its life.
     Living(Box<worker::Worker>),
+    /// A worker's optimistic increment of its name's object, without the lock.
+    Optimistic(Box<optimistic::Optimistic>),
     Purging(Box<Purge>),
     Forcing {
         op: Box<ForceRelease>,
@@ -102,6 +106,9 @@ struct Client {
     /// under [`Sabotage::GaveUpFreesSlot`] (a host keeps driving such a life as the current
     /// one, and starts the next acquisition of its slot only once it is done).
     ghosts: Vec<worker::Ghost>,
+    /// The object write call under way ([`Sim::object_calls`]), whose cells its `SetObject`
+    /// commands carry.
+    call: Option<usize>,
 }
 
 /// Which cell a grant rests on, for matching a forced release's entries to grants: the owner
@@ -135,6 +142,12 @@ struct Sim {
     processed: u64,
     /// Event log, when tracing.
     trace: Option<Vec<String>>,
+    /// Object write calls.
+    object_calls: Vec<ObjectCallRecord>,
+    /// Every change of an object cell the store made, in order.
+    object_changes: Vec<ObjectChange>,
+    /// The lease of each grant (same index as `grants`).
+    leases: Vec<LeaseRef>,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -196,6 +209,7 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
             failed: 0,
             hint: None,
             ghosts: Vec::new(),
+            call: None,
         });
     }
     let mut sim = Sim {
@@ -217,6 +231,9 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
         faults: FaultCounts::default(),
         processed: 0,
         trace: traced.then(Vec::new),
+        object_calls: Vec::new(),
+        object_changes: Vec::new(),
+        leases: Vec::new(),
     };
     for c in 0..sim.clients.len() {
         let start = sim.rng.below(20 * MS);
@@ -356,6 +373,7 @@ impl Sim {
                 self.log(client, || {
                     format!("store {fate:?} stamp {stamp}: {command:?} -> {reply:?}")
                 });
+                self.take_object_changes();
                 self.notify(&command);
                 let ttl = self.ttl();
                 match fate {
@@ -365,7 +383,16 @@ impl Sim {
                     }
                     Fate::Duplicated => {
                         let at = self.now + self.rng.below(ttl);
-                        self.schedule(at, Event::ApplyLate { command, stamp });
+                        // An object write the store refused, and answered, is never executed
+                        // again: a second copy is only ever the client's own resend after a
+                        // timeout (`Late`), since drivers resend and speculate only idempotent
+                        // statements and baton marks conditional ones non-idempotent. One that
+                        // applied is sent again, and must find the object moved on.
+                        let refused_object = matches!(command, Command::SetObject { .. })
+                            && matches!(reply, Reply::Object { applied: false, .. });
+                        if !refused_object {
+                            self.schedule(at, Event::ApplyLate { command, stamp });
+                        }
                     }
                     _ => {}
                 }
@@ -395,6 +422,7 @@ impl Sim {
                 self.log(usize::MAX, || {
                     format!("store LATE stamp {stamp}: {command:?} -> {reply:?}")
                 });
+                self.take_object_changes();
                 self.notify(&command);
             }
             Event::Deliver {
@@ -432,6 +460,7 @@ impl Sim {
                     State::Living(_) => return self.deliver(client, id, reply),
                     State::Purging(o) => o.handle(id, reply),
                     State::Forcing { op, .. } => op.handle(id, reply),
+                    State::Optimistic(o) => o.handle(id, reply),
                     _ => {}
                 }
                 self.step(client);
@@ -537,12 +566,21 @@ impl Sim {
                         self.clients[i].state = State::Done;
                         return;
                     }
+                    // With objects, a third of the rounds increment the object without the lock.
+                    if self.cfg.objects && self.rng.below(3) == 0 {
+                        self.start_optimistic(i);
+                        return self.drive_optimistic(i);
+                    }
                     self.start_life(i);
                     return self.drive(i);
                 }
                 State::Living(w) => {
                     self.clients[i].state = State::Living(w);
                     return self.drive(i);
+                }
+                State::Optimistic(o) => {
+                    self.clients[i].state = State::Optimistic(o);
+                    return self.drive_optimistic(i);
                 }
                 State::Purging(mut op) => match self.pump(i, &mut *op, local) {
                     None => {
@@ -575,8 +613,36 @@ impl Sim {
         }
     }
 
+    /// Takes the object cell changes the store just made into the run's history.
+    fn take_object_changes(&mut self) {
+        let changes = self.store.take_object_changes();
+        for change in changes {
+            self.log(usize::MAX, || {
+                format!(
+                    "OBJECT {} {:?} -> {:?}{}",
+                    change.row,
+                    change.before,
+                    change.after,
+                    if change.write {
+                        format!(" (decided at {:.3}ms)", change.decided as f64 / 1e6)
+                    } else {
+                        " (server crash)".into()
+                    }
+                )
+            });
+            self.object_changes.push(change);
+        }
+    }
+
     fn outcome(self, seed: u64) -> Outcome {
-        let violations = check::check(&self.grants);
+        let mut violations = check::check(&self.grants);
+        let (object_violations, object_counts) = objects::check(&ObjectRun {
+            calls: &self.object_calls,
+            changes: &self.object_changes,
+            grants: &self.grants,
+            leases: &self.leases,
+        });
+        violations.extend(object_violations);
         let stuck = if self.cfg.faults.any() {
             None
         } else if self.processed > MAX_EVENTS || self.now > MAX_TIME {
@@ -609,6 +675,7 @@ impl Sim {
             gave_up: self.gave_up,
             releases: self.releases,
             faults,
+            objects: object_counts,
             events: self.processed,
             end: self.now,
             violations,

@@ -36,6 +36,13 @@ impl Sim {
     /// ghost's cleanup).
     pub(super) fn send_as(&mut self, client: usize, op: u64, id: CommandId, command: Command) {
         self.log(client, || format!("send {command:?}"));
+        // An object write carries the cell of the client's call under way.
+        if let (Command::SetObject { value, .. }, Some(k)) = (&command, self.clients[client].call) {
+            let cells = &mut self.object_calls[k].cells;
+            if !cells.contains(value) {
+                cells.push(value.clone());
+            }
+        }
         let f = self.cfg.faults;
         let minority = if f.replicated && command.is_conditional() {
             f.minority
