@@ -8,6 +8,7 @@ import pg from 'pg';
 import cassandra from 'cassandra-driver';
 import {
   Locker, MemoryStore, Lock, BatonError, LostError, TimedOutError, CancelledError, errorClass,
+  LockedObject, Versioned, VersionMismatchError, ObjectNotFoundError, AlreadyExistsError, type ObjectValue,
   type LockInfo, type SqlAdapter, type CqlAdapter, type LockerOptions, type StatementAccess,
 } from 'baton-locks';
 import { postgresStore } from 'baton-locks/postgres';
@@ -93,4 +94,46 @@ export async function typed(): Promise<bigint> {
   }
   void [remaining, held, signal, total, first, purged];
   return token;
+}
+
+// Objects (seed 002): values in as bytes or text, out as bytes; versions as bigints.
+export async function objects(locker: Locker): Promise<bigint> {
+  const inserted: bigint = await locker.insert('GOOG', '1053.00');
+  const bytes: ObjectValue = new Uint8Array([0, 255]);
+  await locker.insert('raw', Buffer.from('buffer'));
+  const read: Versioned | null = await locker.get('GOOG');
+  if (read !== null) {
+    const value: Uint8Array = read.value;
+    const text: string = read.text;
+    const next: bigint = await locker.updateOptimistic('GOOG', bytes, read.version);
+    await locker.updateOptimistic('GOOG', text, Number(next));
+    void value;
+  }
+  try {
+    await locker.updateOptimistic('GOOG', 'x', 1n);
+  } catch (e) {
+    if (e instanceof VersionMismatchError || e instanceof ObjectNotFoundError || e instanceof AlreadyExistsError) {
+      const code: number = e.code;
+      void code;
+    }
+  }
+  await locker.remove('raw');
+  {
+    await using quote = await locker.getAndLock('GOOG', { timeout: 5_000, ttl: 30_000 });
+    const held: LockedObject = quote;
+    const value: Uint8Array | null = held.value;
+    const text: string | null = held.text;
+    const version: bigint = held.version;
+    const token: bigint = held.lock.token;
+    const again: Uint8Array | null = await held.getLocked();
+    const retained: bigint = await held.updateLockedAndRetain('1053.10');
+    await held.lockRefresh();
+    const released: bigint = await held.updateLockedAndRelease(new Uint8Array([1]));
+    void [value, text, version, token, again, retained, released];
+  }
+  const made: LockedObject = await locker.insertAndLock('new', 'v', { timeout: 0 });
+  const v: bigint = await made.insertLocked('w');
+  await made.removeLocked();
+  await made.unlock();
+  return inserted + v;
 }

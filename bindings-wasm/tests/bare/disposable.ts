@@ -8,5 +8,7 @@ export async function scoped(): Promise<bigint> {
   await using lock = await locker.lock('scoped');
   const dispose: () => Promise<void> = () => lock[Symbol.asyncDispose]();
   void dispose;
+  await using quote = await locker.getAndLock('GOOG');
+  await quote.updateLockedAndRetain('1053.26');
   return lock.token;
 }

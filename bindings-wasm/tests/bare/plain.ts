@@ -3,6 +3,7 @@
 
 import {
   Locker, MemoryStore, Lock, StaleLockError, TimedOutError, type Consistency, type LockerOptions,
+  type LockedObject, type Versioned, VersionMismatchError,
 } from 'baton-locks';
 import { postgresStore, type PgPoolLike, type PgQuery, type PgResult } from 'baton-locks/postgres';
 
@@ -26,6 +27,16 @@ export async function plain(): Promise<bigint> {
   } catch (e) {
     if (e instanceof TimedOutError || e instanceof StaleLockError) void e.holder;
   }
-  void consistencies;
+  // Objects: Uint8Array from lib ES2022 alone (no Buffer here).
+  const read: Versioned | null = await memory.get('GOOG');
+  try {
+    await memory.updateOptimistic('GOOG', new Uint8Array([1]), read?.version ?? 0n);
+  } catch (e) {
+    if (e instanceof VersionMismatchError) void e.code;
+  }
+  const quote: LockedObject = await memory.getAndLock('GOOG');
+  const value: Uint8Array | null = quote.value;
+  await quote.updateLockedAndRelease('1053.26');
+  void [consistencies, value];
   return lock.token;
 }
