@@ -12,7 +12,9 @@
 //! next acquisition. Holders keep their locks for a while (sometimes past the TTL), with
 //! keep-alive or without, and sometimes ask for a renewal. An operator runs purges and forced
 //! releases among them. Faults are drawn from the seed; the [`check`] module judges what each
-//! holder was told: the intervals its life reported the lease held.
+//! holder was told: the intervals its life reported the lease held. On half the seeds the
+//! workers also keep counters in their names' objects, locked and optimistic, and the
+//! [`objects`] module judges every object write the store applied.
 //!
 //! The fault model, and the real fault each stands for:
 //!
