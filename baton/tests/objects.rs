@@ -304,3 +304,35 @@ fn the_blocking_api_runs_the_quote_example() {
     // Dropped: released before drop returned.
     assert_eq!(quotes.update_optimistic("GOOG", "2", 4).expect("free"), 5);
 }
+
+/// A store nobody answers at (a closed port): every object call is `StoreUnavailable`, never
+/// `Ambiguous`, since no statement ever left (the stores say `NotApplied`).
+#[tokio::test]
+async fn a_dead_store_is_unavailable_not_ambiguous() {
+    let urls = [
+        "postgres://baton@127.0.0.1:1/none?connect_timeout=1",
+        "mysql://baton@127.0.0.1:1/none?connect_timeout=1",
+        "cassandra://127.0.0.1:1/none?connect_timeout=1s",
+    ];
+    let mut tried = 0;
+    for url in urls {
+        let Ok(locker) = Locker::open(url) else {
+            continue; // a store this build lacks
+        };
+        tried += 1;
+        let locker = Locker::from_arc(std::sync::Arc::clone(locker.store()));
+        for (what, result) in [
+            ("get", locker.get("x").await.map(drop)),
+            ("insert", locker.insert("x", "1").await.map(drop)),
+            (
+                "update_optimistic",
+                locker.update_optimistic("x", "1", 1).await.map(drop),
+            ),
+            ("remove", locker.remove("x").await),
+        ] {
+            let e = result.expect_err(what);
+            assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{url} {what}: {e}");
+        }
+    }
+    assert!(tried > 0, "no network store in this build");
+}

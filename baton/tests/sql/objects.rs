@@ -156,7 +156,7 @@ per_db!(
                     (_, Reply::Object { applied: false, .. }) => {}
                     // MariaDB: concurrent inserts of one row can deadlock (REPEATABLE READ's
                     // gap locks); the victim was rolled back, and the kernel sends it again.
-                    (_, Reply::Failed(Failure::Unavailable(m)))
+                    (_, Reply::Failed(Failure::NotApplied(m)))
                         if is_mariadb(&store) && m.contains("Deadlock") => {}
                     (i, other) => panic!("round {round}, writer {i}: {other:?} on {url}"),
                 }

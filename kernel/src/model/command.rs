@@ -457,8 +457,8 @@ pub struct Cell {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Failure {
-    /// The command was not applied (connection refused, not enough live replicas...). For a
-    /// conditional command the kernel does not rely on it: Cassandra can answer `Unavailable`
+    /// The store said the command was not applied (not enough live replicas, an overloaded
+    /// node...). For a conditional command the kernel does not rely on it: Cassandra can answer `Unavailable`
     /// for a proposal a quorum accepted before its commit round failed, and the next Paxos round
     /// completes it, so the kernel reads such an outcome as "maybe applied" when it resends.
     Unavailable(String),
@@ -466,13 +466,21 @@ pub enum Failure {
     Timeout(String),
     /// The store refused the command for a reason retrying will not fix.
     Rejected(String),
+    /// The command was certainly not applied, and never will be: it never left the client (no
+    /// connection could be had, the connection failed before it was sent), or the store rolled
+    /// it back. Unlike [`Failure::Unavailable`], never "maybe applied", even for a conditional
+    /// command: retrying it is safe, and a caller told it failed is told the truth.
+    NotApplied(String),
 }
 
 impl Failure {
     /// The store's message.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Unavailable(m) | Failure::Timeout(m) | Failure::Rejected(m) => m,
+            Failure::Unavailable(m)
+            | Failure::Timeout(m)
+            | Failure::Rejected(m)
+            | Failure::NotApplied(m) => m,
         }
     }
 
@@ -485,7 +493,9 @@ impl Failure {
     pub fn setup_kind(&self) -> crate::ErrorKind {
         match self {
             Failure::Rejected(_) => crate::ErrorKind::StoreError,
-            Failure::Unavailable(_) | Failure::Timeout(_) => crate::ErrorKind::StoreUnavailable,
+            Failure::Unavailable(_) | Failure::Timeout(_) | Failure::NotApplied(_) => {
+                crate::ErrorKind::StoreUnavailable
+            }
         }
     }
 }

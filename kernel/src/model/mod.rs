@@ -18,8 +18,9 @@
 //!   over a version at most as new, so a write that reaches the store late (queued in a pooler,
 //!   left in a socket buffer, held in a coordinator's queue) never undoes a later write of the
 //!   same owner. Every read returns each cell's stamp.
-//! - A [`Failure::Unavailable`] reply means the command was not applied (for conditional
-//!   commands, see its docs). A [`Failure::Timeout`] reply means it may have been, *at any time
+//! - A [`Failure::NotApplied`] reply means the command was not applied and never will be (it
+//!   never left the client, or the store rolled it back). A [`Failure::Unavailable`] reply
+//!   means the store said it was not applied (for conditional commands, see its docs). A [`Failure::Timeout`] reply means it may have been, *at any time
 //!   later*: a command can be applied after the client gave up on it and after a read-back.
 //!   For conditional commands on Cassandra a serial read settles it (it completes or supersedes
 //!   the in-flight Paxos round); SQL stores bound how late a statement can start by their

@@ -294,7 +294,9 @@ impl Io {
                 self.state = State::Queued { req, not_before };
                 None
             }
-            Failure::Timeout(message) | Failure::Unavailable(message) => {
+            Failure::Timeout(message)
+            | Failure::Unavailable(message)
+            | Failure::NotApplied(message) => {
                 let kind = if req.resolving.is_some() {
                     ErrorKind::Ambiguous
                 } else {

@@ -108,14 +108,14 @@ pub fn failure(error: DriverError, phase: Phase, message: String) -> Failure {
             | ServerError::ServerError => Failure::Timeout(message),
             ServerError::Other => Failure::Rejected(message),
         },
-        DriverError::NotSent => Failure::Unavailable(message),
+        DriverError::NotSent => Failure::NotApplied(message),
         DriverError::Broken | DriverError::ClientTimeout => Failure::Timeout(message),
         DriverError::Invalid | DriverError::Other => Failure::Rejected(message),
     };
     match (phase, failure) {
         // Nothing of a command was at stake: what may have been applied was a prepare or an
         // idempotent schema statement.
-        (Phase::Connect, Failure::Timeout(m)) => Failure::Unavailable(m),
+        (Phase::Connect, Failure::Timeout(m) | Failure::Unavailable(m)) => Failure::NotApplied(m),
         (_, failure) => failure,
     }
 }
@@ -129,6 +129,7 @@ mod tests {
             Failure::Unavailable(_) => "unavailable",
             Failure::Timeout(_) => "timeout",
             Failure::Rejected(_) => "rejected",
+            Failure::NotApplied(_) => "not applied",
             _ => "other",
         }
     }
@@ -145,7 +146,7 @@ mod tests {
             "timeout"
         );
         assert_eq!(kind(DriverError::Server(ServerError::Other), x), "rejected");
-        assert_eq!(kind(DriverError::NotSent, x), "unavailable");
+        assert_eq!(kind(DriverError::NotSent, x), "not applied");
         assert_eq!(kind(DriverError::Broken, x), "timeout");
         assert_eq!(kind(DriverError::ClientTimeout, x), "timeout");
         assert_eq!(kind(DriverError::Invalid, x), "rejected");
@@ -154,10 +155,10 @@ mod tests {
     #[test]
     fn nothing_is_at_stake_while_connecting() {
         let c = Phase::Connect;
-        assert_eq!(kind(DriverError::Broken, c), "unavailable");
+        assert_eq!(kind(DriverError::Broken, c), "not applied");
         assert_eq!(
             kind(DriverError::Server(ServerError::ReadTimeout), c),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(kind(DriverError::Server(ServerError::Other), c), "rejected");
     }

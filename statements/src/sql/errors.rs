@@ -52,14 +52,16 @@ pub enum DriverError<'a> {
 pub fn failure(error: DriverError<'_>, dialect: Dialect, phase: Phase, message: String) -> Failure {
     match error {
         DriverError::Database { code, number } => match database_class(dialect, code, number) {
-            Class::RolledBack => Failure::Unavailable(message),
-            Class::Connection if phase == Phase::Connect => Failure::Unavailable(message),
+            // Rolled back (a deadlock, a serialization failure): certainly not applied.
+            Class::RolledBack => Failure::NotApplied(message),
+            Class::Connection if phase == Phase::Connect => Failure::NotApplied(message),
             Class::Connection => Failure::Timeout(message),
             Class::Refused => Failure::Rejected(message),
         },
-        DriverError::NoConnection => Failure::Unavailable(message),
+        // The statement never left: no connection could be had, or it failed before sending.
+        DriverError::NoConnection => Failure::NotApplied(message),
         DriverError::Connection | DriverError::ClientTimeout => match phase {
-            Phase::Connect => Failure::Unavailable(message),
+            Phase::Connect => Failure::NotApplied(message),
             Phase::Statement => Failure::Timeout(message),
         },
         DriverError::Other => Failure::Rejected(message),
@@ -129,6 +131,7 @@ mod tests {
             Failure::Unavailable(_) => "unavailable",
             Failure::Timeout(_) => "timeout",
             Failure::Rejected(_) => "rejected",
+            Failure::NotApplied(_) => "not applied",
             _ => "other",
         }
     }
@@ -138,7 +141,7 @@ mod tests {
         let pg = Dialect::Postgres;
         assert_eq!(
             kind(DriverError::Connection, pg, Phase::Connect),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(
             kind(DriverError::Connection, pg, Phase::Statement),
@@ -152,11 +155,11 @@ mod tests {
         );
         assert_eq!(
             kind(DriverError::ClientTimeout, pg, Phase::Connect),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(
             kind(DriverError::NoConnection, Dialect::MySql, Phase::Statement),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(
             kind(DriverError::Other, Dialect::Sqlite, Phase::Statement),
@@ -170,7 +173,7 @@ mod tests {
         let s = Phase::Statement;
         assert_eq!(
             kind(db(Some("40P01"), None), Dialect::Postgres, s),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(
             kind(db(Some("08006"), None), Dialect::Postgres, s),
@@ -183,12 +186,12 @@ mod tests {
         // SQLITE_BUSY_SNAPSHOT (517) is BUSY in its primary code.
         assert_eq!(
             kind(db(Some("517"), None), Dialect::Sqlite, s),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(kind(db(Some("1"), None), Dialect::Sqlite, s), "rejected");
         assert_eq!(
             kind(db(Some("HY000"), Some(1213)), Dialect::MySql, s),
-            "unavailable"
+            "not applied"
         );
         assert_eq!(
             kind(db(Some("HY000"), Some(2013)), Dialect::MySql, s),

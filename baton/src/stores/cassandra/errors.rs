@@ -164,7 +164,7 @@ mod tests {
         ));
         assert!(matches!(
             failure(&ExecutionError::EmptyPlan),
-            Failure::Unavailable(_)
+            Failure::NotApplied(_)
         ));
         assert!(matches!(
             failure(&ExecutionError::RequestTimeout(

@@ -406,7 +406,7 @@ async fn connect(options: &CassandraOptions) -> std::result::Result<Session, Fai
     match tokio::time::timeout(options.connect_timeout + options.timeout, connecting).await {
         Ok(Ok(session)) => Ok(session),
         Ok(Err(e)) => Err(errors::session_failure(&e, options.tls.is_some())),
-        Err(_) => Err(Failure::Unavailable(format!(
+        Err(_) => Err(Failure::NotApplied(format!(
             "cannot connect to the Cassandra cluster at {}: no answer within {:?}",
             hosts.join(","),
             options.connect_timeout + options.timeout

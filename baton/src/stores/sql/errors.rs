@@ -67,7 +67,7 @@ mod tests {
         let io = || sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert!(matches!(
             failure(&io(), Dialect::Postgres, Phase::Connect),
-            Failure::Unavailable(_)
+            Failure::NotApplied(_)
         ));
         assert!(matches!(
             failure(&io(), Dialect::Postgres, Phase::Statement),
@@ -75,7 +75,7 @@ mod tests {
         ));
         assert!(matches!(
             failure(&sqlx::Error::PoolTimedOut, Dialect::MySql, Phase::Connect),
-            Failure::Unavailable(m) if m.starts_with("no connection")
+            Failure::NotApplied(m) if m.starts_with("no connection")
         ));
         assert!(matches!(
             failure(&sqlx::Error::RowNotFound, Dialect::Sqlite, Phase::Statement),

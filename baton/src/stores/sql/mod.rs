@@ -223,7 +223,7 @@ impl SqlStore {
                 let limit = self.client_timeout() * 3;
                 match tokio::time::timeout(limit, self.ensure_schema_retrying_busy()).await {
                     Ok(outcome) => outcome,
-                    Err(_) => Err(Failure::Unavailable(format!(
+                    Err(_) => Err(Failure::NotApplied(format!(
                         "checking the lock table took longer than {limit:?}"
                     ))),
                 }
@@ -243,7 +243,7 @@ impl SqlStore {
         let mut pause = Duration::from_millis(5);
         loop {
             match self.ensure_schema_once().await {
-                Err(Failure::Unavailable(message))
+                Err(Failure::Unavailable(message) | Failure::NotApplied(message))
                     if self.dialect() == Dialect::Sqlite
                         && tokio::time::Instant::now() + pause < deadline =>
                 {
