@@ -40,6 +40,10 @@ pub(crate) struct LeaseData {
     pub(crate) value: String,
     /// The fencing counter's value as the grant wrote it.
     pub(crate) fence_value: String,
+    /// The grant moved the counter from a forced release's value: that forced release, counted
+    /// in `fence_value`, may have read our lock cell before the grant and removed it after, so
+    /// our cell found gone is never taken for our own removal (see `Release`).
+    pub(crate) after_forced: bool,
     /// The newest stamp among the cells the winning read returned: a release with a mutation
     /// stamps its writes above it.
     pub(crate) newest_stamp: u64,
@@ -81,6 +85,7 @@ impl fmt::Debug for Lease {
             .field("column", &d.column)
             .field("value", &d.value)
             .field("fence_value", &d.fence_value)
+            .field("after_forced", &d.after_forced)
             .field("newest_stamp", &d.newest_stamp)
             .field("courtesies", &d.courtesies)
             .field("round_trip", &d.round_trip)

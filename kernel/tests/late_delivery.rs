@@ -510,3 +510,55 @@ fn a_waiter_counts_forced_releases_from_before_its_entering_write() {
         "counting from the queue read must show the double grant"
     );
 }
+
+/// The million-seed run with objects found this one in the locks (column prefix seeds 802451,
+/// profile "all+replicas", no objects in it, and 847630, "all"). A writes its entry; a forced
+/// release reads the row, A's entry in it, and counts itself in the counter; A reads, wins, and
+/// takes its token from the forced release's counter value; the forced release's delete of A's
+/// entry lands after A's grant, and B is granted (the operator broke A's lock: allowed). A's
+/// release in its own transaction rolls back, and the release here finds A's entry gone with
+/// the counter moved only by a later grant and no forced release counted since A's grant: it
+/// took that for its rolled-back release's removal and said `Ok`, though B held the lock during
+/// A's grant (the forced release's closing count, which would have shown it, was held up). A grant whose token followed a forced release's count now never takes its entry
+/// found gone for its own removal: `Lost`. (Before the fix this test fails with `Ok`.)
+#[test]
+fn a_grant_right_after_a_forced_release_is_not_released_ok_once_broken() {
+    // (Bakery writes its ticket over its `entering` cell: the forced release's delete of the
+    // version it read leaves the ticket, and the waiter counts from before it entered.)
+    for strategy in [Strategy::ColumnPrefix] {
+        let mut h = Harness::new();
+        let mut a = Actor::new("A", acquire(strategy, "a", 1));
+        assert_eq!(h.step(&mut a), Step::Sent, "A writes its entry");
+        let mut f = Actor::new("F", ForceRelease::new(name(NAME), &opts(strategy, 0)));
+        // F reads the row and counts itself; its delete of A's entry is held on its way.
+        loop {
+            assert_eq!(h.send_unapplied(&mut f), Step::Sent, "{}", h.transcript());
+            if matches!(f.peek(), Some(Command::DeleteVersion { .. })) {
+                break;
+            }
+            h.deliver(&mut f);
+        }
+        let a_grant = h.finish(&mut a);
+        let a_grant = a_grant.unwrap_or_else(|e| panic!("A: {e}\n{}", h.transcript()));
+        assert!(
+            h.apply(&mut f),
+            "F's delete of A's entry lands after A's grant"
+        );
+        h.deliver(&mut f);
+        // F's closing count is held up on its way (a long delay) until A has released.
+        assert_eq!(h.send_unapplied(&mut f), Step::Sent);
+        assert!(matches!(f.peek(), Some(Command::CompareAndSet { .. })));
+        let b = drive(&mut h, "B", acquire(strategy, "b", 2));
+        let b = b.unwrap_or_else(|e| panic!("B: {e}\n{}", h.transcript()));
+        assert!(b.lease.token() > a_grant.lease.token());
+        // A's release in its transaction rolled back; the guard's drop releases here.
+        let released = drive(&mut h, "A", Release::after_elsewhere(&a_grant.lease));
+        assert_eq!(
+            released.map_err(|e| e.kind()),
+            Err(ErrorKind::Lost),
+            "{strategy}: B held the lock during A's grant\n{}",
+            h.transcript()
+        );
+        h.finish(&mut f).expect("the forced release");
+    }
+}

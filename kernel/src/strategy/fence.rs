@@ -148,6 +148,15 @@ impl FenceBump {
         }
     }
 
+    /// Whether the counter value this bump replaces was written by a forced release: that
+    /// release may have read our lock cell before it moved the counter, and may still remove
+    /// it after our grant (its deletes come after its count).
+    pub fn follows_forced(&self) -> bool {
+        self.expected
+            .as_ref()
+            .is_some_and(|f| f.owner == crate::record::FORCED)
+    }
+
     /// The token this bump takes.
     pub fn token(&self) -> u64 {
         self.next_token()

@@ -122,6 +122,8 @@ pub struct Acquire {
     fence_hint: Option<FenceHint>,
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
+    /// Our grant moved the counter from a forced release's value (see `LeaseData`).
+    after_forced: bool,
     stale: Vec<(String, u64)>,
     /// The newest stamp the winning read returned (see [`Lease`]'s `newest_stamp`).
     newest_stamp: u64,
@@ -214,6 +216,7 @@ impl Acquire {
             cell_deadline: Instant::ZERO,
             fence_hint: None,
             fence_value: String::new(),
+            after_forced: false,
             stale: Vec::new(),
             newest_stamp: 0,
             data: Vec::new(),
@@ -607,6 +610,7 @@ impl Acquire {
             column: self.column.clone(),
             value: self.value.clone(),
             fence_value: self.fence_value.clone(),
+            after_forced: self.after_forced,
             newest_stamp: self.newest_stamp,
             courtesies: match (
                 self.fair.waited || self.bakery.tries_in_queue > 0,
@@ -648,6 +652,7 @@ impl Acquire {
             (Phase::Fence(mut bump), reply) => match bump.on_reply(reply) {
                 Ok(Bumped::Token(token)) => {
                     self.fence_value = bump.next_value();
+                    self.after_forced = bump.follows_forced();
                     self.won(token, now)
                 }
                 // Another owner moved the counter during our grant: a second holder, or a forced

@@ -120,6 +120,7 @@ impl Acquire {
                     self.cell_written(sent);
                     if guard.as_deref() == Some(bump.next_value().as_str()) {
                         self.fence_value = bump.next_value();
+                        self.after_forced = bump.follows_forced();
                         return self.won(bump.token(), now);
                     }
                     // The record went in without the counter (a store that found the counter
