@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import List
 
@@ -18,8 +19,16 @@ import baton
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+# A table of this module's own: the run's databases are shared by every binding's suite, and
+# the C++ examples keep their own "GOOG" quote (as text, not JSON) in the default table.
+_TABLE = f"py_examples_{os.getpid()}_{int(time.time())}"
+
+
 def url() -> str:
-    return os.environ.get("BATON_TEST_URL") or "memory:"
+    base = os.environ.get("BATON_TEST_URL") or "memory:"
+    if base == "memory:":
+        return base
+    return f"{base}{'&' if '?' in base else '?'}table={_TABLE}"
 
 
 def run(example: str, *args: str) -> "subprocess.CompletedProcess[str]":
