@@ -99,6 +99,16 @@ pid_cmdline_has() {
   tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
 }
 
+# with_table URL TABLE: the store URL URL with its lock table set to TABLE (table= appended),
+# lowercased, with any character but letters, digits and "_" made "_".
+# The run's databases are shared by every step; a README block or example given a table of its
+# own does not read what another step left under the same name.
+with_table() {
+  local sep='?' table=${2,,}
+  [[ $1 == *'?'* ]] && sep='&'
+  printf '%s%stable=%s\n' "$1" "$sep" "${table//[^a-z0-9_]/_}"
+}
+
 # readme_blocks LANGS DIR CHECK RUN: the code blocks of LANGS (comma-separated) of the READMEs,
 # as scripts/readme-blocks extracts them into DIR (one file per distinct block, wrapped): the
 # function CHECK FILE compiles or type-checks each, then the function RUN FILE runs each
