@@ -66,6 +66,7 @@ pub mod object;
 mod op;
 mod options;
 mod owner;
+mod path;
 mod record;
 mod reserved;
 mod retry;
@@ -89,5 +90,6 @@ pub use op::{
 pub use options::Sabotage;
 pub use options::{LockOptions, PrefixOptions, Strategy, Wait};
 pub use owner::OwnerId;
+pub use path::LockPath;
 pub use retry::{RetryPolicy, SplitMix64};
 pub use time::Instant;
