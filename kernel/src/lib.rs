@@ -60,6 +60,7 @@ mod error;
 pub mod host;
 mod lease;
 pub mod life;
+pub mod mode;
 pub mod model;
 mod name;
 pub mod object;
@@ -76,6 +77,7 @@ mod time;
 pub use error::{Error, ErrorKind, Result};
 pub use lease::{EntryState, FenceHint, Grant, Lease, LockInfo, COURTESIES};
 pub use life::{AfterObject, LifeEvent, LifePoll, LifeStatus, LockLife};
+pub use mode::Mode;
 pub use model::{
     Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ObjectGuard, ReadConsistency,
     Reply, SerialConsistency, Write,
