@@ -7,6 +7,7 @@ use core::str::FromStr;
 use core::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::mode::Mode;
 use crate::model::{Consistency, SerialConsistency};
 use crate::reserved;
 use crate::retry::RetryPolicy;
@@ -146,6 +147,10 @@ pub struct LockOptions {
     pub allow_weak_consistency: bool,
     /// Column-prefix options.
     pub prefix: PrefixOptions,
+    /// What the acquisition asks for: exclusive (the default), shared, or one of a semaphore's
+    /// permits. Bakery and column prefix carry every mode; unique insert only exclusive
+    /// (validation refuses the others). See `docs/modes-design.md`.
+    pub mode: Mode,
     /// Wall-clock time of the acquisition in Unix milliseconds, recorded for people reading the
     /// lock table (age in `baton locks`). Never used to decide anything.
     pub created_unix_ms: u64,
@@ -295,6 +300,12 @@ impl LockOptions {
         if self.store_attempts == 0 {
             return Err(Error::invalid_option("store_attempts must be at least 1"));
         }
+        if self.strategy == Strategy::UniqueInsert && self.mode != Mode::Exclusive {
+            return Err(Error::invalid_option(format!(
+                "the unique-insert strategy takes exclusive locks only (its one cell per name has no room for a second holder); a {} lock needs the bakery or column-prefix strategy",
+                self.mode
+            )));
+        }
         self.retry.validate()?;
         let p = &self.prefix;
         if p.prefix.is_empty() || p.prefix.len() > 64 || p.prefix.contains('\0') {
@@ -378,6 +389,7 @@ impl Default for LockOptions {
             store_attempts: 3,
             allow_weak_consistency: false,
             prefix: PrefixOptions::default(),
+            mode: Mode::Exclusive,
             created_unix_ms: 0,
             seed: 0,
             acquisition: 0,

@@ -71,6 +71,12 @@ impl LockPath {
         Ok(LockPath { name })
     }
 
+    /// A flat name as a path of one segment, whatever its dots: in a flat name's row every
+    /// entry is on that name, so they are all related (equal) and only the modes decide.
+    pub(crate) fn flat(name: LockName) -> Self {
+        LockPath { name }
+    }
+
     /// The path as text.
     pub fn as_str(&self) -> &str {
         self.name.as_str()

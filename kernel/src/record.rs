@@ -19,6 +19,7 @@ use alloc::format;
 use alloc::string::{String, ToString};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::mode::Mode;
 
 /// The fields of `value`, in order: `(key, text)` for each space-separated `key=text`.
 fn fields(value: &str) -> impl Iterator<Item = (&str, &str)> {
@@ -151,15 +152,30 @@ fn push_acq(out: &mut String, acq: u64) {
     }
 }
 
-pub(crate) fn encode_bakery(state: BakeryState, created_ms: u64, acq: u64) -> String {
+/// A bakery cell's value. An exclusive entry's value has no `mode=` field: byte for byte what
+/// it was before modes, so every client reads it as it always did.
+pub(crate) fn encode_bakery(state: BakeryState, mode: Mode, created_ms: u64, acq: u64) -> String {
     let mut out = String::with_capacity(64);
     match state {
         BakeryState::Entering => out.push_str("entering"),
         BakeryState::Ticket(n) => push_number(&mut out, "ticket=", n),
     }
+    if mode != Mode::Exclusive {
+        out.push_str(" mode=");
+        out.push_str(&mode.token());
+    }
     push_number(&mut out, " created_ms=", created_ms);
     push_acq(&mut out, acq);
     out
+}
+
+/// The mode of an entry's value: exclusive without a `mode=` field; `None` for a token this
+/// version does not know (its reader takes it as exclusive).
+pub(crate) fn entry_mode(value: &str) -> Option<Mode> {
+    match field(value, "mode") {
+        None => Some(Mode::Exclusive),
+        Some(token) => Mode::parse(token),
+    }
 }
 
 pub(crate) fn decode_bakery(value: &str) -> Result<(BakeryState, u64)> {
@@ -183,6 +199,11 @@ pub(crate) struct Fence {
     pub owner: String,
     pub acq: u64,
     pub forced: u64,
+    /// Written by a shared or counted grant (`x=`): the token of the last exclusive grant (or
+    /// forced release) before it, carried forward so that a shared holder can tell its
+    /// co-holders' grants, which move the counter too, from an exclusive one. `None`: this
+    /// value is an exclusive grant's or a forced release's, itself the last such.
+    pub exclusive: Option<u64>,
 }
 
 /// The owner a forced release writes into the fencing counter when it breaks a lock, so the
@@ -200,18 +221,51 @@ impl Fence {
         if self.forced > 0 {
             push_number(&mut out, " forced=", self.forced);
         }
+        if let Some(x) = self.exclusive {
+            push_number(&mut out, " x=", x);
+        }
         out
+    }
+
+    /// The token of the last exclusive grant or forced release this value knows of.
+    pub fn last_exclusive(&self) -> u64 {
+        self.exclusive.unwrap_or(self.token)
     }
 
     pub fn decode(value: &str) -> Result<Self> {
         let bad = || malformed("fencing counter", value);
-        let [token, owner, acq, forced] = first_of(value, ["token", "owner", "acq", "forced"]);
+        let [token, owner, acq, forced, x] =
+            first_of(value, ["token", "owner", "acq", "forced", "x"]);
         Ok(Fence {
             token: parsed(token).ok_or_else(bad)?,
             owner: owner.ok_or_else(bad)?.to_string(),
             acq: hex(acq),
             forced: parsed(forced).unwrap_or(0),
+            exclusive: match x {
+                None => None,
+                Some(_) => Some(parsed(x).ok_or_else(bad)?),
+            },
         })
+    }
+}
+
+/// Whether the fencing counter, found at `now` by a holder whose grant left it at `ours`, says
+/// the lease was lost meanwhile. An exclusive lease: any move (another grant, a forced
+/// release). A shared or counted lease (`shared`): a move by an exclusive grant or a forced
+/// release, seen directly or carried forward by later shared grants; its co-holders' grants
+/// move the counter too and say nothing. A value that does not decode: lost (the safe reading).
+pub(crate) fn counter_says_lost(shared: bool, ours: &str, now: &str) -> bool {
+    if now == ours {
+        return false;
+    }
+    if !shared {
+        return true;
+    }
+    match (Fence::decode(ours), Fence::decode(now)) {
+        (Ok(o), Ok(n)) => {
+            n.owner == FORCED || n.forced != o.forced || n.last_exclusive() != o.last_exclusive()
+        }
+        _ => true,
     }
 }
 
@@ -254,10 +308,14 @@ mod tests {
             owner: "h:1:0000000000000002".into(),
             acq: 7,
             forced: 3,
+            exclusive: None,
         };
         assert_eq!(Fence::decode(&f.encode()), Ok(f));
         for s in [BakeryState::Entering, BakeryState::Ticket(17)] {
-            assert_eq!(decode_bakery(&encode_bakery(s, 3, 9)), Ok((s, 3)));
+            assert_eq!(
+                decode_bakery(&encode_bakery(s, Mode::Exclusive, 3, 9)),
+                Ok((s, 3))
+            );
         }
     }
 
@@ -287,6 +345,7 @@ mod tests {
             owner: "web-1:4242:00000000deadbeef".into(),
             acq: 0x5f0e1d2c3b4a6978,
             forced: 1,
+            exclusive: None,
         };
         assert_eq!(
             f.encode(),
@@ -298,11 +357,16 @@ mod tests {
             "token=42 owner=web-1:4242:00000000deadbeef acq=0000000000000abc"
         );
         assert_eq!(
-            encode_bakery(BakeryState::Entering, 1763700000000, 0x5f0e1d2c3b4a6978),
+            encode_bakery(
+                BakeryState::Entering,
+                Mode::Exclusive,
+                1763700000000,
+                0x5f0e1d2c3b4a6978
+            ),
             "entering created_ms=1763700000000 acq=5f0e1d2c3b4a6978"
         );
         assert_eq!(
-            encode_bakery(BakeryState::Ticket(17), 1763700000000, 0),
+            encode_bakery(BakeryState::Ticket(17), Mode::Exclusive, 1763700000000, 0),
             "ticket=17 created_ms=1763700000000"
         );
     }
@@ -316,6 +380,7 @@ mod tests {
                 owner: "o".into(),
                 acq: n,
                 forced: n,
+                exclusive: None,
             };
             let want = if n == 0 {
                 String::from("token=0 owner=o")
@@ -325,7 +390,7 @@ mod tests {
             assert_eq!(f.encode(), want);
             assert_eq!(Fence::decode(&want), Ok(f));
             assert_eq!(
-                encode_bakery(BakeryState::Ticket(n), n, 0),
+                encode_bakery(BakeryState::Ticket(n), Mode::Exclusive, n, 0),
                 format!("ticket={n} created_ms={n}")
             );
         }
@@ -343,6 +408,7 @@ mod tests {
                 owner: "a".into(),
                 acq: 0xff,
                 forced: 0,
+                exclusive: None,
             }
         );
         assert_eq!(acq_of("acq=zz acq=1"), 0);

@@ -10,7 +10,7 @@ use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::Lease;
 use crate::model::{Command, Reply, Write};
 use crate::options::{Sabotage, Strategy};
-use crate::record::Fence;
+use crate::record::{counter_says_lost, Fence};
 use crate::reserved;
 use crate::retry::SplitMix64;
 use crate::strategy::{unique, RowColumns};
@@ -347,10 +347,11 @@ impl Release {
     /// The counter's value in `cells`, if another grant (or a forced release) moved it.
     fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
         let fence = RowColumns::of(&self.lease.data.opts).fence;
+        let shared = !self.lease.data.opts.mode.is_exclusive();
         cells
             .iter()
             .find(|c| c.column == fence)
-            .filter(|c| c.value != self.lease.data.fence_value)
+            .filter(|c| counter_says_lost(shared, &self.lease.data.fence_value, &c.value))
             .map(|c| c.value.clone())
     }
 

@@ -9,6 +9,7 @@ use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::Lease;
 use crate::model::{Command, Reply};
 use crate::options::{Sabotage, Strategy};
+use crate::record::counter_says_lost;
 use crate::retry::SplitMix64;
 use crate::strategy::{unique, RowColumns};
 use crate::time::Instant;
@@ -91,9 +92,13 @@ impl Renew {
             ));
         }
         let fence = RowColumns::of(&self.lease.data.opts).fence;
+        let shared = !self.lease.data.opts.mode.is_exclusive();
         cells
             .iter()
-            .find(|c| c.column == fence && c.value != self.lease.data.fence_value)
+            .find(|c| {
+                c.column == fence
+                    && counter_says_lost(shared, &self.lease.data.fence_value, &c.value)
+            })
             .map(|c| {
                 lost_to(
                     &self.lease,

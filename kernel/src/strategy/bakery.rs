@@ -84,9 +84,13 @@
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
+use crate::error::Result;
+use crate::mode::Mode;
 use crate::model::Cell;
 use crate::owner::OwnerId;
-use crate::record::{decode_bakery, BakeryState};
+use crate::path::LockPath;
+use crate::record::{decode_bakery, entry_mode, BakeryState};
+use crate::strategy::grant::{self, Place, Seen};
 
 /// Column prefix of contender cells.
 pub const PREFIX: &str = "ticket/";
@@ -97,6 +101,8 @@ pub(crate) struct Contender {
     pub column: alloc::string::String,
     pub owner: Option<OwnerId>,
     pub state: BakeryState,
+    /// Its mode (`None`: a token this version does not know, taken as exclusive).
+    pub mode: Option<Mode>,
 }
 
 /// The contenders in `cells` (cells that do not parse are reported as `entering`, which blocks:
@@ -111,6 +117,7 @@ pub(crate) fn contenders(cells: &[Cell]) -> Vec<Contender> {
             state: decode_bakery(&c.value)
                 .map(|(s, _)| s)
                 .unwrap_or(BakeryState::Entering),
+            mode: entry_mode(&c.value),
         })
         .collect()
 }
@@ -137,23 +144,42 @@ fn precedes(other: &Contender, ticket: u64, me: &OwnerId) -> bool {
     }
 }
 
-/// The columns of the contenders that block us (`ticket` held by `me` in `my_column`).
-/// `ignore_entering` is the deliberately broken variant the simulator must catch.
+/// The columns of the contenders that block us: `me` holding `ticket` in `my_column`, asking
+/// for `mode` on `path` (every contender of a flat name's row is on that name). Entering and
+/// earlier contenders block as [`grant::blockers`] says: every one of them for an exclusive
+/// request (today's rule), only exclusive ones for a shared one, and a full semaphore's.
+/// `ignore_entering` is the deliberately broken variant the simulator must catch. An
+/// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) error on a mode mix-up.
 pub(crate) fn blockers(
     cells: &[Cell],
     my_column: &str,
     me: &OwnerId,
-    ticket: u64,
+    (ticket, mode, path): (u64, Mode, &LockPath),
     ignore_entering: bool,
-) -> Vec<alloc::string::String> {
-    contenders(cells)
+) -> Result<Vec<alloc::string::String>> {
+    let others: Vec<Contender> = contenders(cells)
         .into_iter()
         .filter(|c| c.column != my_column)
-        .filter(|c| {
-            (c.state == BakeryState::Entering && !ignore_entering) || precedes(c, ticket, me)
+        .filter(|c| !(ignore_entering && c.state == BakeryState::Entering))
+        .collect();
+    let seen: Vec<Seen<'_>> = others
+        .iter()
+        .map(|c| Seen {
+            path: Some(path),
+            mode: c.mode,
+            place: if c.state == BakeryState::Entering {
+                Place::Entering
+            } else if precedes(c, ticket, me) {
+                Place::Before
+            } else {
+                Place::After
+            },
         })
-        .map(|c| c.column)
-        .collect()
+        .collect();
+    Ok(grant::blockers(path, mode, &seen)?
+        .into_iter()
+        .map(|i| others[i].column.clone())
+        .collect())
 }
 
 #[cfg(test)]
@@ -177,22 +203,33 @@ mod tests {
         let a = OwnerId::new("a", 1, 1).expect("valid");
         let b = OwnerId::new("b", 1, 1).expect("valid");
         let col_b = format!("{PREFIX}{}", b.key());
+        let name = LockPath::flat(crate::LockName::new("jobs").expect("valid"));
         let cells = vec![
             cell(&a, "ticket=3 created_ms=0"),
             cell(&b, "ticket=3 created_ms=0"),
         ];
+        let x = |ticket| (ticket, Mode::Exclusive, &name);
         assert_eq!(
-            blockers(&cells, &col_b, &b, 3, false),
-            vec![format!("{PREFIX}{}", a.key())]
+            blockers(&cells, &col_b, &b, x(3), false),
+            Ok(vec![format!("{PREFIX}{}", a.key())])
         );
         let col_a = format!("{PREFIX}{}", a.key());
-        assert_eq!(blockers(&cells, &col_a, &a, 3, false), Vec::<String>::new());
+        assert_eq!(
+            blockers(&cells, &col_a, &a, x(3), false),
+            Ok(Vec::<String>::new())
+        );
         let cells = vec![
             cell(&a, "entering created_ms=0"),
             cell(&b, "ticket=1 created_ms=0"),
         ];
-        assert_eq!(blockers(&cells, &col_b, &b, 1, false).len(), 1);
-        assert_eq!(blockers(&cells, &col_b, &b, 1, true).len(), 0);
+        assert_eq!(
+            blockers(&cells, &col_b, &b, x(1), false).map(|v| v.len()),
+            Ok(1)
+        );
+        assert_eq!(
+            blockers(&cells, &col_b, &b, x(1), true).map(|v| v.len()),
+            Ok(0)
+        );
         assert_eq!(max_ticket(&cells), 1);
     }
 }

@@ -63,6 +63,9 @@ pub(crate) struct FenceBump {
     /// Deliberately broken variant: a plain write of the next token instead of a
     /// compare-and-set (tokens can then repeat).
     blind: bool,
+    /// The grant is shared or counted: other holders' grants may move the counter during
+    /// ours, and are not a sign of anything wrong (see [`FenceBump::shared`]).
+    shared: bool,
 }
 
 impl FenceBump {
@@ -90,6 +93,7 @@ impl FenceBump {
             consistency,
             serial,
             blind: false,
+            shared: false,
         })
     }
 
@@ -107,11 +111,15 @@ impl FenceBump {
         } else {
             forced
         };
+        let exclusive = self
+            .shared
+            .then(|| self.expected.as_ref().map_or(0, Fence::last_exclusive));
         Fence {
             token: self.next_token(),
             owner: self.owner.clone(),
             acq: self.acq,
             forced,
+            exclusive,
         }
         .encode()
     }
@@ -184,6 +192,15 @@ impl FenceBump {
             .map_or(1, |f| f.token.saturating_add(1))
     }
 
+    /// For a shared or counted grant: a fresh miss that shows another *grant* (not a forced
+    /// release) is retried from the value it shows, since co-holders are granted beside us.
+    /// Safety does not rest on it: an exclusive grant racing ours still sees our bump as a
+    /// move during its own grant, and abandons; a forced release still makes us abandon.
+    pub fn shared(mut self, shared: bool) -> Self {
+        self.shared = shared;
+        self
+    }
+
     /// What `reply` to [`FenceBump::command`] means.
     pub fn on_reply(&mut self, reply: Reply) -> Result<Bumped> {
         match reply {
@@ -198,10 +215,15 @@ impl FenceBump {
                     // An earlier send of ours was applied after all.
                     return Ok(Bumped::Token(self.next_token()));
                 }
-                if self.fresh {
+                let found = current.as_deref().map(Fence::decode).transpose()?;
+                let by_a_co_holder = self.shared
+                    && found
+                        .as_ref()
+                        .is_some_and(|f| f.owner != crate::record::FORCED);
+                if self.fresh && !by_a_co_holder {
                     return Ok(Bumped::Moved(current.unwrap_or_default()));
                 }
-                self.expected = current.as_deref().map(Fence::decode).transpose()?;
+                self.expected = found;
                 self.fresh = true;
                 Ok(Bumped::Retry)
             }

@@ -17,13 +17,6 @@
 
 pub mod bakery;
 pub(crate) mod fence;
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "issue 43: the rule is built and tested first, then wired into bakery and column prefix"
-    )
-)]
 pub(crate) mod grant;
 pub mod prefix;
 pub mod unique;

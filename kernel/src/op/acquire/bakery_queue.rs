@@ -64,6 +64,7 @@ impl Acquire {
                 let ticket = bakery::max_ticket(&cells).saturating_add(1);
                 self.value = encode_bakery(
                     BakeryState::Ticket(ticket),
+                    self.opts.mode,
                     self.opts.created_unix_ms,
                     self.opts.acquisition,
                 );
@@ -91,8 +92,17 @@ impl Acquire {
                     return self.abandon(Then::Restart);
                 }
                 let ignore_entering = self.opts.sabotage() == Sabotage::BakeryIgnoresEntering;
-                let blockers =
-                    bakery::blockers(&cells, &self.column, &self.owner, ticket, ignore_entering);
+                let me = crate::path::LockPath::flat(self.name.clone());
+                let blockers = match bakery::blockers(
+                    &cells,
+                    &self.column,
+                    &self.owner,
+                    (ticket, self.opts.mode, &me),
+                    ignore_entering,
+                ) {
+                    Ok(blockers) => blockers,
+                    Err(e) => return self.abandon(Then::Fail(e.with_lock(self.name.as_str()))),
+                };
                 let Some(first) = blockers.first() else {
                     let fence = cells
                         .into_iter()

@@ -193,6 +193,7 @@ impl Acquire {
         let value = match opts.strategy {
             Strategy::Bakery => encode_bakery(
                 BakeryState::Entering,
+                opts.mode,
                 opts.created_unix_ms,
                 opts.acquisition,
             ),
@@ -374,6 +375,7 @@ impl Acquire {
                     };
                 self.value = encode_bakery(
                     BakeryState::Entering,
+                    self.opts.mode,
                     self.opts.created_unix_ms,
                     self.opts.acquisition,
                 );
@@ -576,7 +578,9 @@ impl Acquire {
         );
         match bump {
             Ok(bump) => {
-                let bump = bump.blind(self.opts.sabotage() == Sabotage::FenceBlindWrite);
+                let bump = bump
+                    .blind(self.opts.sabotage() == Sabotage::FenceBlindWrite)
+                    .shared(!self.opts.mode.is_exclusive());
                 self.io.send(bump.command());
                 self.phase = Phase::Fence(bump);
             }
