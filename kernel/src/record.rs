@@ -86,6 +86,9 @@ pub(crate) struct LockRecord {
     pub acq: u64,
     /// Attempt number within the acquisition (unique insert); 0 or 1 is not written.
     pub att: u32,
+    /// The mode asked for (column prefix); exclusive is not written, so an exclusive record
+    /// is byte for byte what it was before modes. Read back with [`entry_mode`].
+    pub mode: Mode,
 }
 
 impl LockRecord {
@@ -99,6 +102,10 @@ impl LockRecord {
         push_acq(&mut out, self.acq);
         if self.att > 1 {
             push_number(&mut out, " att=", u64::from(self.att));
+        }
+        if self.mode != Mode::Exclusive {
+            out.push_str(" mode=");
+            out.push_str(&self.mode.token());
         }
         out
     }
@@ -124,6 +131,7 @@ impl LockRecord {
             created_ms: parsed(created_ms).unwrap_or(0),
             acq: hex(acq),
             att: parsed(att).and_then(|n| u32::try_from(n).ok()).unwrap_or(1),
+            mode: entry_mode(value).unwrap_or(Mode::Exclusive),
         })
     }
 }
@@ -300,6 +308,7 @@ mod tests {
             created_ms: 7,
             acq: 0xabc,
             att: 3,
+            mode: Mode::Exclusive,
         };
         assert_eq!(LockRecord::decode(&r.encode()), Ok(r.clone()));
         assert_eq!(LockRecord::decode(&(r.encode() + " future=1")), Ok(r));
@@ -330,6 +339,7 @@ mod tests {
             created_ms: 1763700000000,
             acq: 0x5f0e1d2c3b4a6978,
             att: 1,
+            mode: Mode::Exclusive,
         };
         assert_eq!(
             r.encode(),

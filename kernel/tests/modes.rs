@@ -10,6 +10,9 @@ use baton_kernel::{
     OwnerId, Poll, Release, Renew, RetryPolicy, Strategy, Wait,
 };
 
+/// The strategies that carry every mode.
+const STRATEGIES: [Strategy; 2] = [Strategy::Bakery, Strategy::ColumnPrefix];
+
 /// Every reply takes this long.
 const RT: Duration = Duration::from_millis(3);
 
@@ -70,75 +73,53 @@ fn busy(r: Option<baton_kernel::Result<Grant>>) {
 
 #[test]
 fn shared_holders_hold_together_and_shut_out_exclusive_requests() {
-    let mut table = MemoryTable::default();
-    let now = Instant::from_nanos(1);
-    let (a, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "a"),
-        now,
-    );
-    let (b, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "b"),
-        now,
-    );
-    let (a, b) = (granted(a), granted(b));
-    assert!(
-        b.lease.token() > a.lease.token(),
-        "every grant has its own token, in order"
-    );
-    let (x, _) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Exclusive, "x"),
-        now,
-    );
-    busy(x);
+    for strategy in STRATEGIES {
+        let mut table = MemoryTable::default();
+        let now = Instant::from_nanos(1);
+        let (a, now) = run(&mut table, &mut once(strategy, Mode::Shared, "a"), now);
+        let (b, now) = run(&mut table, &mut once(strategy, Mode::Shared, "b"), now);
+        let (a, b) = (granted(a), granted(b));
+        assert!(
+            b.lease.token() > a.lease.token(),
+            "every grant has its own token, in order"
+        );
+        let (x, _) = run(&mut table, &mut once(strategy, Mode::Exclusive, "x"), now);
+        busy(x);
+    }
 }
 
 #[test]
 fn an_exclusive_holder_shuts_out_shared_requests() {
-    let mut table = MemoryTable::default();
-    let now = Instant::from_nanos(1);
-    let (x, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Exclusive, "x"),
-        now,
-    );
-    granted(x);
-    let (s, _) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "s"),
-        now,
-    );
-    busy(s);
+    for strategy in STRATEGIES {
+        let mut table = MemoryTable::default();
+        let now = Instant::from_nanos(1);
+        let (x, now) = run(&mut table, &mut once(strategy, Mode::Exclusive, "x"), now);
+        granted(x);
+        let (s, _) = run(&mut table, &mut once(strategy, Mode::Shared, "s"), now);
+        busy(s);
+    }
 }
 
 #[test]
 fn a_semaphore_admits_its_permits_and_no_more() {
-    let mut table = MemoryTable::default();
-    let mut now = Instant::from_nanos(1);
-    let mut tokens = Vec::new();
-    for host in ["a", "b", "c"] {
-        let (g, t) = run(
-            &mut table,
-            &mut once(Strategy::Bakery, Mode::Counted(3), host),
-            now,
-        );
-        tokens.push(granted(g).lease.token());
-        now = t;
-    }
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
-    let (d, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Counted(3), "d"),
-        now,
-    );
-    busy(d);
-    // The same name as a shared lock, or as a semaphore of another size: refused, not guessed.
-    for mode in [Mode::Shared, Mode::Counted(4), Mode::Exclusive] {
-        let (e, _) = run(&mut table, &mut once(Strategy::Bakery, mode, "e"), now);
-        let e = e.expect("finished").expect_err("mix-up");
-        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{mode}: {e}");
+    for strategy in STRATEGIES {
+        let mut table = MemoryTable::default();
+        let mut now = Instant::from_nanos(1);
+        let mut tokens = Vec::new();
+        for host in ["a", "b", "c"] {
+            let (g, t) = run(&mut table, &mut once(strategy, Mode::Counted(3), host), now);
+            tokens.push(granted(g).lease.token());
+            now = t;
+        }
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+        let (d, now) = run(&mut table, &mut once(strategy, Mode::Counted(3), "d"), now);
+        busy(d);
+        // The same name as a shared lock, or as a semaphore of another size: refused, not guessed.
+        for mode in [Mode::Shared, Mode::Counted(4), Mode::Exclusive] {
+            let (e, _) = run(&mut table, &mut once(strategy, mode, "e"), now);
+            let e = e.expect("finished").expect_err("mix-up");
+            assert_eq!(e.kind(), ErrorKind::InvalidOption, "{mode}: {e}");
+        }
     }
 }
 
@@ -154,64 +135,44 @@ fn unique_insert_refuses_what_it_cannot_carry() {
 
 #[test]
 fn co_holders_grants_do_not_make_a_shared_holder_lose_its_lease() {
-    let mut table = MemoryTable::default();
-    let now = Instant::from_nanos(1);
-    let (a, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "a"),
-        now,
-    );
-    let (b, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "b"),
-        now,
-    );
-    let (a, b) = (granted(a), granted(b));
-    // b's grant moved the counter after a's: a renews and releases as the only holder would.
-    let (renewed, now) = run(&mut table, &mut Renew::new(&a.lease), now);
-    renewed.expect("finished").expect("a renews");
-    let (released, now) = run(&mut table, &mut Release::new(&a.lease), now);
-    released.expect("finished").expect("a releases");
-    let (released, now) = run(&mut table, &mut Release::new(&b.lease), now);
-    released.expect("finished").expect("b releases");
-    // Both gone: an exclusive request holds.
-    let (x, _) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Exclusive, "x"),
-        now,
-    );
-    granted(x);
+    for strategy in STRATEGIES {
+        let mut table = MemoryTable::default();
+        let now = Instant::from_nanos(1);
+        let (a, now) = run(&mut table, &mut once(strategy, Mode::Shared, "a"), now);
+        let (b, now) = run(&mut table, &mut once(strategy, Mode::Shared, "b"), now);
+        let (a, b) = (granted(a), granted(b));
+        // b's grant moved the counter after a's: a renews and releases as the only holder would.
+        let (renewed, now) = run(&mut table, &mut Renew::new(&a.lease), now);
+        renewed.expect("finished").expect("a renews");
+        let (released, now) = run(&mut table, &mut Release::new(&a.lease), now);
+        released.expect("finished").expect("a releases");
+        let (released, now) = run(&mut table, &mut Release::new(&b.lease), now);
+        released.expect("finished").expect("b releases");
+        // Both gone: an exclusive request holds.
+        let (x, _) = run(&mut table, &mut once(strategy, Mode::Exclusive, "x"), now);
+        granted(x);
+    }
 }
 
 #[test]
 fn a_shared_holder_whose_lease_expired_under_an_exclusive_grant_is_told() {
-    let mut table = MemoryTable::default();
-    let now = Instant::from_nanos(1);
-    let (a, now) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "a"),
-        now,
-    );
-    let a = granted(a);
-    // a stops renewing; after its TTL an exclusive request holds, then a shared one joins
-    // after that one's release: the counter's latest value is a shared grant's, which still
-    // carries the exclusive grant's token.
-    let later = now.saturating_add(Duration::from_secs(61));
-    let (x, later) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Exclusive, "x"),
-        later,
-    );
-    let x = granted(x);
-    let (done, later) = run(&mut table, &mut Release::new(&x.lease), later);
-    done.expect("finished").expect("x releases");
-    let (s, later) = run(
-        &mut table,
-        &mut once(Strategy::Bakery, Mode::Shared, "s"),
-        later,
-    );
-    granted(s);
-    let (released, _) = run(&mut table, &mut Release::new(&a.lease), later);
-    let e = released.expect("finished").expect_err("lost");
-    assert_eq!(e.kind(), ErrorKind::Lost, "{e}");
+    for strategy in STRATEGIES {
+        let mut table = MemoryTable::default();
+        let now = Instant::from_nanos(1);
+        let (a, now) = run(&mut table, &mut once(strategy, Mode::Shared, "a"), now);
+        let a = granted(a);
+        // a stops renewing; after its TTL an exclusive request holds, then a shared one joins
+        // after that one's release: the counter's latest value is a shared grant's, which still
+        // carries the exclusive grant's token.
+        let later = now.saturating_add(Duration::from_secs(61));
+        let (x, later) = run(&mut table, &mut once(strategy, Mode::Exclusive, "x"), later);
+        let x = granted(x);
+        let (done, later) = run(&mut table, &mut Release::new(&x.lease), later);
+        done.expect("finished").expect("x releases");
+        let (s, later) = run(&mut table, &mut once(strategy, Mode::Shared, "s"), later);
+        granted(s);
+        let (released, _) = run(&mut table, &mut Release::new(&a.lease), later);
+        let e = released.expect("finished").expect_err("lost");
+        assert_eq!(e.kind(), ErrorKind::Lost, "{e}");
+    }
 }

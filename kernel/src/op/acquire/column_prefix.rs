@@ -21,6 +21,9 @@ use alloc::vec::Vec;
 use super::{Acquire, Phase, Then};
 use crate::error::{Error, ErrorKind};
 use crate::model::Reply;
+use crate::path::LockPath;
+use crate::record::entry_mode;
+use crate::strategy::grant::{self, Place, Seen};
 use crate::strategy::prefix;
 use crate::time::Instant;
 
@@ -57,10 +60,14 @@ impl Acquire {
         match (phase, reply) {
             (Phase::PrefixLook, Reply::Cells(cells)) => {
                 let found = prefix::classify(&self.columns, cells, &self.column);
-                match found.others.first() {
+                let first = match self.first_blocker(&found.others) {
+                    Ok(first) => first,
+                    Err(e) => return self.abandon(Then::Fail(e)),
+                };
+                match first {
                     // Nothing of ours to remove: back off again.
-                    Some((other, _)) => {
-                        let busy = self.busy_because_of("held by", other);
+                    Some(other) => {
+                        let busy = self.busy_because_of("held by", &other);
                         self.fair.aging.found(values(found.others));
                         self.contended(now, busy);
                     }
@@ -78,10 +85,14 @@ impl Acquire {
                 if !found.ours || self.lapsed(now) {
                     return self.abandon(Then::Restart);
                 }
-                if let Some((other, _)) = found.others.first() {
-                    let busy = self.busy_because_of("held by", other);
-                    self.fair.aging.found(values(found.others));
-                    return self.abandon(Then::Contended(busy));
+                match self.first_blocker(&found.others) {
+                    Ok(Some(other)) => {
+                        let busy = self.busy_because_of("held by", &other);
+                        self.fair.aging.found(values(found.others));
+                        return self.abandon(Then::Contended(busy));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return self.abandon(Then::Fail(e)),
                 }
                 if !found.stale.is_empty() && self.opts.prefix.fail_on_stale_lock {
                     let e = Error::new(
@@ -100,6 +111,28 @@ impl Acquire {
             }
             (phase, reply) => self.unexpected_reply(&phase, &reply),
         }
+    }
+}
+
+impl Acquire {
+    /// The first of the other live lock columns `others` (column, value) that keeps us from
+    /// holding in our mode: any of them for an exclusive request (the strategy's rule), an
+    /// exclusive one for a shared request, a full semaphore's for a counted one
+    /// ([`grant::blockers`], every other live column placed before us). An
+    /// [`ErrorKind::InvalidOption`] error on a mode mix-up.
+    fn first_blocker(&self, others: &[(String, String)]) -> crate::Result<Option<String>> {
+        let me = LockPath::flat(self.name.clone());
+        let seen: Vec<Seen<'_>> = others
+            .iter()
+            .map(|(_, value)| Seen {
+                path: Some(&me),
+                mode: entry_mode(value),
+                place: Place::Before,
+            })
+            .collect();
+        let blocking = grant::blockers(&me, self.opts.mode, &seen)
+            .map_err(|e| e.with_lock(self.name.as_str()))?;
+        Ok(blocking.first().map(|&i| others[i].0.clone()))
     }
 }
 

@@ -189,6 +189,7 @@ impl Acquire {
             created_ms: opts.created_unix_ms,
             acq: opts.acquisition,
             att: 1,
+            mode: opts.mode,
         };
         let value = match opts.strategy {
             Strategy::Bakery => encode_bakery(
