@@ -106,9 +106,15 @@ impl Lease {
 
     /// The fencing token: strictly larger than every token granted before for this name, on
     /// every strategy and store. Show it to the protected resource so it can refuse a stale
-    /// holder.
+    /// holder. A shared or counted lease's token is larger than every earlier exclusive
+    /// grant's, and distinct from its co-holders' (see `docs/modes-design.md`).
     pub fn token(&self) -> u64 {
         self.data.token
+    }
+
+    /// The mode this lease holds the lock in.
+    pub fn mode(&self) -> crate::Mode {
+        self.data.opts.mode
     }
 
     /// The instant (caller's monotonic clock) after which the holder must stop acting as owner.

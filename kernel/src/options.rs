@@ -230,12 +230,21 @@ pub enum Sabotage {
     /// reads the current cell and writes over it whatever its version), so concurrent
     /// optimistic updates lose one another's increments.
     OptimisticUnversioned,
+    /// Modes (issue 43): a shared or counted request that does not wait for exclusive entries
+    /// placed before it (only for entering ones), so readers join a writer.
+    SharedIgnoresExclusive,
+    /// Modes: a semaphore that admits a request when `n` permits are taken before it (one
+    /// more than it has).
+    SemaphoreOverAdmits,
+    /// Modes: a shared lease that never counts a move of the fencing counter as a loss, so a
+    /// shared holder whose lease an exclusive grant replaced hears `Ok` from its release.
+    SharedTrustsCounter,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 17] = [
+    pub const ALL: [Sabotage; 20] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -253,6 +262,9 @@ impl Sabotage {
         Sabotage::GaveUpFreesSlot,
         Sabotage::ObjectWriteUnguarded,
         Sabotage::OptimisticUnversioned,
+        Sabotage::SharedIgnoresExclusive,
+        Sabotage::SemaphoreOverAdmits,
+        Sabotage::SharedTrustsCounter,
     ];
 }
 

@@ -362,6 +362,39 @@ fn an_optimistic_object_write_without_the_version_check_is_caught() {
     }
 }
 
+/// The strategies that carry shared and counted locks (issue 43).
+const MODE_STRATEGIES: [Strategy; 2] = [Strategy::Bakery, Strategy::ColumnPrefix];
+
+/// Modes (issue 43): a reader that does not wait for a writer placed before it holds beside it.
+#[test]
+fn a_shared_request_ignoring_exclusive_entries_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(strategy, Sabotage::SharedIgnoresExclusive, None, 2_000);
+    }
+}
+
+/// Modes: a semaphore admitting one more than its permits has one holder too many.
+#[test]
+fn a_semaphore_admitting_one_more_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(strategy, Sabotage::SemaphoreOverAdmits, None, 2_000);
+    }
+}
+
+/// Modes: a shared lease that never reads a move of the fencing counter as a loss tells a
+/// holder broken by an operator (its entry removed, then an exclusive grant) `Ok`.
+#[test]
+fn a_shared_lease_trusting_the_counter_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(
+            strategy,
+            Sabotage::SharedTrustsCounter,
+            Some("operators"),
+            4_000,
+        );
+    }
+}
+
 #[test]
 fn every_broken_variant_has_a_test() {
     // The list above names each variant once; a new one must get a test here too.
@@ -383,6 +416,9 @@ fn every_broken_variant_has_a_test() {
         Sabotage::GaveUpFreesSlot,
         Sabotage::ObjectWriteUnguarded,
         Sabotage::OptimisticUnversioned,
+        Sabotage::SharedIgnoresExclusive,
+        Sabotage::SemaphoreOverAdmits,
+        Sabotage::SharedTrustsCounter,
     ];
     assert_eq!(tested, Sabotage::ALL);
 }

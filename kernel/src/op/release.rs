@@ -348,10 +348,13 @@ impl Release {
     fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
         let fence = RowColumns::of(&self.lease.data.opts).fence;
         let shared = !self.lease.data.opts.mode.is_exclusive();
+        let trusted = shared && self.lease.data.opts.sabotage() == Sabotage::SharedTrustsCounter;
         cells
             .iter()
             .find(|c| c.column == fence)
-            .filter(|c| counter_says_lost(shared, &self.lease.data.fence_value, &c.value))
+            .filter(|c| {
+                !trusted && counter_says_lost(shared, &self.lease.data.fence_value, &c.value)
+            })
             .map(|c| c.value.clone())
     }
 

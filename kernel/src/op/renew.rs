@@ -93,10 +93,12 @@ impl Renew {
         }
         let fence = RowColumns::of(&self.lease.data.opts).fence;
         let shared = !self.lease.data.opts.mode.is_exclusive();
+        let trusted = shared && self.lease.data.opts.sabotage() == Sabotage::SharedTrustsCounter;
         cells
             .iter()
             .find(|c| {
                 c.column == fence
+                    && !trusted
                     && counter_says_lost(shared, &self.lease.data.fence_value, &c.value)
             })
             .map(|c| {

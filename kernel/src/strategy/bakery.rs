@@ -87,6 +87,7 @@ use core::cmp::Ordering;
 use crate::error::Result;
 use crate::mode::Mode;
 use crate::model::Cell;
+use crate::options::Sabotage;
 use crate::owner::OwnerId;
 use crate::path::LockPath;
 use crate::record::{decode_bakery, entry_mode, BakeryState};
@@ -148,15 +149,17 @@ fn precedes(other: &Contender, ticket: u64, me: &OwnerId) -> bool {
 /// for `mode` on `path` (every contender of a flat name's row is on that name). Entering and
 /// earlier contenders block as [`grant::blockers`] says: every one of them for an exclusive
 /// request (today's rule), only exclusive ones for a shared one, and a full semaphore's.
-/// `ignore_entering` is the deliberately broken variant the simulator must catch. An
+/// `broken`: a deliberately broken variant the simulator must catch (not waiting for
+/// entering contenders, [`Sabotage::BakeryIgnoresEntering`], or the grant rule's). An
 /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) error on a mode mix-up.
 pub(crate) fn blockers(
     cells: &[Cell],
     my_column: &str,
     me: &OwnerId,
     (ticket, mode, path): (u64, Mode, &LockPath),
-    ignore_entering: bool,
+    broken: Sabotage,
 ) -> Result<Vec<alloc::string::String>> {
+    let ignore_entering = broken == Sabotage::BakeryIgnoresEntering;
     let others: Vec<Contender> = contenders(cells)
         .into_iter()
         .filter(|c| c.column != my_column)
@@ -176,7 +179,7 @@ pub(crate) fn blockers(
             },
         })
         .collect();
-    Ok(grant::blockers(path, mode, &seen)?
+    Ok(grant::blockers(path, mode, &seen, broken)?
         .into_iter()
         .map(|i| others[i].column.clone())
         .collect())
@@ -210,12 +213,12 @@ mod tests {
         ];
         let x = |ticket| (ticket, Mode::Exclusive, &name);
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(3), false),
+            blockers(&cells, &col_b, &b, x(3), Sabotage::None),
             Ok(vec![format!("{PREFIX}{}", a.key())])
         );
         let col_a = format!("{PREFIX}{}", a.key());
         assert_eq!(
-            blockers(&cells, &col_a, &a, x(3), false),
+            blockers(&cells, &col_a, &a, x(3), Sabotage::None),
             Ok(Vec::<String>::new())
         );
         let cells = vec![
@@ -223,11 +226,11 @@ mod tests {
             cell(&b, "ticket=1 created_ms=0"),
         ];
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(1), false).map(|v| v.len()),
+            blockers(&cells, &col_b, &b, x(1), Sabotage::None).map(|v| v.len()),
             Ok(1)
         );
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(1), true).map(|v| v.len()),
+            blockers(&cells, &col_b, &b, x(1), Sabotage::BakeryIgnoresEntering).map(|v| v.len()),
             Ok(0)
         );
         assert_eq!(max_ticket(&cells), 1);

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use crate::error::Result;
 use crate::mode::{excludes, mix_up, Mode};
+use crate::options::Sabotage;
 use crate::path::LockPath;
 
 /// Where an entry found in the row stands relative to the request deciding.
@@ -42,7 +43,16 @@ pub(crate) struct Seen<'a> {
 ///
 /// An [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) error when an entry on our
 /// very name uses it in a mode we cannot share it with ([`mix_up`]).
-pub(crate) fn blockers(path: &LockPath, mode: Mode, seen: &[Seen<'_>]) -> Result<Vec<usize>> {
+///
+/// `broken` selects a deliberately broken variant of the rule
+/// ([`Sabotage::SharedIgnoresExclusive`], [`Sabotage::SemaphoreOverAdmits`]); others are the
+/// real rule.
+pub(crate) fn blockers(
+    path: &LockPath,
+    mode: Mode,
+    seen: &[Seen<'_>],
+    broken: Sabotage,
+) -> Result<Vec<usize>> {
     let mut blocking = Vec::new();
     let mut permits_taken = Vec::new();
     for (i, entry) in seen.iter().enumerate() {
@@ -60,7 +70,10 @@ pub(crate) fn blockers(path: &LockPath, mode: Mode, seen: &[Seen<'_>]) -> Result
             continue;
         }
         let same_semaphore = matches!(mode, Mode::Counted(_)) && their_path == path;
-        if excludes(path, mode, their_path, their_mode) {
+        let ignored = broken == Sabotage::SharedIgnoresExclusive
+            && !mode.is_exclusive()
+            && entry.place == Place::Before;
+        if excludes(path, mode, their_path, their_mode) && !ignored {
             blocking.push(i);
         } else if same_semaphore {
             match entry.place {
@@ -71,7 +84,8 @@ pub(crate) fn blockers(path: &LockPath, mode: Mode, seen: &[Seen<'_>]) -> Result
         }
     }
     if let Mode::Counted(n) = mode {
-        if permits_taken.len() >= n as usize {
+        let permits = n as usize + usize::from(broken == Sabotage::SemaphoreOverAdmits);
+        if permits_taken.len() >= permits {
             blocking.extend(permits_taken);
             blocking.sort_unstable();
         }
@@ -104,16 +118,31 @@ mod tests {
             seen(&app, Mode::Shared, Place::Before),
             seen(&users, Mode::Shared, Place::Entering),
         ];
-        assert_eq!(blockers(&cache, Mode::Shared, &rows), Ok(vec![]));
-        assert_eq!(blockers(&cache, Mode::Exclusive, &rows), Ok(vec![0, 1]));
+        assert_eq!(
+            blockers(&cache, Mode::Shared, &rows, Sabotage::None),
+            Ok(vec![])
+        );
+        assert_eq!(
+            blockers(&cache, Mode::Exclusive, &rows, Sabotage::None),
+            Ok(vec![0, 1])
+        );
         // A waiting exclusive request before us: a new shared one waits behind it (no
         // starvation), an unrelated one does not.
         let rows = [seen(&users, Mode::Exclusive, Place::Before)];
-        assert_eq!(blockers(&app, Mode::Shared, &rows), Ok(vec![0]));
-        assert_eq!(blockers(&path("app.db"), Mode::Shared, &rows), Ok(vec![]));
+        assert_eq!(
+            blockers(&app, Mode::Shared, &rows, Sabotage::None),
+            Ok(vec![0])
+        );
+        assert_eq!(
+            blockers(&path("app.db"), Mode::Shared, &rows, Sabotage::None),
+            Ok(vec![])
+        );
         // Entries after us never block.
         let rows = [seen(&app, Mode::Exclusive, Place::After)];
-        assert_eq!(blockers(&users, Mode::Exclusive, &rows), Ok(vec![]));
+        assert_eq!(
+            blockers(&users, Mode::Exclusive, &rows, Sabotage::None),
+            Ok(vec![])
+        );
     }
 
     #[test]
@@ -129,8 +158,14 @@ mod tests {
             seen(&users, Mode::Exclusive, Place::Before),
             seen(&db, Mode::Exclusive, Place::Before),
         ];
-        assert_eq!(blockers(&cache, Mode::Exclusive, &rows), Ok(vec![0, 1]));
-        assert_eq!(blockers(&path("apple"), Mode::Exclusive, &rows), Ok(vec![]));
+        assert_eq!(
+            blockers(&cache, Mode::Exclusive, &rows, Sabotage::None),
+            Ok(vec![0, 1])
+        );
+        assert_eq!(
+            blockers(&path("apple"), Mode::Exclusive, &rows, Sabotage::None),
+            Ok(vec![])
+        );
     }
 
     #[test]
@@ -140,22 +175,37 @@ mod tests {
             seen(&jobs, Mode::Counted(2), Place::Before),
             seen(&jobs, Mode::Counted(2), Place::After),
         ];
-        assert_eq!(blockers(&jobs, Mode::Counted(2), &rows), Ok(vec![]));
+        assert_eq!(
+            blockers(&jobs, Mode::Counted(2), &rows, Sabotage::None),
+            Ok(vec![])
+        );
         let rows = [
             seen(&jobs, Mode::Counted(2), Place::Before),
             seen(&jobs, Mode::Counted(2), Place::Before),
         ];
-        assert_eq!(blockers(&jobs, Mode::Counted(2), &rows), Ok(vec![0, 1]));
+        assert_eq!(
+            blockers(&jobs, Mode::Counted(2), &rows, Sabotage::None),
+            Ok(vec![0, 1])
+        );
         let rows = [seen(&jobs, Mode::Counted(2), Place::Entering)];
-        assert_eq!(blockers(&jobs, Mode::Counted(2), &rows), Ok(vec![0]));
+        assert_eq!(
+            blockers(&jobs, Mode::Counted(2), &rows, Sabotage::None),
+            Ok(vec![0])
+        );
         // Counted on another related name: shares like a shared holder, counts nothing.
         let child = path("jobs.nightly");
         let rows = [
             seen(&child, Mode::Counted(1), Place::Before),
             seen(&child, Mode::Counted(1), Place::Before),
         ];
-        assert_eq!(blockers(&jobs, Mode::Counted(1), &rows), Ok(vec![]));
-        assert_eq!(blockers(&jobs, Mode::Exclusive, &rows), Ok(vec![0, 1]));
+        assert_eq!(
+            blockers(&jobs, Mode::Counted(1), &rows, Sabotage::None),
+            Ok(vec![])
+        );
+        assert_eq!(
+            blockers(&jobs, Mode::Exclusive, &rows, Sabotage::None),
+            Ok(vec![0, 1])
+        );
     }
 
     #[test]
@@ -178,12 +228,18 @@ mod tests {
                 place: Place::After,
             },
         ];
-        assert_eq!(blockers(&path("zzz"), Mode::Shared, &rows), Ok(vec![0]));
         assert_eq!(
-            blockers(&path("app.x"), Mode::Shared, &rows),
+            blockers(&path("zzz"), Mode::Shared, &rows, Sabotage::None),
+            Ok(vec![0])
+        );
+        assert_eq!(
+            blockers(&path("app.x"), Mode::Shared, &rows, Sabotage::None),
             Ok(vec![0, 1])
         );
-        assert_eq!(blockers(&app, Mode::Shared, &rows), Ok(vec![0, 1]));
+        assert_eq!(
+            blockers(&app, Mode::Shared, &rows, Sabotage::None),
+            Ok(vec![0, 1])
+        );
     }
 
     #[test]
@@ -191,9 +247,11 @@ mod tests {
         let jobs = path("jobs");
         for place in [Place::Entering, Place::Before, Place::After] {
             let rows = [seen(&jobs, Mode::Counted(3), place)];
-            let e = blockers(&jobs, Mode::Counted(4), &rows).expect_err("two sizes");
+            let e =
+                blockers(&jobs, Mode::Counted(4), &rows, Sabotage::None).expect_err("two sizes");
             assert_eq!(e.kind(), ErrorKind::InvalidOption);
-            let e = blockers(&jobs, Mode::Shared, &rows).expect_err("semaphore and shared");
+            let e = blockers(&jobs, Mode::Shared, &rows, Sabotage::None)
+                .expect_err("semaphore and shared");
             assert_eq!(e.kind(), ErrorKind::InvalidOption);
         }
     }

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use baton_kernel::Mode;
+
 /// One grant as the simulation saw it.
 #[derive(Clone, Debug)]
 pub struct GrantRecord {
@@ -26,6 +28,8 @@ pub struct GrantRecord {
     pub forced_at: Option<u64>,
     /// What its release returned: `Ok(())` or the error kind (`None`: never released).
     pub released: Option<Result<(), baton_kernel::ErrorKind>>,
+    /// The mode it was granted in (issue 43).
+    pub mode: Mode,
 }
 
 impl GrantRecord {
@@ -70,6 +74,17 @@ pub enum Violation {
         /// What happened, naming the clients, their calls and the instants.
         detail: String,
     },
+    /// More holders of a counted name believed at once than it has permits (issue 43).
+    TooMany {
+        /// Lock name.
+        name: String,
+        /// Its permits.
+        permits: u32,
+        /// The holders (client, token) believing at `at`.
+        holders: Vec<(usize, u64)>,
+        /// When (simulated ns).
+        at: u64,
+    },
     /// A grant delivered later carried a token not larger than an earlier one.
     TokenOrder {
         /// Lock name.
@@ -101,6 +116,17 @@ impl fmt::Display for Violation {
             Violation::Object { rule, name, detail } => {
                 write!(f, "object rule \"{rule}\" violated on {name:?}: {detail}")
             }
+            Violation::TooMany {
+                name,
+                permits,
+                holders,
+                at,
+            } => write!(
+                f,
+                "semaphore violated on {name:?} at t={}ms: {} holders (client, token) {holders:?} believed at once; it has {permits} permits",
+                *at as f64 / 1e6,
+                holders.len()
+            ),
             Violation::TokenOrder { name, earlier, later } => write!(
                 f,
                 "fencing order violated on {name:?}: client {} got token {} at t={}ms after client {} got token {} at t={}ms",
@@ -128,8 +154,13 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
             .filter(|(_, g)| g.name == name)
             .collect();
 
-        // Fencing order, in delivery order.
         mine.sort_by_key(|(i, g)| (g.at, *i));
+        if mine.iter().any(|(_, g)| g.mode != Mode::Exclusive) {
+            violations.extend(check_modes(name, grants, &mine));
+            continue;
+        }
+
+        // Fencing order, in delivery order.
         for pair in mine.windows(2) {
             let (a, b) = (pair[0].1, pair[1].1);
             // A grant an operator broke before it was delivered may arrive after its successor's
@@ -175,6 +206,81 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
     violations
 }
 
+/// The checks of a name some of whose grants were shared or counted (`mine`: its grants, in
+/// delivery order, with their indices in `grants`). Pairwise, as only some pairs conflict:
+/// - fencing: a later grant's token exceeds an earlier one's when either is exclusive (shared
+///   and counted grants among themselves may be delivered out of their counter order);
+/// - exclusion: no exclusive belief overlaps another grant's (excused, as in [`judge`], by an
+///   operator's forced release, but then the broken holder must not be told `Ok`);
+/// - permits: at no instant do more grants of a counted name believe than it has permits,
+///   holders broken by a forced release before that instant not counted.
+fn check_modes(
+    name: &str,
+    grants: &[GrantRecord],
+    mine: &[(usize, &GrantRecord)],
+) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for (k, (_, b)) in mine.iter().enumerate() {
+        let broken_late = |g: &GrantRecord| g.forced_at.is_some_and(|f| f <= b.at);
+        if broken_late(b) {
+            continue;
+        }
+        let earlier = mine[..k].iter().map(|(_, a)| *a).find(|a| {
+            !broken_late(a)
+                && (a.mode == Mode::Exclusive || b.mode == Mode::Exclusive)
+                && b.token <= a.token
+        });
+        if let Some(a) = earlier {
+            violations.push(Violation::TokenOrder {
+                name: name.to_string(),
+                earlier: (a.client, a.token, a.at),
+                later: (b.client, b.token, b.at),
+            });
+        }
+    }
+    let segs: Vec<(u64, u64, usize)> = mine
+        .iter()
+        .flat_map(|(i, g)| {
+            g.belief
+                .iter()
+                .filter(|(s, e)| s < e)
+                .map(move |(s, e)| (*s, *e, *i))
+        })
+        .collect();
+    for (x, &(s1, e1, g1)) in segs.iter().enumerate() {
+        for &(s2, e2, g2) in &segs[x + 1..] {
+            let exclusive =
+                grants[g1].mode == Mode::Exclusive || grants[g2].mode == Mode::Exclusive;
+            if g1 != g2 && exclusive && s1 < e2 && s2 < e1 {
+                violations.extend(judge(name, &grants[g1], &grants[g2], s1.max(s2)));
+            }
+        }
+        if let Mode::Counted(n) = grants[g1].mode {
+            let mut holders: Vec<(usize, u64)> = segs
+                .iter()
+                .filter(|&&(s, e, g)| {
+                    s <= s1
+                        && s1 < e
+                        && grants[g].mode == Mode::Counted(n)
+                        && grants[g].forced_at.is_none_or(|f| f > s1)
+                })
+                .map(|&(_, _, g)| (grants[g].client, grants[g].token))
+                .collect();
+            holders.sort_unstable();
+            holders.dedup();
+            if holders.len() > n as usize {
+                violations.push(Violation::TooMany {
+                    name: name.to_string(),
+                    permits: n,
+                    holders,
+                    at: s1,
+                });
+            }
+        }
+    }
+    violations
+}
+
 /// The verdict on grants `a` and `b` believing at once from `at`.
 fn judge(name: &str, a: &GrantRecord, b: &GrantRecord, at: u64) -> Option<Violation> {
     let broken = |g: &GrantRecord| g.forced_at.is_some_and(|f| f <= at);
@@ -214,6 +320,7 @@ mod tests {
             belief,
             forced_at: None,
             released: None,
+            mode: Mode::Exclusive,
         }
     }
 
@@ -251,5 +358,79 @@ mod tests {
         forced.forced_at = Some(7);
         let v = check(&[forced, next]);
         assert!(matches!(v.as_slice(), [Violation::Overlap { .. }]), "{v:?}");
+    }
+
+    fn m(client: usize, token: u64, at: u64, belief: Vec<(u64, u64)>, mode: Mode) -> GrantRecord {
+        GrantRecord {
+            mode,
+            ..g(client, token, at, belief)
+        }
+    }
+
+    #[test]
+    fn shared_holders_overlap_exclusive_ones_do_not() {
+        let s = |c, t, at, b| m(c, t, at, b, Mode::Shared);
+        let x = |c, t, at, b| m(c, t, at, b, Mode::Exclusive);
+        // Readers together, then a writer after them: fine.
+        assert_eq!(
+            check(&[
+                s(0, 1, 0, vec![(0, 10)]),
+                s(1, 2, 1, vec![(1, 9)]),
+                x(2, 3, 10, vec![(10, 20)])
+            ]),
+            vec![]
+        );
+        // A writer overlapping a reader.
+        let v = check(&[s(0, 1, 0, vec![(0, 10)]), x(1, 2, 5, vec![(5, 20)])]);
+        assert!(
+            matches!(v.as_slice(), [Violation::Overlap { at: 5, .. }]),
+            "{v:?}"
+        );
+        // Readers delivered out of token order: fine; a writer below an earlier reader: not.
+        assert_eq!(
+            check(&[s(0, 2, 0, vec![(0, 10)]), s(1, 1, 1, vec![(1, 9)])]),
+            vec![]
+        );
+        let v = check(&[s(0, 2, 0, vec![(0, 10)]), x(1, 1, 20, vec![(20, 30)])]);
+        assert!(
+            matches!(v.as_slice(), [Violation::TokenOrder { .. }]),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_semaphore_never_has_more_holders_than_permits() {
+        let c = |cl, t, at, b| m(cl, t, at, b, Mode::Counted(2));
+        assert_eq!(
+            check(&[
+                c(0, 1, 0, vec![(0, 10)]),
+                c(1, 2, 1, vec![(1, 10)]),
+                c(2, 3, 10, vec![(10, 20)])
+            ]),
+            vec![]
+        );
+        let v = check(&[
+            c(0, 1, 0, vec![(0, 10)]),
+            c(1, 2, 1, vec![(1, 10)]),
+            c(2, 3, 5, vec![(5, 20)]),
+        ]);
+        assert!(
+            matches!(
+                v.as_slice(),
+                [Violation::TooMany {
+                    permits: 2,
+                    at: 5,
+                    ..
+                }]
+            ),
+            "{v:?}"
+        );
+        // A holder broken by an operator before the third came is not counted.
+        let mut broken = c(0, 1, 0, vec![(0, 10)]);
+        broken.forced_at = Some(4);
+        assert_eq!(
+            check(&[broken, c(1, 2, 1, vec![(1, 10)]), c(2, 3, 5, vec![(5, 20)])]),
+            vec![]
+        );
     }
 }

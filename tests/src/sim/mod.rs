@@ -156,6 +156,20 @@ pub struct Config {
     /// with locked updates, and some rounds increment it optimistically, without the lock.
     /// Drawn for half the seeds, apart from everything else, so the other half run as before.
     pub objects: bool,
+    /// What the acquisitions ask for (issue 43): drawn apart from everything else, for a
+    /// quarter of the bakery and column-prefix seeds each way, on seeds without objects.
+    pub modes: Modes,
+}
+
+/// The modes of one run's acquisitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Modes {
+    /// Every acquisition exclusive (as before modes).
+    Exclusive,
+    /// Readers and writers: each acquisition shared, or exclusive one time in four.
+    ReadersWriters,
+    /// Every acquisition one of a semaphore's permits (every name has this many).
+    Semaphore(u32),
 }
 
 /// The fault profiles, in the order seeds cycle through them.
@@ -266,6 +280,7 @@ impl Config {
             },
         };
         let ttl = Duration::from_millis(200 + rng.below(1_800));
+        let objects = SplitMix64::new(seed ^ 0x0B1E_C7C0_C0FF_EE42).below(2) == 0;
         let cell_ttl = (faults.operators && strategy == Strategy::ColumnPrefix)
             .then(|| ttl * (2 + rng.below(3) as u32));
         Config {
@@ -287,7 +302,17 @@ impl Config {
                 200
             }),
             notices: true,
-            objects: SplitMix64::new(seed ^ 0x0B1E_C7C0_C0FF_EE42).below(2) == 0,
+            objects,
+            modes: if objects || strategy == Strategy::UniqueInsert {
+                Modes::Exclusive
+            } else {
+                let mut draw = SplitMix64::new(seed ^ 0x5EA4_ED0C_0A7E_D143);
+                match draw.below(4) {
+                    0 | 1 => Modes::Exclusive,
+                    2 => Modes::ReadersWriters,
+                    _ => Modes::Semaphore(1 + draw.below(3) as u32),
+                }
+            },
         }
     }
 }

@@ -91,14 +91,13 @@ impl Acquire {
                 {
                     return self.abandon(Then::Restart);
                 }
-                let ignore_entering = self.opts.sabotage() == Sabotage::BakeryIgnoresEntering;
                 let me = crate::path::LockPath::flat(self.name.clone());
                 let blockers = match bakery::blockers(
                     &cells,
                     &self.column,
                     &self.owner,
                     (ticket, self.opts.mode, &me),
-                    ignore_entering,
+                    self.opts.sabotage(),
                 ) {
                     Ok(blockers) => blockers,
                     Err(e) => return self.abandon(Then::Fail(e.with_lock(self.name.as_str()))),

@@ -130,7 +130,7 @@ impl Acquire {
                 place: Place::Before,
             })
             .collect();
-        let blocking = grant::blockers(&me, self.opts.mode, &seen)
+        let blocking = grant::blockers(&me, self.opts.mode, &seen, self.opts.sabotage())
             .map_err(|e| e.with_lock(self.name.as_str()))?;
         Ok(blocking.first().map(|&i| others[i].0.clone()))
     }

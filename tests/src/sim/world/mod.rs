@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use baton_kernel::{
-    Command, CommandId, ErrorKind, FenceHint, ForceRelease, Instant, LockName, LockOptions,
+    Command, CommandId, ErrorKind, FenceHint, ForceRelease, Instant, LockName, LockOptions, Mode,
     Operation, Poll, PrefixOptions, Purge, Reply, RetryPolicy, Sabotage, SplitMix64, Wait,
 };
 
@@ -19,7 +19,7 @@ use super::check::{self, GrantRecord};
 use super::clock::ClientClock;
 use super::objects::{self, LeaseRef, ObjectCallRecord, ObjectRun};
 use super::store::{Fate, ObjectChange, Replicated, SimStore, SingleCopy};
-use super::{Config, FaultCounts, Outcome};
+use super::{Config, FaultCounts, Modes, Outcome};
 
 const MS: u64 = 1_000_000;
 const MAX_EVENTS: u64 = 3_000_000;
@@ -487,9 +487,16 @@ impl Sim {
         } else {
             Wait::Timeout(Duration::from_secs(600))
         };
+        let mode = match self.cfg.modes {
+            Modes::Exclusive => Mode::Exclusive,
+            Modes::ReadersWriters if self.rng.below(4) == 0 => Mode::Exclusive,
+            Modes::ReadersWriters => Mode::Shared,
+            Modes::Semaphore(n) => Mode::Counted(n),
+        };
         LockOptions {
             strategy: self.cfg.strategy,
             ttl: self.cfg.ttl,
+            mode,
             wait,
             retry: RetryPolicy {
                 initial: Duration::from_millis(5),

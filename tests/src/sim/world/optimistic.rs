@@ -148,6 +148,7 @@ impl Sim {
                     belief: vec![(now, end)],
                     forced_at: None,
                     released: None,
+                    mode: lease.mode(),
                 });
                 let g = self.grants.len() - 1;
                 let who = GrantOwner {

@@ -480,6 +480,7 @@ impl Sim {
             belief: vec![(self.now, end)],
             forced_at: None,
             released: None,
+            mode: lease.mode(),
         });
         let g = self.grants.len() - 1;
         let who = GrantOwner {
