@@ -90,16 +90,18 @@ per_db!(renewal_extends_the_lease, |url: String| async move {
             .lock_with(
                 &name,
                 LockRequest::new()
-                    .ttl(Duration::from_millis(900))
+                    .ttl(Duration::from_millis(2_000))
                     .keep_alive(false),
             )
             .await
             .expect("lock");
         let before = guard.lease().deadline();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Renewed at about half the TTL: a loaded machine (seen at 900 ms with a renewal due
+        // at 500 ms) must not let the first lease lapse before the renewal is sent.
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
         guard.renew().await.expect("renew");
         assert!(guard.lease().deadline() > before, "{strategy}");
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        tokio::time::sleep(Duration::from_millis(1_300)).await;
         // Past the first TTL, but renewed: still ours.
         assert!(guard.is_held(), "{strategy}");
         let e = a.try_lock(&name).await.expect_err("renewed");
