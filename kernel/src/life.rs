@@ -458,6 +458,18 @@ impl LockLife {
         if h.release_requested.is_some() || h.elsewhere_requested {
             return Err(not_held("use the lock's object"));
         }
+        if !h.lease.mode().is_exclusive() {
+            // Its co-holders could write it too: a locked write is only safe under a lease
+            // that excludes every other writer.
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "lock {:?} is held {}: a lock's object is written under an exclusive lease only",
+                    h.lease.name().as_str(),
+                    h.lease.mode()
+                ),
+            ));
+        }
         if h.object_requested.is_some() || h.object_call.is_some() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,

@@ -239,12 +239,16 @@ pub enum Sabotage {
     /// Modes: a shared lease that never counts a move of the fencing counter as a loss, so a
     /// shared holder whose lease an exclusive grant replaced hears `Ok` from its release.
     SharedTrustsCounter,
+    /// Modes, column prefix: an exclusive request that finds shared holders deletes its column
+    /// and backs off (as it does for an exclusive holder) instead of keeping it as a request,
+    /// so a stream of readers starves a writer.
+    ExclusiveDropsRequest,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 20] = [
+    pub const ALL: [Sabotage; 21] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -265,6 +269,7 @@ impl Sabotage {
         Sabotage::SharedIgnoresExclusive,
         Sabotage::SemaphoreOverAdmits,
         Sabotage::SharedTrustsCounter,
+        Sabotage::ExclusiveDropsRequest,
     ];
 }
 
@@ -311,6 +316,9 @@ impl LockOptions {
         }
         if self.store_attempts == 0 {
             return Err(Error::invalid_option("store_attempts must be at least 1"));
+        }
+        if let Mode::Counted(n) = self.mode {
+            Mode::counted(i64::from(n))?;
         }
         if self.strategy == Strategy::UniqueInsert && self.mode != Mode::Exclusive {
             return Err(Error::invalid_option(format!(

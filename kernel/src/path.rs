@@ -77,6 +77,12 @@ impl LockPath {
         LockPath { name }
     }
 
+    /// A flat name as a one-segment path (see [`LockPath::flat`]), for ordering flat names
+    /// the way paths are ordered (`lock_all`).
+    pub fn flat_name(name: LockName) -> Self {
+        Self::flat(name)
+    }
+
     /// The path as text.
     pub fn as_str(&self) -> &str {
         self.name.as_str()

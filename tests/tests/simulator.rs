@@ -98,6 +98,28 @@ fn column_prefix_is_safe_and_live() {
 
 /// A broken variant must be caught within `budget` seeds of `profile` (`None`: every profile).
 fn caught(strategy: Strategy, sabotage: Sabotage, profile: Option<&str>, budget: u64) {
+    caught_by(strategy, sabotage, profile, budget, |out| {
+        !out.violations.is_empty()
+    });
+}
+
+/// As [`caught`], for a broken variant that breaks fairness: caught by the liveness check of a
+/// run without faults ([`Outcome::stuck`]).
+fn caught_starving(strategy: Strategy, sabotage: Sabotage, profile: Option<&str>, budget: u64) {
+    caught_by(strategy, sabotage, profile, budget, |out| {
+        out.stuck
+            .as_deref()
+            .is_some_and(|s| s.starts_with("starvation"))
+    });
+}
+
+fn caught_by(
+    strategy: Strategy,
+    sabotage: Sabotage,
+    profile: Option<&str>,
+    budget: u64,
+    found: impl Fn(&Outcome) -> bool,
+) {
     let step = PROFILES.len() as u64;
     let offset = profile.map(|p| {
         PROFILES
@@ -113,7 +135,7 @@ fn caught(strategy: Strategy, sabotage: Sabotage, profile: Option<&str>, budget:
         };
         tried += 1;
         let out = sim::run(strategy, sabotage, seed);
-        if !out.violations.is_empty() {
+        if found(&out) {
             println!(
                 "{strategy} with {sabotage:?} caught after {tried} seeds:\n{}",
                 describe(&out)
@@ -395,6 +417,18 @@ fn a_shared_lease_trusting_the_counter_is_caught() {
     }
 }
 
+/// Modes, column prefix: a writer that drops its request when readers hold is overtaken by
+/// the stream of readers that follows (the fairness check of the runs without faults).
+#[test]
+fn a_writer_dropping_its_request_is_caught() {
+    caught_starving(
+        Strategy::ColumnPrefix,
+        Sabotage::ExclusiveDropsRequest,
+        Some("none"),
+        4_000,
+    );
+}
+
 #[test]
 fn every_broken_variant_has_a_test() {
     // The list above names each variant once; a new one must get a test here too.
@@ -419,6 +453,7 @@ fn every_broken_variant_has_a_test() {
         Sabotage::SharedIgnoresExclusive,
         Sabotage::SemaphoreOverAdmits,
         Sabotage::SharedTrustsCounter,
+        Sabotage::ExclusiveDropsRequest,
     ];
     assert_eq!(tested, Sabotage::ALL);
 }

@@ -15,6 +15,7 @@ use tokio::runtime::Runtime;
 
 use crate::api::guard::Guard;
 use crate::api::locker::Locker;
+use crate::api::modes::Semaphore;
 use crate::api::request::LockRequest;
 
 /// The process-wide runtime, with the process id it was built in.
@@ -72,6 +73,45 @@ impl Locker {
     /// The synchronous API on this locker.
     pub fn blocking(&self) -> BlockingLocker {
         BlockingLocker::new(self.clone())
+    }
+}
+
+/// The synchronous face of a [`Semaphore`] (see [`BlockingLocker::semaphore`]).
+#[derive(Clone, Debug)]
+pub struct BlockingSemaphore {
+    semaphore: Semaphore,
+}
+
+impl BlockingSemaphore {
+    /// The name its permits are taken on.
+    pub fn name(&self) -> &str {
+        self.semaphore.name()
+    }
+
+    /// How many holders it admits at once.
+    pub fn permits(&self) -> u32 {
+        self.semaphore.permits()
+    }
+
+    /// [`Semaphore::acquire`], blocking.
+    pub fn acquire(&self) -> Result<BlockingGuard> {
+        self.acquire_with(LockRequest::new())
+    }
+
+    /// [`Semaphore::try_acquire`], blocking.
+    pub fn try_acquire(&self) -> Result<BlockingGuard> {
+        self.acquire_with(LockRequest::new().try_once())
+    }
+
+    /// [`Semaphore::acquire_timeout`], blocking.
+    pub fn acquire_timeout(&self, timeout: Duration) -> Result<BlockingGuard> {
+        self.acquire_with(LockRequest::new().wait_timeout(timeout))
+    }
+
+    /// [`Semaphore::acquire_with`], blocking.
+    pub fn acquire_with(&self, request: LockRequest) -> Result<BlockingGuard> {
+        let guard = run(self.semaphore.acquire_with(request))??;
+        Ok(BlockingGuard { guard })
     }
 }
 
@@ -155,6 +195,32 @@ impl BlockingLocker {
             }
         })??;
         Ok(BlockingGuard { guard })
+    }
+
+    /// [`Locker::lock_shared`], blocking.
+    pub fn lock_shared(&self, name: &str) -> Result<BlockingGuard> {
+        self.lock_with(name, LockRequest::new().shared())
+    }
+
+    /// [`Locker::try_lock_shared`], blocking.
+    pub fn try_lock_shared(&self, name: &str) -> Result<BlockingGuard> {
+        self.lock_with(name, LockRequest::new().shared().try_once())
+    }
+
+    /// [`Locker::semaphore`], with blocking acquires.
+    pub fn semaphore(&self, name: &str, permits: u32) -> Result<BlockingSemaphore> {
+        Ok(BlockingSemaphore {
+            semaphore: self.locker.semaphore(name, permits)?,
+        })
+    }
+
+    /// [`Locker::lock_all`], blocking.
+    pub fn lock_all(&self, names: &[&str], request: LockRequest) -> Result<Vec<BlockingGuard>> {
+        let guards = run(self.locker.lock_all(names, request))??;
+        Ok(guards
+            .into_iter()
+            .map(|guard| BlockingGuard { guard })
+            .collect())
     }
 
     /// [`Locker::inspect`], blocking.
@@ -247,6 +313,11 @@ impl BlockingGuard {
     /// [`Guard::token`].
     pub fn token(&self) -> u64 {
         self.guard.token()
+    }
+
+    /// [`Guard::mode`], what the lock is held as.
+    pub fn mode(&self) -> baton_kernel::Mode {
+        self.guard.mode()
     }
 
     /// [`Guard::name`].

@@ -95,6 +95,11 @@ impl Guard {
         &self.name
     }
 
+    /// What the lock is held as: exclusive, shared, or one permit of a semaphore.
+    pub fn mode(&self) -> baton_kernel::Mode {
+        self.granted.mode()
+    }
+
     /// Whether the guard still holds the lock: not released, not lost, and its deadline (on
     /// the locker's clock) not passed. Check it before acting as the owner.
     pub fn is_held(&self) -> bool {

@@ -437,6 +437,15 @@ impl LockerBuilder {
         self.options.validate().map_err(|e| {
             Error::new(e.kind(), format!("invalid locker default: {}", e.message()))
         })?;
+        if !self.options.mode.is_exclusive() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "invalid locker default: mode {}; a locker's locks are exclusive unless a call asks otherwise (lock_shared, semaphore, LockRequest::mode)",
+                    self.options.mode
+                ),
+            ));
+        }
         Ok(self.assemble())
     }
 

@@ -5,6 +5,7 @@
 pub(crate) mod blocking;
 pub(crate) mod guard;
 pub(crate) mod locker;
+pub(crate) mod modes;
 pub(crate) mod object;
 pub(crate) mod request;
 pub(crate) mod spec;

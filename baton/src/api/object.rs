@@ -22,9 +22,9 @@
 
 use std::fmt;
 
-#[cfg(doc)]
-use baton_kernel::ErrorKind;
-use baton_kernel::{AfterObject, LockName, Object, ObjectOp, ObjectRequest, Result};
+use baton_kernel::{
+    AfterObject, Error, ErrorKind, LockName, Object, ObjectOp, ObjectRequest, Result,
+};
 
 use crate::api::blocking::run;
 use crate::api::guard::Guard;
@@ -107,7 +107,20 @@ impl Locker {
     }
 
     /// [`Locker::get_and_lock`] with per-call lock options (try once, a timeout, a TTL...).
+    /// The request must be exclusive: a shared or counted one gets
+    /// [`ErrorKind::InvalidOption`] before anything is locked (co-holders could write too).
     pub async fn get_and_lock_with(&self, name: &str, request: LockRequest) -> Result<ObjectGuard> {
+        let (opts, _) = request.resolve(self.defaults(), false)?;
+        if !opts.mode.is_exclusive() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "get_and_lock on {name:?} asked for a {} lock: a lock's object is written under an exclusive lease only",
+                    opts.mode
+                ),
+            )
+            .with_lock(name));
+        }
         let guard = self.lock_with(name, request).await?;
         let object = guard_call(&guard, ObjectRequest::Get, AfterObject::Keep).await?;
         Ok(ObjectGuard { guard, object })

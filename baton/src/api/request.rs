@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use baton_kernel::{Error, ErrorKind, LockOptions, Result, RetryPolicy, Strategy, Wait};
+use baton_kernel::{Error, ErrorKind, LockOptions, Mode, Result, RetryPolicy, Strategy, Wait};
 
 /// Options of one [`Locker::lock_with`](crate::Locker::lock_with) call; anything not set
 /// comes from the locker's defaults.
@@ -29,6 +29,7 @@ pub struct LockRequest {
     cell_ttl: Option<Duration>,
     lock_id: Option<String>,
     keep_alive: Option<bool>,
+    mode: Option<Mode>,
 }
 
 impl LockRequest {
@@ -104,6 +105,26 @@ impl LockRequest {
         self
     }
 
+    /// What the lock is taken as: [`Mode::Exclusive`] (the default), [`Mode::Shared`] (any
+    /// number of shared holders, no exclusive one), or [`Mode::Counted`] (a semaphore of `n`
+    /// permits; every holder of the name must give the same `n`, or gets
+    /// [`ErrorKind::InvalidOption`]). Shared and counted locks need the bakery or column-prefix
+    /// strategy: unique insert refuses them with [`ErrorKind::InvalidOption`].
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// [`Mode::Shared`]: a reader's lock ([`LockRequest::mode`]).
+    pub fn shared(self) -> Self {
+        self.mode(Mode::Shared)
+    }
+
+    /// The wait this request asks for, or `default`.
+    pub(crate) fn wait_or(&self, default: &Wait) -> Wait {
+        self.wait.unwrap_or(*default)
+    }
+
     /// The options of this request on top of `defaults`, validated, and whether to keep alive.
     pub(crate) fn resolve(
         &self,
@@ -122,6 +143,9 @@ impl LockRequest {
         }
         if let Some(retry) = self.retry {
             opts.retry = retry;
+        }
+        if let Some(mode) = self.mode {
+            opts.mode = mode;
         }
         let prefix_only = [
             ("read_row", self.read_row.is_some()),
@@ -197,5 +221,25 @@ mod tests {
             .expect("valid");
         assert!(opts.prefix.read_row);
         assert_eq!(opts.prefix.lock_id.as_deref(), Some("worker-7"));
+    }
+
+    #[test]
+    fn modes_need_a_strategy_that_carries_them() {
+        let defaults = LockOptions::default();
+        let e = LockRequest::new()
+            .strategy(Strategy::UniqueInsert)
+            .shared()
+            .resolve(&defaults, true)
+            .expect_err("unique insert is exclusive only");
+        assert_eq!(e.kind(), ErrorKind::InvalidOption);
+        assert!(e.message().contains("bakery or column-prefix"), "{e}");
+        for strategy in [Strategy::Bakery, Strategy::ColumnPrefix] {
+            let (opts, _) = LockRequest::new()
+                .strategy(strategy)
+                .mode(Mode::Counted(3))
+                .resolve(&defaults, true)
+                .expect("valid");
+            assert_eq!(opts.mode, Mode::Counted(3));
+        }
     }
 }

@@ -137,7 +137,8 @@ impl Acquire {
 /// Bakery's state across the attempts of one acquisition.
 #[derive(Debug, Default)]
 pub(super) struct BakeryAttempts {
-    /// Bakery queue polls over all attempts (they count as tries for the retry policy).
+    /// Queue polls over all attempts, a waiting bakery ticket's or a kept column-prefix
+    /// request's (they count as tries for the retry policy).
     pub(super) tries_in_queue: u32,
     /// Bakery: how many forced releases the latest counter value we know of counted (a fence
     /// hint, or our latest read). It was read before the next attempt's `entering` write.

@@ -18,9 +18,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{Acquire, Phase, Then};
+use super::{Acquire, Next, Phase, Then};
 use crate::error::{Error, ErrorKind};
 use crate::model::Reply;
+use crate::options::{Sabotage, Wait};
 use crate::path::LockPath;
 use crate::record::entry_mode;
 use crate::strategy::grant::{self, Place, Seen};
@@ -88,6 +89,9 @@ impl Acquire {
                 match self.first_blocker(&found.others) {
                     Ok(Some(other)) => {
                         let busy = self.busy_because_of("held by", &other);
+                        if self.keeps_request(&found.others, now) {
+                            return self.keep_request(now, busy);
+                        }
                         self.fair.aging.found(values(found.others));
                         return self.abandon(Then::Contended(busy));
                     }
@@ -115,6 +119,60 @@ impl Acquire {
 }
 
 impl Acquire {
+    /// Whether an exclusive request that found the lock held keeps its column as a request
+    /// (writer preference, `docs/modes-design.md`): only when every live column in its way is
+    /// shared or counted (another exclusive column is today's collision: both back off), and
+    /// only while it may go on waiting. Never under [`Sabotage::ExclusiveDropsRequest`].
+    fn keeps_request(&self, others: &[(String, String)], now: Instant) -> bool {
+        self.opts.mode.is_exclusive()
+            && self.opts.sabotage() != Sabotage::ExclusiveDropsRequest
+            && self.opts.wait != Wait::TryOnce
+            && now < self.wait_deadline
+            && !self.out_of_attempts()
+            && others
+                .iter()
+                .all(|(_, value)| entry_mode(value).is_some_and(|m| !m.is_exclusive()))
+    }
+
+    /// Keeps our column as a waiting exclusive request: every new shared or counted request
+    /// that reads it backs off, so the holders drain. We look again after a queue poll,
+    /// re-writing the column first when half its validity is gone (as a waiting bakery ticket
+    /// is refreshed); a timeout deletes it like any other attempt's.
+    fn keep_request(&mut self, now: Instant, busy: Error) {
+        self.last_holder = busy.holder().map(String::from);
+        let delay = self.opts.retry.queue_delay(self.polls, &mut self.rng);
+        self.polls = self.polls.saturating_add(1);
+        self.bakery.tries_in_queue = self.bakery.tries_in_queue.saturating_add(1);
+        let refresh_at = self
+            .cell_deadline
+            .saturating_sub(self.opts.lease_validity() / 2);
+        let until = now
+            .saturating_add(delay)
+            .min(refresh_at)
+            .min(self.wait_deadline);
+        self.fair.waited = true;
+        self.phase = Phase::Sleep {
+            until,
+            then: Next::PrefixKept,
+        };
+    }
+
+    /// The end of a kept request's sleep: re-write the column when it is due (or the wait is
+    /// over: the read that ends it then sees a fresh column), else read the row again.
+    pub(super) fn prefix_kept_check(&mut self, now: Instant) {
+        let refresh_at = self
+            .cell_deadline
+            .saturating_sub(self.opts.lease_validity() / 2);
+        if now >= refresh_at {
+            self.phase = Phase::PrefixWrite;
+            self.io
+                .send(self.put(self.value.clone(), self.opts.cell_ttl()));
+        } else {
+            self.phase = Phase::PrefixRead;
+            self.io.send(self.read_row(self.opts.prefix.read_row));
+        }
+    }
+
     /// The first of the other live lock columns `others` (column, value) that keeps us from
     /// holding in our mode: any of them for an exclusive request (the strategy's rule), an
     /// exclusive one for a shared request, a full semaphore's for a counted one

@@ -47,6 +47,8 @@ enum Then {
 enum Next {
     Start,
     BakeryCheck(u64),
+    /// Column prefix: look again with our column kept as a waiting exclusive request.
+    PrefixKept,
 }
 
 #[derive(Clone, Debug)]
@@ -504,7 +506,7 @@ impl Acquire {
     fn answers_wake(&mut self, then: &Next, now: Instant) -> bool {
         match then {
             Next::Start => self.fair.herd.answer(now, self.round_trip, &mut self.rng),
-            Next::BakeryCheck(_) => true,
+            Next::BakeryCheck(_) | Next::PrefixKept => true,
         }
     }
 
@@ -784,6 +786,7 @@ impl Operation for Acquire {
                         match then {
                             Next::Start => self.start_attempt(now),
                             Next::BakeryCheck(ticket) => self.bakery_check(ticket, now),
+                            Next::PrefixKept => self.prefix_kept_check(now),
                         }
                     }
                     phase => self.finish(Err(Error::new(

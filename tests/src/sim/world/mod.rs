@@ -197,7 +197,12 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
             clock: ClientClock::new(rng.below(1_000_000 * MS), ppm, skew),
             state: State::Idle,
             left: if role == Role::Worker {
-                cfg.acquisitions
+                // Without faults, readers keep coming: a stream a writer must get through.
+                if i > 0 && cfg.modes == Modes::ReadersWriters && !cfg.faults.any() {
+                    cfg.acquisitions + 6
+                } else {
+                    cfg.acquisitions
+                }
             } else {
                 0
             },
@@ -489,6 +494,16 @@ impl Sim {
         };
         let mode = match self.cfg.modes {
             Modes::Exclusive => Mode::Exclusive,
+            // Without faults, one writer (client 0) among a stream of readers: the fairness
+            // check (`check::overtaken`) holds column prefix, which orders writers among
+            // themselves by courtesy and aging, not FIFO, to its promise for a lone writer.
+            Modes::ReadersWriters if !faults => {
+                if client == 0 {
+                    Mode::Exclusive
+                } else {
+                    Mode::Shared
+                }
+            }
             Modes::ReadersWriters if self.rng.below(4) == 0 => Mode::Exclusive,
             Modes::ReadersWriters => Mode::Shared,
             Modes::Semaphore(n) => Mode::Counted(n),
@@ -652,6 +667,10 @@ impl Sim {
         violations.extend(object_violations);
         let stuck = if self.cfg.faults.any() {
             None
+        } else if let Some(unfair) =
+            check::overtaken(&self.grants, self.cfg.strategy, self.cfg.modes)
+        {
+            Some(unfair)
         } else if self.processed > MAX_EVENTS || self.now > MAX_TIME {
             Some(format!(
                 "run did not finish: {} events, t={}s",

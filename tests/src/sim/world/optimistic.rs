@@ -149,6 +149,7 @@ impl Sim {
                     forced_at: None,
                     released: None,
                     mode: lease.mode(),
+                    requested: None,
                 });
                 let g = self.grants.len() - 1;
                 let who = GrantOwner {

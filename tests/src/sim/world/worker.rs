@@ -17,9 +17,9 @@
 
 use baton_kernel::host::ChangeWatch;
 use baton_kernel::{
-    Acquire, AfterObject, CommandId, Error, ErrorKind, Grant, Instant, LifeEvent, LifePoll,
-    LifeStatus, LockLife, Object, ObjectRequest, Operation, OwnerId, Poll, Release, Reply,
-    Sabotage,
+    Acquire, AfterObject, Command, CommandId, Error, ErrorKind, Grant, Instant, LifeEvent,
+    LifePoll, LifeStatus, LockLife, Object, ObjectRequest, Operation, OwnerId, Poll, Release,
+    Reply, Sabotage,
 };
 
 use super::super::check::GrantRecord;
@@ -38,6 +38,11 @@ pub(super) struct Worker {
     plan: Plan,
     /// Once granted: the grant's entry in the log, and what the holder does when.
     held: Option<Holding>,
+    /// When the acquisition's request was made: the reply to its first write of its lock
+    /// cell (bakery's `entering`, column prefix's column), for the fairness check; and that
+    /// write while it is on its way.
+    requested: Option<u64>,
+    first_put: Option<CommandId>,
 }
 
 /// A life that gave up, still sending its cleanup, while the next life of its client runs with
@@ -154,6 +159,8 @@ impl Sim {
             watch: ChangeWatch::new(self.clients[i].changes),
             plan,
             held: None,
+            requested: None,
+            first_put: None,
         }));
     }
 
@@ -209,9 +216,16 @@ impl Sim {
     /// A reply reaches worker `i`.
     pub(super) fn deliver(&mut self, i: usize, id: CommandId, reply: Reply) {
         let counter = self.clients[i].changes;
+        let now = self.now;
         let Some(w) = self.worker(i) else {
             return;
         };
+        if w.first_put == Some(id) {
+            w.first_put = None;
+            if matches!(reply, Reply::Written) {
+                w.requested = Some(now);
+            }
+        }
         let route = match w.outstanding {
             Some((route, out)) if out == id => {
                 w.outstanding = None;
@@ -311,6 +325,13 @@ impl Sim {
             };
             match w.life.poll(local) {
                 LifePoll::Execute(id, command) => {
+                    if w.held.is_none()
+                        && w.requested.is_none()
+                        && w.first_put.is_none()
+                        && matches!(command, Command::Put { .. })
+                    {
+                        w.first_put = Some(id);
+                    }
                     w.outstanding = Some((Route::Life, id));
                     w.watch.before(&command, counter);
                     self.send(i, id, command);
@@ -472,6 +493,7 @@ impl Sim {
     fn granted(&mut self, i: usize, grant: &Grant) {
         let lease = &grant.lease;
         let end = self.clients[i].clock.sim(lease.deadline().as_nanos());
+        let requested = self.worker(i).and_then(|w| w.requested);
         self.grants.push(GrantRecord {
             client: i,
             name: lease.name().as_str().to_string(),
@@ -481,6 +503,7 @@ impl Sim {
             forced_at: None,
             released: None,
             mode: lease.mode(),
+            requested,
         });
         let g = self.grants.len() - 1;
         let who = GrantOwner {
