@@ -264,6 +264,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "STRATEGY", default_value = "unique-insert", value_parser = parse_strategy)]
     pub strategy: Strategy,
 
+    /// Take the lock shared (a reader): any number of --shared runs of the name at once, none
+    /// beside a run without it. Needs --strategy bakery or column-prefix, on every run of the
+    /// name (writers included).
+    #[arg(long, conflicts_with = "permits")]
+    pub shared: bool,
+
+    /// Take one of N permits (a semaphore): at most N runs of the name at once. Every run of
+    /// the name must give the same N, and --strategy bakery or column-prefix.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub permits: Option<u32>,
+
     /// After SIGTERM (lease lost), how long the command has to exit before SIGKILL.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
     pub grace: Duration,

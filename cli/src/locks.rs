@@ -17,6 +17,7 @@ use crate::store;
 struct LockJson {
     name: String,
     strategy: &'static str,
+    mode: String,
     state: &'static str,
     owner: String,
     host: Option<String>,
@@ -35,6 +36,7 @@ impl LockJson {
         LockJson {
             name: info.name.clone(),
             strategy: info.strategy.as_str(),
+            mode: mode_text(info),
             state: info.state.as_str(),
             owner: info.owner.clone(),
             host,
@@ -47,6 +49,12 @@ impl LockJson {
             expires_in_ms: info.expires_in.map(millis),
         }
     }
+}
+
+/// `exclusive`, `shared`, `counted(3)`; `?` for a mode this version cannot read.
+fn mode_text(info: &LockInfo) -> String {
+    info.mode
+        .map_or_else(|| String::from("?"), |m| m.to_string())
 }
 
 fn millis(d: Duration) -> u64 {
@@ -155,6 +163,7 @@ pub async fn locks(store_url: &str, args: &LocksArgs) -> Result<u8, CliError> {
             vec![
                 e.name.clone(),
                 e.strategy.as_str().to_owned(),
+                mode_text(e),
                 e.state.as_str().to_owned(),
                 host.unwrap_or_else(|| e.owner.clone()),
                 pid.map_or_else(dash, |p| p.to_string()),
@@ -170,6 +179,7 @@ pub async fn locks(store_url: &str, args: &LocksArgs) -> Result<u8, CliError> {
         &[
             "NAME",
             "STRATEGY",
+            "MODE",
             "STATE",
             "HOST",
             "PID",
@@ -315,6 +325,7 @@ mod tests {
             ticket: None,
             created_unix_ms: None,
             acquisition: 0,
+            mode: Some(baton::Mode::Exclusive),
             value: format!("owner={owner} ttl_ms=60000 cell_ttl_ms=60000 created_ms=0"),
             expires_in: Some(Duration::from_secs(57)),
         }

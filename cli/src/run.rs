@@ -23,7 +23,7 @@ use std::io::IsTerminal;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use baton::{Error, ErrorKind, Guard, LockOptions, LockRequest, Locker, Wait};
+use baton::{Error, ErrorKind, Guard, LockOptions, LockRequest, Locker, Mode, Wait};
 use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
@@ -58,10 +58,16 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
             WaitArg::Forever => Wait::Timeout(Duration::MAX),
         }
     };
+    let mode = match (args.shared, args.permits) {
+        (_, Some(n)) => Mode::Counted(n),
+        (true, None) => Mode::Shared,
+        (false, None) => Mode::Exclusive,
+    };
     let request = LockRequest::new()
         .strategy(args.strategy)
         .ttl(args.ttl)
-        .wait(wait);
+        .wait(wait)
+        .mode(mode);
     let mut guard = match acquire(&locker, args, request, wait, &mut signals).await? {
         Ok(guard) => guard,
         Err(sig) => {

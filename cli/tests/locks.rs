@@ -157,3 +157,102 @@ fn purge_json_lists_what_it_removed() {
     assert_eq!(removed.len(), 1, "{json}");
     assert_eq!(removed[0]["name"], "gone");
 }
+
+/// Issue 43: `baton run --shared` runs readers side by side, a writer waits for them, a
+/// semaphore admits `--permits` runs, and `baton locks` shows each holder's mode.
+#[test]
+fn shared_runs_and_permits_share_the_lock_and_show_their_mode() {
+    let world = World::new("modes");
+    let release = world.path("release");
+    for strategy in ["bakery", "column-prefix"] {
+        let lock = format!("catalog-{strategy}");
+        let shared = ["--strategy", strategy, "--shared"];
+        let a = world.hold_until_file(&lock, &shared, &release);
+        let b = world.hold_until_file(&lock, &shared, &release);
+        world
+            .output(&[
+                "run",
+                "-l",
+                &lock,
+                "--strategy",
+                strategy,
+                "-n",
+                "--",
+                "true",
+            ])
+            .expect_code(75);
+        let json = world.output(&["locks", "--json"]).json();
+        let mine: Vec<_> = json["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["name"] == lock.as_str())
+            .cloned()
+            .collect();
+        assert_eq!(mine.len(), 2, "{json}");
+        for entry in &mine {
+            assert_eq!(entry["mode"], "shared", "{json}");
+            assert_eq!(entry["state"], "held", "{json}");
+        }
+        let table = world.output(&["locks"]);
+        assert!(
+            table.stdout.lines().next().unwrap().contains("MODE"),
+            "{}",
+            table.stdout
+        );
+        std::fs::write(&release, "").unwrap();
+        a.finish().expect_code(0);
+        b.finish().expect_code(0);
+        std::fs::remove_file(&release).unwrap();
+
+        let lock = format!("encoders-{strategy}");
+        let permits = ["--strategy", strategy, "--permits", "2"];
+        let a = world.hold_until_file(&lock, &permits, &release);
+        let b = world.hold_until_file(&lock, &permits, &release);
+        let mut third = vec!["run", "-l", &lock, "-n"];
+        third.extend(permits);
+        third.extend(["--", "true"]);
+        world.output(&third).expect_code(75);
+        let mut other_size = vec!["run", "-l", &lock, "-n", "--strategy", strategy];
+        other_size.extend(["--permits", "3", "--", "true"]);
+        world
+            .output(&other_size)
+            .expect_code(64)
+            .expect_stderr("counted(2)");
+        std::fs::write(&release, "").unwrap();
+        a.finish().expect_code(0);
+        b.finish().expect_code(0);
+        std::fs::remove_file(&release).unwrap();
+    }
+    world
+        .output(&["run", "-l", "x", "--shared", "--", "true"])
+        .expect_code(64)
+        .expect_stderr("bakery or column-prefix");
+    world
+        .output(&[
+            "run",
+            "-l",
+            "x",
+            "--strategy",
+            "bakery",
+            "--permits",
+            "0",
+            "--",
+            "true",
+        ])
+        .expect_code(64);
+    world
+        .output(&[
+            "run",
+            "-l",
+            "x",
+            "--strategy",
+            "bakery",
+            "--shared",
+            "--permits",
+            "2",
+            "--",
+            "true",
+        ])
+        .expect_code(64);
+}

@@ -275,6 +275,9 @@ pub struct LockInfo {
     pub created_unix_ms: Option<u64>,
     /// The acquisition id written in the entry ([`LockOptions::acquisition`](crate::LockOptions::acquisition)), 0 when none.
     pub acquisition: u64,
+    /// What the entry asks for or holds as: exclusive, shared, or a semaphore's permit
+    /// (`None`: a mode this version cannot read, which the strategies treat as exclusive).
+    pub mode: Option<crate::Mode>,
     /// The entry's value as stored (see the `record` encodings in docs/sql-store.md, "The lock table").
     pub value: String,
     /// Time left before the store expires it, by the store's clock.

@@ -9,13 +9,16 @@ use super::io::{Io, IoPoll};
 use super::{CommandId, Operation, Poll};
 use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::{EntryState, LockInfo};
+use crate::mode::Mode;
 use crate::model::{Cell, Command, ReadConsistency, Reply};
 use crate::name::LockName;
-use crate::options::{LockOptions, Strategy};
+use crate::options::{LockOptions, Sabotage, Strategy};
 use crate::owner::OwnerId;
+use crate::path::LockPath;
 use crate::record::{decode_bakery, BakeryState, Fence, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::{Bumped, FenceBump};
+use crate::strategy::grant::{self, Place, Seen};
 use crate::strategy::{prefix, RowColumns};
 
 use super::acquire::delete_version;
@@ -41,6 +44,7 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
             ticket: None,
             created_unix_ms: None,
             acquisition: crate::record::acq_of(&cell.value),
+            mode: crate::record::entry_mode(&cell.value),
             value: cell.value.clone(),
             expires_in: cell.ttl_remaining,
         };
@@ -84,40 +88,83 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
             ..info
         });
     }
-    match opts.strategy {
-        Strategy::Bakery => {
-            // The first ticket in queue order holds (once no one is entering).
-            let order = |a: &LockInfo, b: &LockInfo| match (a.ticket, b.ticket) {
-                (Some(x), Some(y)) => x.cmp(&y).then_with(|| {
-                    match (OwnerId::parse(&a.owner), OwnerId::parse(&b.owner)) {
+    if opts.strategy == Strategy::Bakery {
+        // Queue order: by ticket, then by owner (the bakery's tie-break).
+        out.sort_by(|a, b| match (a.ticket, b.ticket) {
+            (Some(x), Some(y)) => {
+                x.cmp(&y).then_with(
+                    || match (OwnerId::parse(&a.owner), OwnerId::parse(&b.owner)) {
                         (Ok(p), Ok(q)) => p.tie_break(&q),
                         _ => a.owner.cmp(&b.owner),
-                    }
-                }),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => a.owner.cmp(&b.owner),
-            };
-            out.sort_by(order);
-            let anyone_entering = out.iter().any(|e| e.state == EntryState::Entering);
-            if let Some(first) = out
-                .first_mut()
-                .filter(|e| e.ticket.is_some() && !anyone_entering)
-            {
-                first.state = EntryState::Held;
+                    },
+                )
             }
-        }
-        Strategy::ColumnPrefix => {
-            let live = out.iter().filter(|e| e.state != EntryState::Stale).count();
-            if live > 1 {
-                out.iter_mut()
-                    .filter(|e| e.state == EntryState::Held)
-                    .for_each(|e| e.state = EntryState::Contending);
-            }
-        }
-        Strategy::UniqueInsert => {}
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => a.owner.cmp(&b.owner),
+        });
     }
+    mark_holders(name, opts.strategy, &mut out);
     out
+}
+
+/// Which of a row's entries hold, by the grant rule the strategy decides with
+/// ([`grant::blockers`]): an entry holds when nothing placed before it keeps it out. Bakery
+/// places entries by ticket (`out` is in queue order; a choosing entry may yet come first);
+/// column prefix has no order, so the listing places them by their writers' `created` times,
+/// which is right for a waiting writer behind readers and, for two columns that collided
+/// (both about to back off), names the older one as holding. Informational: the strategies
+/// decide from their own reads, never from this.
+fn mark_holders(name: &str, strategy: Strategy, out: &mut [LockInfo]) {
+    if strategy == Strategy::UniqueInsert {
+        return;
+    }
+    let Ok(lock) = LockName::new(name) else {
+        return;
+    };
+    let path = LockPath::flat(lock);
+    let live: Vec<usize> = (0..out.len())
+        .filter(|&i| out[i].state != EntryState::Stale)
+        .collect();
+    let mut holds = alloc::vec![false; out.len()];
+    for &i in &live {
+        if strategy == Strategy::Bakery && out[i].state == EntryState::Entering {
+            continue;
+        }
+        let me = &out[i];
+        let seen: Vec<Seen<'_>> = live
+            .iter()
+            .filter(|&&j| j != i)
+            .map(|&j| {
+                let other = &out[j];
+                let before = match strategy {
+                    Strategy::Bakery => (j < i) && other.state != EntryState::Entering,
+                    _ => (other.created_unix_ms, &other.column) < (me.created_unix_ms, &me.column),
+                };
+                Seen {
+                    path: Some(&path),
+                    mode: other.mode,
+                    place: if strategy == Strategy::Bakery && other.state == EntryState::Entering {
+                        Place::Entering
+                    } else if before {
+                        Place::Before
+                    } else {
+                        Place::After
+                    },
+                }
+            })
+            .collect();
+        let mode = me.mode.unwrap_or(Mode::Exclusive);
+        holds[i] = grant::blockers(&path, mode, &seen, Sabotage::None).is_ok_and(|b| b.is_empty());
+    }
+    for (i, info) in out.iter_mut().enumerate() {
+        info.state = match (info.state, holds[i]) {
+            (EntryState::Stale | EntryState::Entering, _) => info.state,
+            (_, true) => EntryState::Held,
+            (_, false) if strategy == Strategy::Bakery => EntryState::Waiting,
+            (_, false) => EntryState::Contending,
+        };
+    }
 }
 
 /// The strategy whose layout a row follows, judged from its columns (`None`: no lock entries,

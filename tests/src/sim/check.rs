@@ -324,6 +324,7 @@ mod tests {
             forced_at: None,
             released: None,
             mode: Mode::Exclusive,
+            requested: None,
         }
     }
 
