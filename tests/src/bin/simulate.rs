@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! cargo run --release -p baton-tests --bin simulate -- [--strategy S|all] [--seed N | --seeds COUNT [--from N]]
-//!                                                      [--sabotage NAME] [--profile P] [--threads T] [--verbose]
+//!                                                      [--sabotage NAME] [--profile P] [--modes M] [--threads T] [--verbose]
 //! ```
 //! `--seeds 1000000` is the long mode: a progress bar on standard error, then a summary table
 //! (seeds per second, grants, violations), the faults injected by class, what releases
 //! returned, and the object workload's writes (applied, refused, ambiguous). `--profile P` runs only the seeds of one fault profile (`--seeds` of them).
+//! `--modes M` forces every run's modes (issue 43): `readers-writers` or `semaphore:N` (bakery
+//! and column prefix), `exclusive`, or `mixed` (the default: drawn per seed).
 //! `--seed N --verbose` replays one run and prints it. Exits 1 if any run failed.
 
 use std::io::{IsTerminal, Write};
@@ -25,11 +27,13 @@ struct Args {
     sabotage: Sabotage,
     /// Only the seeds of this fault profile (an index into `PROFILES`).
     profile: Option<usize>,
+    /// Every run with these modes (issue 43); `None`: drawn per seed.
+    modes: Option<sim::Modes>,
     threads: usize,
     verbose: bool,
 }
 
-const USAGE: &str = "usage: simulate [--strategy bakery|unique-insert|column-prefix|all] [--seed N | --seeds COUNT [--from N]] [--sabotage NAME] [--profile P] [--threads T] [--verbose]";
+const USAGE: &str = "usage: simulate [--strategy bakery|unique-insert|column-prefix|all] [--seed N | --seeds COUNT [--from N]] [--sabotage NAME] [--profile P] [--modes mixed|exclusive|readers-writers|semaphore:N] [--threads T] [--verbose]";
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
@@ -39,6 +43,7 @@ fn parse() -> Result<Args, String> {
         seeds: 10_000,
         sabotage: Sabotage::None,
         profile: None,
+        modes: None,
         threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
         verbose: false,
     };
@@ -64,10 +69,19 @@ fn parse() -> Result<Args, String> {
             "--threads" => a.threads = number(&flag, value()?)?.max(1) as usize,
             "--sabotage" => a.sabotage = parse_sabotage(&value()?)?,
             "--profile" => a.profile = Some(sim::parse_profile(&value()?)?),
+            "--modes" => a.modes = sim::parse_modes(&value()?)?,
             "--verbose" => a.verbose = true,
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
+    }
+    if a.modes.is_some_and(|m| m != sim::Modes::Exclusive)
+        && a.strategies.contains(&Strategy::UniqueInsert)
+    {
+        return Err(
+            "--modes other than exclusive needs --strategy bakery or column-prefix (unique insert takes exclusive locks only)"
+                .into(),
+        );
     }
     Ok(a)
 }
@@ -75,7 +89,11 @@ fn parse() -> Result<Args, String> {
 fn replay(args: &Args, seed: u64) -> bool {
     let mut failed = false;
     for &strategy in &args.strategies {
-        let config = sim::Config::from_seed(strategy, args.sabotage, seed);
+        let config = sim::Only {
+            profile: None,
+            modes: args.modes,
+        }
+        .config(strategy, args.sabotage, seed);
         let (out, log) = sim::run_traced(config, seed);
         if args.verbose {
             for line in &log {
@@ -173,7 +191,10 @@ fn main() -> ExitCode {
             args.sabotage,
             args.from,
             args.from + args.seeds,
-            args.profile,
+            sim::Only {
+                profile: args.profile,
+                modes: args.modes,
+            },
             args.threads,
             10,
             &report,

@@ -453,6 +453,44 @@ pub fn run(strategy: Strategy, sabotage: Sabotage, seed: u64) -> Outcome {
     run_config(Config::from_seed(strategy, sabotage, seed), seed)
 }
 
+/// Which seeds a long run takes: those of one fault profile, and with every run's modes forced
+/// (`simulate --profile P --modes M`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Only {
+    /// Only the seeds of this profile (an index into [`PROFILES`]).
+    pub profile: Option<usize>,
+    /// Every run with these modes (and no objects, as mode runs are drawn).
+    pub modes: Option<Modes>,
+}
+
+impl Only {
+    /// The configuration of run `seed`, with the modes forced when asked.
+    pub fn config(&self, strategy: Strategy, sabotage: Sabotage, seed: u64) -> Config {
+        let mut config = Config::from_seed(strategy, sabotage, seed);
+        if let Some(modes) = self.modes {
+            config.modes = modes;
+            config.objects = false;
+        }
+        config
+    }
+}
+
+/// The modes named on the command line: `exclusive`, `readers-writers`, `semaphore` (of 1 to 3
+/// permits, drawn per seed as the mixed runs draw them: given as `semaphore:N`, exactly N).
+pub fn parse_modes(text: &str) -> Result<Option<Modes>, String> {
+    match text {
+        "mixed" => Ok(None),
+        "exclusive" => Ok(Some(Modes::Exclusive)),
+        "readers-writers" => Ok(Some(Modes::ReadersWriters)),
+        _ => match text.strip_prefix("semaphore:").map(str::parse::<u32>) {
+            Some(Ok(n)) if (1..=16).contains(&n) => Ok(Some(Modes::Semaphore(n))),
+            _ => Err(format!(
+                "unknown modes {text:?}; one of mixed, exclusive, readers-writers, semaphore:N (N from 1 to 16)"
+            )),
+        },
+    }
+}
+
 /// The name of a broken variant on the command line.
 pub fn sabotage_name(s: Sabotage) -> String {
     format!("{s:?}")
@@ -569,7 +607,7 @@ pub fn run_many_with(
     sabotage: Sabotage,
     from: u64,
     to: u64,
-    profile: Option<usize>,
+    only: Only,
     threads: usize,
     stop_after: usize,
     progress: &(dyn Fn(u64) + Sync),
@@ -592,7 +630,8 @@ pub fn run_many_with(
                     if k >= to {
                         break;
                     }
-                    let out = run(strategy, sabotage, seed_of(k, profile));
+                    let seed = seed_of(k, only.profile);
+                    let out = run_config(only.config(strategy, sabotage, seed), seed);
                     local.add(&out);
                     if !out.ok() {
                         failures.fetch_add(1, Ordering::Relaxed);
@@ -626,7 +665,7 @@ pub fn run_many(
         sabotage,
         from,
         to,
-        None,
+        Only::default(),
         threads,
         stop_after,
         &|_| {},
