@@ -310,6 +310,56 @@ fn judge(name: &str, a: &GrantRecord, b: &GrantRecord, at: u64) -> Option<Violat
     })
 }
 
+/// Fairness without faults (issue 43's "no starvation"): an exclusive request is *overtaken*
+/// by a grant of another client on its name whose own request (the reply to its first write)
+/// came after ours and that was granted before ours. Bakery serves tickets in order, so a
+/// client can overtake at most once (a request entering while ours still chooses its ticket
+/// may draw a smaller one; its next request reads our ticket and draws a larger one). Column
+/// prefix keeps a waiting writer's column (writer preference): a request made after it reads
+/// the column and waits, so a lone writer (as the readers-and-writers runs have without
+/// faults) is overtaken at most once per reader too. Column prefix orders writers among
+/// themselves by courtesy and aging, not FIFO, so only its readers-and-writers runs are checked.
+/// A description of the first request overtaken more often, or `None`.
+pub fn overtaken(
+    grants: &[GrantRecord],
+    strategy: baton_kernel::Strategy,
+    modes: super::Modes,
+) -> Option<String> {
+    if strategy == baton_kernel::Strategy::ColumnPrefix && modes != super::Modes::ReadersWriters {
+        return None;
+    }
+    if strategy == baton_kernel::Strategy::UniqueInsert {
+        return None;
+    }
+    for w in grants.iter().filter(|g| g.mode == Mode::Exclusive) {
+        let Some(asked) = w.requested else {
+            continue;
+        };
+        let mut by_client: Vec<(usize, usize)> = Vec::new();
+        for g in grants.iter().filter(|g| {
+            g.client != w.client
+                && g.name == w.name
+                && g.at < w.at
+                && g.requested.is_some_and(|r| r > asked)
+        }) {
+            match by_client.iter_mut().find(|(c, _)| *c == g.client) {
+                Some((_, n)) => *n += 1,
+                None => by_client.push((g.client, 1)),
+            }
+        }
+        if let Some((c, n)) = by_client.iter().find(|(_, n)| *n > 1) {
+            return Some(format!(
+                "starvation: client {}'s exclusive request on {:?} (made at t={}ms, granted at t={}ms) was overtaken {n} times by client {c}, whose requests came after it",
+                w.client,
+                w.name,
+                asked as f64 / 1e6,
+                w.at as f64 / 1e6
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,54 +487,4 @@ mod tests {
             vec![]
         );
     }
-}
-
-/// Fairness without faults (issue 43's "no starvation"): an exclusive request is *overtaken*
-/// by a grant of another client on its name whose own request (the reply to its first write)
-/// came after ours and that was granted before ours. Bakery serves tickets in order, so a
-/// client can overtake at most once (a request entering while ours still chooses its ticket
-/// may draw a smaller one; its next request reads our ticket and draws a larger one). Column
-/// prefix keeps a waiting writer's column (writer preference): a request made after it reads
-/// the column and waits, so a lone writer (as the readers-and-writers runs have without
-/// faults) is overtaken at most once per reader too. Column prefix orders writers among
-/// themselves by courtesy and aging, not FIFO, so only its readers-and-writers runs are checked.
-/// A description of the first request overtaken more often, or `None`.
-pub fn overtaken(
-    grants: &[GrantRecord],
-    strategy: baton_kernel::Strategy,
-    modes: super::Modes,
-) -> Option<String> {
-    if strategy == baton_kernel::Strategy::ColumnPrefix && modes != super::Modes::ReadersWriters {
-        return None;
-    }
-    if strategy == baton_kernel::Strategy::UniqueInsert {
-        return None;
-    }
-    for w in grants.iter().filter(|g| g.mode == Mode::Exclusive) {
-        let Some(asked) = w.requested else {
-            continue;
-        };
-        let mut by_client: Vec<(usize, usize)> = Vec::new();
-        for g in grants.iter().filter(|g| {
-            g.client != w.client
-                && g.name == w.name
-                && g.at < w.at
-                && g.requested.is_some_and(|r| r > asked)
-        }) {
-            match by_client.iter_mut().find(|(c, _)| *c == g.client) {
-                Some((_, n)) => *n += 1,
-                None => by_client.push((g.client, 1)),
-            }
-        }
-        if let Some((c, n)) = by_client.iter().find(|(_, n)| *n > 1) {
-            return Some(format!(
-                "starvation: client {}'s exclusive request on {:?} (made at t={}ms, granted at t={}ms) was overtaken {n} times by client {c}, whose requests came after it",
-                w.client,
-                w.name,
-                asked as f64 / 1e6,
-                w.at as f64 / 1e6
-            ));
-        }
-    }
-    None
 }
