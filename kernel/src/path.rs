@@ -77,8 +77,8 @@ impl LockPath {
         LockPath { name }
     }
 
-    /// A flat name as a one-segment path (see [`LockPath::flat`]), for ordering flat names
-    /// the way paths are ordered (`lock_all`).
+    /// A flat name as a one-segment path, whatever its dots (in a flat name's row every entry
+    /// is on that name), for ordering flat names the way paths are ordered (`lock_all`).
     pub fn flat_name(name: LockName) -> Self {
         Self::flat(name)
     }

@@ -31,7 +31,7 @@ pub struct GrantRecord {
     /// The mode it was granted in (issue 43).
     pub mode: Mode,
     /// When its acquisition's request was made (the reply to the first write of its lock
-    /// cell), for [`overtakes`].
+    /// cell), for [`overtaken`].
     pub requested: Option<u64>,
 }
 
