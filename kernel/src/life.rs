@@ -458,6 +458,11 @@ impl LockLife {
         if h.release_requested.is_some() || h.elsewhere_requested {
             return Err(not_held("use the lock's object"));
         }
+        if h.lease.data.opts.paths {
+            return Err(crate::op::object::paths_have_no_objects(
+                h.lease.name().as_str(),
+            ));
+        }
         if !h.lease.mode().is_exclusive() {
             // Its co-holders could write it too: a locked write is only safe under a lease
             // that excludes every other writer.
@@ -836,7 +841,7 @@ impl LockLife {
             let guard = crate::model::ObjectGuard::Held {
                 column: data.column.clone(),
                 value: data.value.clone(),
-                counter: crate::strategy::RowColumns::of(&data.opts).fence,
+                counter: crate::strategy::RowColumns::at(&data.opts, data.name.as_str()).fence,
                 counter_value: data.fence_value.clone(),
             };
             let levels = ObjectLevels {

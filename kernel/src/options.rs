@@ -151,6 +151,16 @@ pub struct LockOptions {
     /// permits. Bakery and column prefix carry every mode; unique insert only exclusive
     /// (validation refuses the others). See `docs/modes-design.md`.
     pub mode: Mode,
+    /// Names are paths (issue 43, seed 003's `foo.bar.woof`): a lock on `a.b` conflicts with
+    /// `a.b`, its ancestors `a` and its descendants `a.b.*` (when either side is exclusive),
+    /// and not with `a.c` or `ab`. The tree of a root lives in the root's row, so one read
+    /// still decides, at today's round trips. Every user of a tree must turn it on: a flat lock
+    /// on `a.b` and a path lock on `a.b` are different locks (as two strategies on one name
+    /// are). Bakery and column prefix only; names must be valid [`LockPath`]s
+    /// ([`ErrorKind::InvalidName`](crate::ErrorKind::InvalidName) otherwise). Off by default.
+    ///
+    /// [`LockPath`]: crate::LockPath
+    pub paths: bool,
     /// Wall-clock time of the acquisition in Unix milliseconds, recorded for people reading the
     /// lock table (age in `baton locks`). Never used to decide anything.
     pub created_unix_ms: u64,
@@ -320,6 +330,11 @@ impl LockOptions {
         if let Mode::Counted(n) = self.mode {
             Mode::counted(i64::from(n))?;
         }
+        if self.strategy == Strategy::UniqueInsert && self.paths {
+            return Err(Error::invalid_option(
+                "the unique-insert strategy takes flat names only (its one cell per name cannot see a tree); paths need the bakery or column-prefix strategy",
+            ));
+        }
         if self.strategy == Strategy::UniqueInsert && self.mode != Mode::Exclusive {
             return Err(Error::invalid_option(format!(
                 "the unique-insert strategy takes exclusive locks only (its one cell per name has no room for a second holder); a {} lock needs the bakery or column-prefix strategy",
@@ -410,6 +425,7 @@ impl Default for LockOptions {
             allow_weak_consistency: false,
             prefix: PrefixOptions::default(),
             mode: Mode::Exclusive,
+            paths: false,
             created_unix_ms: 0,
             seed: 0,
             acquisition: 0,

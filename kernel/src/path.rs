@@ -17,6 +17,7 @@ use crate::name::LockName;
 /// Rules, on top of [`LockName`]'s, each checked with an error of kind
 /// [`ErrorKind::InvalidName`] that names the rule and where it was broken:
 /// - no empty segment: no leading dot, no trailing dot, no two dots in a row (`a..b`);
+/// - no `|` (the lock table separates an entry's path from its owner with it);
 /// - at most [`LockPath::MAX_SEGMENTS`] segments.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct LockPath {
@@ -55,6 +56,11 @@ impl LockPath {
         }
         if text.ends_with(Self::SEPARATOR) {
             return invalid("ends with a dot (an empty last segment)");
+        }
+        if let Some(at) = text.find(crate::strategy::PATH_END) {
+            return invalid(&alloc::format!(
+                "contains '|' (at byte {at}), which separates a path from its owner in the lock table"
+            ));
         }
         if let Some(at) = text.find("..") {
             return invalid(&alloc::format!(

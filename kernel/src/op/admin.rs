@@ -24,18 +24,25 @@ use crate::strategy::{prefix, RowColumns};
 use super::acquire::delete_version;
 use crate::time::Instant;
 
-/// Decodes the live entries of one lock's row.
-pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<LockInfo> {
+/// Decodes the live entries of one row: one lock's, or with paths a root's tree (each entry
+/// then named by the path its column names).
+pub(crate) fn entries(row: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<LockInfo> {
     let columns = RowColumns::of(opts);
-    let fence = cells
-        .iter()
-        .find(|c| c.column == columns.fence)
-        .and_then(|c| Fence::decode(&c.value).ok());
-    let token_of = |owner: &str| fence.as_ref().filter(|f| f.owner == owner).map(|f| f.token);
+    // The counter of a path (the row's one counter without paths).
+    let counter_of = |path: &str| {
+        let column = match &columns.counters {
+            Some(counters) => format!("{counters}{path}"),
+            None => columns.fence.clone(),
+        };
+        cells
+            .iter()
+            .find(|c| c.column == column)
+            .and_then(|c| Fence::decode(&c.value).ok())
+    };
     let mut out: Vec<LockInfo> = Vec::new();
     for cell in cells.iter().filter(|c| columns.is_entry(&c.column)) {
         let base = LockInfo {
-            name: String::from(name),
+            name: String::from(columns.path_part(&cell.column).unwrap_or(row)),
             strategy: opts.strategy,
             column: cell.column.clone(),
             owner: String::from(columns.owner_part(&cell.column)),
@@ -83,10 +90,10 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
                 }
             }
         };
-        out.push(LockInfo {
-            token: token_of(&info.owner),
-            ..info
-        });
+        let token = counter_of(&info.name)
+            .filter(|f| f.owner == info.owner)
+            .map(|f| f.token);
+        out.push(LockInfo { token, ..info });
     }
     if opts.strategy == Strategy::Bakery {
         // Queue order: by ticket, then by owner (the bakery's tie-break).
@@ -104,7 +111,7 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
             (None, None) => a.owner.cmp(&b.owner),
         });
     }
-    mark_holders(name, opts.strategy, &mut out);
+    mark_holders(opts, &mut out);
     out
 }
 
@@ -115,14 +122,24 @@ pub(crate) fn entries(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<Loc
 /// which is right for a waiting writer behind readers and, for two columns that collided
 /// (both about to back off), names the older one as holding. Informational: the strategies
 /// decide from their own reads, never from this.
-fn mark_holders(name: &str, strategy: Strategy, out: &mut [LockInfo]) {
+fn mark_holders(opts: &LockOptions, out: &mut [LockInfo]) {
+    let strategy = opts.strategy;
     if strategy == Strategy::UniqueInsert {
         return;
     }
-    let Ok(lock) = LockName::new(name) else {
-        return;
-    };
-    let path = LockPath::flat(lock);
+    // Each entry's path (without paths, its name as one segment; `None`: unreadable, which
+    // conflicts with everything in the row).
+    let paths: Vec<Option<LockPath>> = out
+        .iter()
+        .map(|e| {
+            let name = LockName::new(&e.name).ok()?;
+            if opts.paths {
+                LockPath::from_name(name).ok()
+            } else {
+                Some(LockPath::flat(name))
+            }
+        })
+        .collect();
     let live: Vec<usize> = (0..out.len())
         .filter(|&i| out[i].state != EntryState::Stale)
         .collect();
@@ -142,7 +159,7 @@ fn mark_holders(name: &str, strategy: Strategy, out: &mut [LockInfo]) {
                     _ => (other.created_unix_ms, &other.column) < (me.created_unix_ms, &me.column),
                 };
                 Seen {
-                    path: Some(&path),
+                    path: paths[j].as_ref(),
                     mode: other.mode,
                     place: if strategy == Strategy::Bakery && other.state == EntryState::Entering {
                         Place::Entering
@@ -155,7 +172,9 @@ fn mark_holders(name: &str, strategy: Strategy, out: &mut [LockInfo]) {
             })
             .collect();
         let mode = me.mode.unwrap_or(Mode::Exclusive);
-        holds[i] = grant::blockers(&path, mode, &seen, Sabotage::None).is_ok_and(|b| b.is_empty());
+        holds[i] = paths[i].as_ref().is_some_and(|path| {
+            grant::blockers(path, mode, &seen, Sabotage::None).is_ok_and(|b| b.is_empty())
+        });
     }
     for (i, info) in out.iter_mut().enumerate() {
         info.state = match (info.state, holds[i]) {
@@ -196,10 +215,17 @@ fn read_for(name: &str, opts: &LockOptions) -> Command {
         _ => ReadConsistency::Plain(opts.consistency),
     };
     Command::Read {
-        row: String::from(name),
+        row: String::from(RowColumns::row_of(opts, name)),
         filter: columns.filter(false),
         consistency,
     }
+}
+
+/// The entries of `name` among those of its row (with paths, the row holds its whole tree).
+fn entries_of(name: &str, opts: &LockOptions, cells: &[Cell]) -> Vec<LockInfo> {
+    let mut found = entries(RowColumns::row_of(opts, name), opts, cells);
+    found.retain(|e| e.name == name);
+    found
 }
 
 /// The plumbing every admin operation shares: one command at a time and a result.
@@ -285,7 +311,7 @@ impl Operation for Inspect {
                 io.send(read_for(name.as_str(), opts));
                 None
             }
-            Some(Reply::Cells(cells)) => Some(Ok(entries(name.as_str(), opts, &cells))),
+            Some(Reply::Cells(cells)) => Some(Ok(entries_of(name.as_str(), opts, &cells))),
             Some(other) => Some(Err(unexpected("inspection read", &other))),
         })
     }
@@ -596,13 +622,14 @@ impl ForceRelease {
             &mut self.written,
             &mut self.reads,
         );
-        let columns = RowColumns::of(opts);
+        let columns = RowColumns::at(opts, name.as_str());
+        let row = RowColumns::row_of(opts, name.as_str());
         self.steps.poll(now, |io, reply| {
             let next = match reply {
                 None => ForceNext::Read,
                 Some(Reply::Cells(cells)) => {
                     let first = *reads == 1;
-                    *pending = entries(name.as_str(), opts, &cells)
+                    *pending = entries_of(name.as_str(), opts, &cells)
                         .into_iter()
                         .filter_map(|info| {
                             let cell = cells.iter().find(|c| c.column == info.column)?;
@@ -618,7 +645,7 @@ impl ForceRelease {
                             .iter()
                             .find(|c| c.column == columns.fence)
                             .map(|c| c.value.as_str());
-                        match forced_bump(name.as_str(), &columns.fence, fence, opts) {
+                        match forced_bump(row, &columns.fence, fence, opts) {
                             Ok(b) => {
                                 io.send(b.command());
                                 *bump = Some(b);
@@ -650,7 +677,7 @@ impl ForceRelease {
                         // The closing update always lands, from whatever the counter holds
                         // now, so a grant that raced the deletes still sees the break counted.
                         Ok(Bumped::Moved(current)) if *closing => {
-                            match forced_bump(name.as_str(), &columns.fence, Some(&current), opts) {
+                            match forced_bump(row, &columns.fence, Some(&current), opts) {
                                 Ok(b) => {
                                     io.send(b.command());
                                     *bump = Some(b);
@@ -686,7 +713,7 @@ impl ForceRelease {
                 ForceNext::Close => {
                     // From the counter as our first update left it (read by compare-and-set).
                     let current = written.as_deref();
-                    let b = match forced_bump(name.as_str(), &columns.fence, current, opts) {
+                    let b = match forced_bump(row, &columns.fence, current, opts) {
                         Ok(b) => b,
                         Err(e) => return Some(Err(e)),
                     };
@@ -722,7 +749,7 @@ impl ForceRelease {
                     {
                         attempted.push(next.clone());
                     }
-                    let row = String::from(name.as_str());
+                    let row = String::from(row);
                     io.send(match opts.strategy {
                         Strategy::UniqueInsert => Command::CompareAndSet {
                             row,

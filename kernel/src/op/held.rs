@@ -8,9 +8,10 @@ use alloc::string::String;
 use super::io::Io;
 use crate::error::{Error, ErrorKind};
 use crate::lease::Lease;
-use crate::model::{Command, ReadConsistency, Write};
-use crate::options::Strategy;
-use crate::record::Fence;
+use crate::model::{Cell, Command, ReadConsistency, Write};
+use crate::options::{Sabotage, Strategy};
+use crate::path::LockPath;
+use crate::record::{counter_says_lost, Fence};
 use crate::retry::SplitMix64;
 use crate::strategy::RowColumns;
 
@@ -75,10 +76,63 @@ pub(super) fn delete_mine(lease: &Lease) -> Command {
     }
 }
 
+/// A fencing counter found moved in a way that says the lease was lost (see [`moved_counter`]).
+pub(super) struct Moved {
+    /// The counter's value.
+    pub value: String,
+    /// Whether it is the lease's own counter (with paths, not a related path's).
+    pub own: bool,
+}
+
+/// The counter in `cells` that says `lease` was lost, if one does: its own counter moved as
+/// [`counter_says_lost`] reads it (any move for an exclusive lease; a forced release or an
+/// exclusive grant for a shared or counted one); with paths, also a related path's counter
+/// holding a later conflicting grant: a token above ours for an exclusive lease, an exclusive
+/// token (`x=`) above ours for a shared or counted one (`docs/modes-design.md`, "Counters with
+/// paths"). Under [`Sabotage::SharedTrustsCounter`] a shared lease trusts every counter.
+pub(super) fn moved_counter(lease: &Lease, cells: &[Cell]) -> Option<Moved> {
+    let data = &lease.data;
+    let columns = RowColumns::at(&data.opts, data.name.as_str());
+    let shared = !data.opts.mode.is_exclusive();
+    if shared && data.opts.sabotage() == Sabotage::SharedTrustsCounter {
+        return None;
+    }
+    if let Some(c) = cells.iter().find(|c| {
+        c.column == columns.fence && counter_says_lost(shared, &data.fence_value, &c.value)
+    }) {
+        return Some(Moved {
+            value: c.value.clone(),
+            own: true,
+        });
+    }
+    columns.counters.as_ref()?;
+    let me = LockPath::new(data.name.as_str()).ok()?;
+    cells
+        .iter()
+        .find(|c| {
+            let Some(q) = columns.counter_path(&c.column) else {
+                return false;
+            };
+            if c.column == columns.fence || !LockPath::new(q).is_ok_and(|q| q.is_related(&me)) {
+                return false;
+            }
+            match Fence::decode(&c.value) {
+                Ok(f) if shared => f.last_exclusive() > data.token,
+                Ok(f) => f.token > data.token,
+                // Unreadable: lost, the safe reading.
+                Err(_) => true,
+            }
+        })
+        .map(|c| Moved {
+            value: c.value.clone(),
+            own: false,
+        })
+}
+
 /// The read of a lease's entries and fencing counter that renewal and release check: serial for
 /// unique insert (its cells are written by compare-and-set only), plain for the others.
 pub(super) fn check_read(lease: &Lease) -> Command {
-    let columns = RowColumns::of(&lease.data.opts);
+    let columns = RowColumns::at(&lease.data.opts, lease.data.name.as_str());
     let consistency = match lease.data.opts.strategy {
         Strategy::UniqueInsert => ReadConsistency::Serial(lease.data.opts.serial),
         _ => ReadConsistency::Plain(lease.data.opts.consistency),
@@ -92,7 +146,7 @@ pub(super) fn check_read(lease: &Lease) -> Command {
 
 /// The cells [`check_read`] reads.
 pub(super) fn check_read_filter(lease: &Lease) -> crate::model::ColumnFilter {
-    RowColumns::of(&lease.data.opts).filter(false)
+    RowColumns::at(&lease.data.opts, lease.data.name.as_str()).filter(false)
 }
 
 pub(crate) fn io_for(lease: &Lease) -> (Io, SplitMix64) {

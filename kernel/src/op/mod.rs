@@ -6,7 +6,7 @@ mod aging;
 mod held;
 mod herd;
 mod io;
-mod object;
+pub(crate) mod object;
 mod release;
 mod renew;
 

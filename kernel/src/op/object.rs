@@ -557,6 +557,9 @@ impl ObjectOp {
         limit: usize,
     ) -> Result<Self> {
         opts.validate()?;
+        if opts.paths {
+            return Err(paths_have_no_objects(name.as_str()));
+        }
         request.check(limit)?;
         let mut request = request;
         if opts.sabotage() == Sabotage::OptimisticUnversioned {
@@ -704,4 +707,14 @@ fn locked_object(e: Error) -> Error {
     } else {
         e
     }
+}
+
+/// Objects live one per row; with paths a row holds a whole tree, so a path has none.
+pub(crate) fn paths_have_no_objects(name: &str) -> crate::Error {
+    crate::Error::new(
+        crate::ErrorKind::InvalidOption,
+        alloc::format!(
+            "lock {name:?} is a path: objects live beside flat names only (a root's row holds its whole tree)"
+        ),
+    )
 }

@@ -10,7 +10,7 @@ use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::Lease;
 use crate::model::{Command, Reply, Write};
 use crate::options::{Sabotage, Strategy};
-use crate::record::{counter_says_lost, Fence};
+use crate::record::Fence;
 use crate::reserved;
 use crate::retry::SplitMix64;
 use crate::strategy::{unique, RowColumns};
@@ -18,7 +18,7 @@ use crate::time::Instant;
 
 use super::held::{
     check_read, check_read_filter, counter_owner, delete_mine, granted_since, io_for, lost,
-    lost_to, named,
+    lost_to, moved_counter, named, Moved,
 };
 
 /// Releases a lease: only the owner's own cell is removed, and the result says what is known.
@@ -138,7 +138,7 @@ impl Release {
                 ),
             ));
         }
-        let columns = RowColumns::of(&lease.data.opts);
+        let columns = RowColumns::at(&lease.data.opts, lease.data.name.as_str());
         for (i, w) in writes.iter().enumerate() {
             let column = match w {
                 Write::Put { column, .. } | Write::Delete { column } => column,
@@ -225,7 +225,7 @@ impl Release {
                             && self.maybe_removed()
                             && self
                                 .moved(&cells)
-                                .is_none_or(|v| self.regranted_without_force(&v)) =>
+                                .is_none_or(|m| self.regranted(&m, &cells)) =>
                     {
                         if self.in_time() {
                             Ok(())
@@ -344,25 +344,36 @@ impl Release {
             .any(|c| c.column == self.lease.data.column && c.value == self.lease.data.value)
     }
 
-    /// The counter's value in `cells`, if another grant (or a forced release) moved it.
-    fn moved(&self, cells: &[crate::model::Cell]) -> Option<String> {
-        let fence = RowColumns::of(&self.lease.data.opts).fence;
-        let shared = !self.lease.data.opts.mode.is_exclusive();
-        let trusted = shared && self.lease.data.opts.sabotage() == Sabotage::SharedTrustsCounter;
-        cells
-            .iter()
-            .find(|c| c.column == fence)
-            .filter(|c| {
-                !trusted && counter_says_lost(shared, &self.lease.data.fence_value, &c.value)
+    /// The counter's value in `cells` that says the lease was lost ([`moved_counter`]), if
+    /// one does.
+    fn moved(&self, cells: &[crate::model::Cell]) -> Option<Moved> {
+        moved_counter(&self.lease, cells)
+    }
+
+    /// Whether `moved` is only a later grant after our cell went away by our own removal (or
+    /// its expiry): with no forced release on our path since our grant, nor just before it.
+    /// Our own counter: [`Self::regranted_without_force`]; a related path's counter (paths):
+    /// our own counter shows no forced release since ours.
+    fn regranted(&self, moved: &Moved, cells: &[crate::model::Cell]) -> bool {
+        if moved.own {
+            return self.regranted_without_force(&moved.value);
+        }
+        let own = RowColumns::at(&self.lease.data.opts, self.lease.data.name.as_str()).fence;
+        !self.lease.data.after_forced
+            && cells.iter().find(|c| c.column == own).is_none_or(|c| {
+                c.value == self.lease.data.fence_value || self.regranted_without_force(&c.value)
             })
-            .map(|c| c.value.clone())
     }
 
     /// What a read of the row made after the release started says: `None` when the lease was
     /// intact (our cell there, the counter as our grant left it), the loss otherwise.
     fn verdict(&self, cells: &[crate::model::Cell]) -> Option<Error> {
         match (self.mine(cells), self.moved(cells)) {
-            (_, Some(v)) => Some(lost_to(&self.lease, &granted_since(&v), counter_owner(&v))),
+            (_, Some(m)) => Some(lost_to(
+                &self.lease,
+                &granted_since(&m.value),
+                counter_owner(&m.value),
+            )),
             (false, None) => Some(lost(
                 &self.lease,
                 "its lock cell was gone (expired or force-released)",
@@ -393,7 +404,7 @@ impl Release {
             expected: self.lease.data.value.clone(),
             new: None,
             ttl: None,
-            guard: RowColumns::of(&self.lease.data.opts).fence,
+            guard: RowColumns::at(&self.lease.data.opts, self.lease.data.name.as_str()).fence,
             guard_value: self.lease.data.fence_value.clone(),
             serial: self.lease.data.opts.serial,
             consistency: self.lease.data.opts.consistency,

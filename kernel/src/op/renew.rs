@@ -9,13 +9,13 @@ use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::Lease;
 use crate::model::{Command, Reply};
 use crate::options::{Sabotage, Strategy};
-use crate::record::counter_says_lost;
 use crate::retry::SplitMix64;
-use crate::strategy::{unique, RowColumns};
+use crate::strategy::unique;
 use crate::time::Instant;
 
 use super::held::{
-    check_read, counter_owner, delete_mine, granted_since, io_for, lost, lost_to, named,
+    check_read, counter_owner, delete_mine, granted_since, io_for, lost, lost_to, moved_counter,
+    named,
 };
 
 #[derive(Debug)]
@@ -91,23 +91,13 @@ impl Renew {
                 "its lock cell is gone (expired or force-released)",
             ));
         }
-        let fence = RowColumns::of(&self.lease.data.opts).fence;
-        let shared = !self.lease.data.opts.mode.is_exclusive();
-        let trusted = shared && self.lease.data.opts.sabotage() == Sabotage::SharedTrustsCounter;
-        cells
-            .iter()
-            .find(|c| {
-                c.column == fence
-                    && !trusted
-                    && counter_says_lost(shared, &self.lease.data.fence_value, &c.value)
-            })
-            .map(|c| {
-                lost_to(
-                    &self.lease,
-                    &granted_since(&c.value),
-                    counter_owner(&c.value),
-                )
-            })
+        moved_counter(&self.lease, cells).map(|m| {
+            lost_to(
+                &self.lease,
+                &granted_since(&m.value),
+                counter_owner(&m.value),
+            )
+        })
     }
 
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {

@@ -92,6 +92,7 @@ use crate::owner::OwnerId;
 use crate::path::LockPath;
 use crate::record::{decode_bakery, entry_mode, BakeryState};
 use crate::strategy::grant::{self, Place, Seen};
+use crate::strategy::RowColumns;
 
 /// Column prefix of contender cells.
 pub const PREFIX: &str = "ticket/";
@@ -104,28 +105,35 @@ pub(crate) struct Contender {
     pub state: BakeryState,
     /// Its mode (`None`: a token this version does not know, taken as exclusive).
     pub mode: Option<Mode>,
+    /// With paths, the path it is on (`None`: a column naming no valid path, which conflicts
+    /// with the whole tree). Without paths, `None` and unused: every contender is on the row's
+    /// one name.
+    pub path: Option<LockPath>,
 }
 
 /// The contenders in `cells` (cells that do not parse are reported as `entering`, which blocks:
-/// the safe reading of a value we do not understand).
-pub(crate) fn contenders(cells: &[Cell]) -> Vec<Contender> {
+/// the safe reading of a value we do not understand), laid out as `columns` says.
+pub(crate) fn contenders(cells: &[Cell], columns: &RowColumns) -> Vec<Contender> {
     cells
         .iter()
         .filter(|c| c.column.len() > PREFIX.len() && c.column.starts_with(PREFIX))
         .map(|c| Contender {
             column: c.column.clone(),
-            owner: OwnerId::parse(&c.column[PREFIX.len()..]).ok(),
+            owner: OwnerId::parse(columns.owner_part(&c.column)).ok(),
             state: decode_bakery(&c.value)
                 .map(|(s, _)| s)
                 .unwrap_or(BakeryState::Entering),
             mode: entry_mode(&c.value),
+            path: columns
+                .path_part(&c.column)
+                .and_then(|p| LockPath::new(p).ok()),
         })
         .collect()
 }
 
 /// The largest ticket among `cells`.
-pub(crate) fn max_ticket(cells: &[Cell]) -> u64 {
-    contenders(cells)
+pub(crate) fn max_ticket(cells: &[Cell], columns: &RowColumns) -> u64 {
+    contenders(cells, columns)
         .iter()
         .filter_map(|c| match c.state {
             BakeryState::Ticket(n) => Some(n),
@@ -146,7 +154,8 @@ fn precedes(other: &Contender, ticket: u64, me: &OwnerId) -> bool {
 }
 
 /// The columns of the contenders that block us: `me` holding `ticket` in `my_column`, asking
-/// for `mode` on `path` (every contender of a flat name's row is on that name). Entering and
+/// for `mode` on `path` (every contender of a flat name's row is on that name; with paths, each
+/// is on the path its column names, see [`RowColumns`]). Entering and
 /// earlier contenders block as [`grant::blockers`] says: every one of them for an exclusive
 /// request (today's rule), only exclusive ones for a shared one, and a full semaphore's.
 /// `broken`: a deliberately broken variant the simulator must catch (not waiting for
@@ -154,21 +163,22 @@ fn precedes(other: &Contender, ticket: u64, me: &OwnerId) -> bool {
 /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) error on a mode mix-up.
 pub(crate) fn blockers(
     cells: &[Cell],
-    my_column: &str,
+    (columns, my_column): (&RowColumns, &str),
     me: &OwnerId,
     (ticket, mode, path): (u64, Mode, &LockPath),
     broken: Sabotage,
 ) -> Result<Vec<alloc::string::String>> {
     let ignore_entering = broken == Sabotage::BakeryIgnoresEntering;
-    let others: Vec<Contender> = contenders(cells)
+    let others: Vec<Contender> = contenders(cells, columns)
         .into_iter()
         .filter(|c| c.column != my_column)
         .filter(|c| !(ignore_entering && c.state == BakeryState::Entering))
         .collect();
+    let tree = columns.counters.is_some();
     let seen: Vec<Seen<'_>> = others
         .iter()
         .map(|c| Seen {
-            path: Some(path),
+            path: if tree { c.path.as_ref() } else { Some(path) },
             mode: c.mode,
             place: if c.state == BakeryState::Entering {
                 Place::Entering
@@ -212,13 +222,17 @@ mod tests {
             cell(&b, "ticket=3 created_ms=0"),
         ];
         let x = |ticket| (ticket, Mode::Exclusive, &name);
+        let flat = RowColumns::of(&crate::LockOptions {
+            strategy: crate::Strategy::Bakery,
+            ..crate::LockOptions::default()
+        });
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(3), Sabotage::None),
+            blockers(&cells, (&flat, &col_b), &b, x(3), Sabotage::None),
             Ok(vec![format!("{PREFIX}{}", a.key())])
         );
         let col_a = format!("{PREFIX}{}", a.key());
         assert_eq!(
-            blockers(&cells, &col_a, &a, x(3), Sabotage::None),
+            blockers(&cells, (&flat, &col_a), &a, x(3), Sabotage::None),
             Ok(Vec::<String>::new())
         );
         let cells = vec![
@@ -226,13 +240,20 @@ mod tests {
             cell(&b, "ticket=1 created_ms=0"),
         ];
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(1), Sabotage::None).map(|v| v.len()),
+            blockers(&cells, (&flat, &col_b), &b, x(1), Sabotage::None).map(|v| v.len()),
             Ok(1)
         );
         assert_eq!(
-            blockers(&cells, &col_b, &b, x(1), Sabotage::BakeryIgnoresEntering).map(|v| v.len()),
+            blockers(
+                &cells,
+                (&flat, &col_b),
+                &b,
+                x(1),
+                Sabotage::BakeryIgnoresEntering
+            )
+            .map(|v| v.len()),
             Ok(0)
         );
-        assert_eq!(max_ticket(&cells), 1);
+        assert_eq!(max_ticket(&cells, &flat), 1);
     }
 }

@@ -66,6 +66,9 @@ pub(crate) struct FenceBump {
     /// The grant is shared or counted: other holders' grants may move the counter during
     /// ours, and are not a sign of anything wrong (see [`FenceBump::shared`]).
     shared: bool,
+    /// With paths: the largest token of the related paths' counters at our deciding read; our
+    /// token is above it (see [`FenceBump::above`]).
+    floor: u64,
 }
 
 impl FenceBump {
@@ -94,6 +97,7 @@ impl FenceBump {
             serial,
             blind: false,
             shared: false,
+            floor: 0,
         })
     }
 
@@ -189,7 +193,18 @@ impl FenceBump {
     fn next_token(&self) -> u64 {
         self.expected
             .as_ref()
-            .map_or(1, |f| f.token.saturating_add(1))
+            .map_or(0, |f| f.token)
+            .max(self.floor)
+            .saturating_add(1)
+    }
+
+    /// With paths: the token taken is above `floor`, the largest token of the counters of the
+    /// paths related to ours as our deciding read found them (`docs/modes-design.md`, "Counters
+    /// with paths"): so an exclusive grant's token exceeds every earlier related grant's, and a
+    /// shared grant's every earlier related exclusive grant's.
+    pub fn above(mut self, floor: u64) -> Self {
+        self.floor = floor;
+        self
     }
 
     /// For a shared or counted grant: a fresh miss that shows another *grant* (not a forced

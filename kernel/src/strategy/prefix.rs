@@ -103,6 +103,8 @@ pub(crate) fn classify(columns: &RowColumns, cells: Vec<Cell>, my_column: &str) 
     for cell in cells {
         if cell.column == columns.fence {
             out.fence = Some(cell.value);
+        } else if columns.counter_path(&cell.column).is_some() {
+            // Another path's counter in the tree's row: neither an entry nor the caller's data.
         } else if cell.column == my_column {
             out.ours = true;
         } else if columns.is_entry(&cell.column) {

@@ -61,7 +61,7 @@ impl Acquire {
                     self.io.send(self.put(self.value.clone(), self.opts.ttl));
                     return;
                 }
-                let ticket = bakery::max_ticket(&cells).saturating_add(1);
+                let ticket = bakery::max_ticket(&cells, &self.columns).saturating_add(1);
                 self.value = encode_bakery(
                     BakeryState::Ticket(ticket),
                     self.opts.mode,
@@ -94,7 +94,7 @@ impl Acquire {
                 let me = crate::path::LockPath::flat(self.name.clone());
                 let blockers = match bakery::blockers(
                     &cells,
-                    &self.column,
+                    (&self.columns, &self.column),
                     &self.owner,
                     (ticket, self.opts.mode, &me),
                     self.opts.sabotage(),
@@ -103,6 +103,7 @@ impl Acquire {
                     Err(e) => return self.abandon(Then::Fail(e.with_lock(self.name.as_str()))),
                 };
                 let Some(first) = blockers.first() else {
+                    self.fence_floor = self.columns.related_floor(&cells, self.name.as_str());
                     let fence = cells
                         .into_iter()
                         .find(|c| c.column == self.columns.fence)

@@ -82,6 +82,7 @@ impl Acquire {
             }
             (Phase::PrefixRead, Reply::Cells(cells)) => {
                 self.newest_stamp = cells.iter().map(|c| c.stamp).max().unwrap_or(0);
+                self.fence_floor = self.columns.related_floor(&cells, self.name.as_str());
                 let found = prefix::classify(&self.columns, cells, &self.column);
                 if !found.ours || self.lapsed(now) {
                     return self.abandon(Then::Restart);
@@ -180,10 +181,26 @@ impl Acquire {
     /// [`ErrorKind::InvalidOption`] error on a mode mix-up.
     fn first_blocker(&self, others: &[(String, String)]) -> crate::Result<Option<String>> {
         let me = LockPath::flat(self.name.clone());
+        // With paths, each entry is on the path its column names (`None`: none, a conflict
+        // with the whole tree); without, every entry is on our name.
+        let tree = self.columns.counters.is_some();
+        let paths: Vec<Option<LockPath>> = if tree {
+            others
+                .iter()
+                .map(|(column, _)| {
+                    self.columns
+                        .path_part(column)
+                        .and_then(|p| LockPath::new(p).ok())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let seen: Vec<Seen<'_>> = others
             .iter()
-            .map(|(_, value)| Seen {
-                path: Some(&me),
+            .enumerate()
+            .map(|(i, (_, value))| Seen {
+                path: if tree { paths[i].as_ref() } else { Some(&me) },
                 mode: entry_mode(value),
                 place: Place::Before,
             })

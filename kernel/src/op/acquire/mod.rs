@@ -25,6 +25,7 @@ use crate::model::{Cell, Command, ReadConsistency, Reply};
 use crate::name::LockName;
 use crate::options::{LockOptions, Sabotage, Strategy, Wait};
 use crate::owner::OwnerId;
+use crate::path::LockPath;
 use crate::record::{encode_bakery, BakeryState, LockRecord};
 use crate::retry::SplitMix64;
 use crate::strategy::fence::{Bumped, FenceBump};
@@ -103,6 +104,8 @@ pub const GIVE_UP_GRACE_MAX: core::time::Duration = core::time::Duration::from_s
 #[derive(Debug)]
 pub struct Acquire {
     name: LockName,
+    /// The row our cell is in: the name, or its root with paths.
+    row: String,
     owner: OwnerId,
     opts: LockOptions,
     columns: RowColumns,
@@ -124,6 +127,8 @@ pub struct Acquire {
     fence_hint: Option<FenceHint>,
     /// The fencing counter's value as our grant wrote it.
     fence_value: String,
+    /// With paths: the largest token of the related paths' counters at our deciding read.
+    fence_floor: u64,
     /// Our grant moved the counter from a forced release's value (see `LeaseData`).
     after_forced: bool,
     stale: Vec<(String, u64)>,
@@ -182,8 +187,12 @@ impl Acquire {
     /// is out of range.
     pub fn new(name: LockName, owner: OwnerId, opts: LockOptions) -> Result<Self> {
         opts.validate()?;
-        let columns = RowColumns::of(&opts);
-        let column = columns.my_column(&opts, &owner);
+        if opts.paths {
+            LockPath::from_name(name.clone())?;
+        }
+        let columns = RowColumns::at(&opts, name.as_str());
+        let column = columns.my_column(&opts, &owner, name.as_str());
+        let row = String::from(RowColumns::row_of(&opts, name.as_str()));
         let record = LockRecord {
             owner: owner.key(),
             ttl_ms: millis(opts.ttl),
@@ -206,6 +215,7 @@ impl Acquire {
             io: Io::new(opts.store_attempts, opts.retry),
             rng: SplitMix64::new(opts.seed),
             name,
+            row,
             owner,
             columns,
             column,
@@ -220,6 +230,7 @@ impl Acquire {
             cell_deadline: Instant::ZERO,
             fence_hint: None,
             fence_value: String::new(),
+            fence_floor: 0,
             after_forced: false,
             stale: Vec::new(),
             newest_stamp: 0,
@@ -272,7 +283,7 @@ impl Acquire {
     }
 
     fn row(&self) -> String {
-        String::from(self.name.as_str())
+        self.row.clone()
     }
 
     fn finish(&mut self, result: Result<Grant>) {
@@ -570,7 +581,7 @@ impl Acquire {
     /// when `fresh`.
     fn start_fence(&mut self, current: Option<String>, fresh: bool) {
         let bump = FenceBump::new(
-            self.name.as_str(),
+            &self.row,
             &self.columns.fence,
             self.owner.key(),
             self.opts.acquisition,
@@ -583,7 +594,8 @@ impl Acquire {
             Ok(bump) => {
                 let bump = bump
                     .blind(self.opts.sabotage() == Sabotage::FenceBlindWrite)
-                    .shared(!self.opts.mode.is_exclusive());
+                    .shared(!self.opts.mode.is_exclusive())
+                    .above(self.fence_floor);
                 self.io.send(bump.command());
                 self.phase = Phase::Fence(bump);
             }
