@@ -19,7 +19,7 @@ mod callback;
 mod object;
 
 use baton::baton_kernel::host::{duration_from, TimeUnit};
-use baton::{Error, ErrorKind, LockRequest, LockerSpec};
+use baton::{Error, ErrorKind, LockRequest, LockerSpec, Mode};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
@@ -86,6 +86,12 @@ fn request(timeout: Option<f64>, blocking: bool) -> Result<LockRequest, Error> {
     })
 }
 
+/// How a lock call waits, and as what: shared (a reader) or exclusive.
+fn lock_request(timeout: Option<f64>, blocking: bool, shared: bool) -> Result<LockRequest, Error> {
+    let request = request(timeout, blocking)?;
+    Ok(if shared { request.shared() } else { request })
+}
+
 #[pymethods]
 impl Locker {
     #[new]
@@ -119,35 +125,53 @@ impl Locker {
 
     /// Takes `name`, blocking (GIL released) up to `timeout` seconds (None: the locker's), or
     /// once when `blocking` is false; Ctrl-C interrupts the wait.
-    #[pyo3(signature = (name, timeout=None, blocking=true))]
+    /// `shared`: as one of any number of readers (bakery or column prefix only).
+    #[pyo3(signature = (name, timeout=None, blocking=true, shared=false))]
     fn lock(
         &self,
         py: Python<'_>,
         name: String,
         timeout: Option<f64>,
         blocking: bool,
+        shared: bool,
     ) -> PyResult<Guard> {
-        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let request = lock_request(timeout, blocking, shared).map_err(|e| to_py(&e))?;
         let locker = self.inner.clone();
         call::wait(py, async move { locker.lock_with(&name, request).await }).map(Guard::new)
     }
 
     /// The asyncio form of `lock`: `done(result)` is called once, from baton's thread, with the
     /// guard or the exception; the returned handle's `cancel()` drops the wait.
-    #[pyo3(signature = (name, done, timeout=None, blocking=true))]
+    #[pyo3(signature = (name, done, timeout=None, blocking=true, shared=false))]
     fn lock_async(
         &self,
         name: String,
         done: PyObject,
         timeout: Option<f64>,
         blocking: bool,
+        shared: bool,
     ) -> PyResult<Pending> {
-        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let request = lock_request(timeout, blocking, shared).map_err(|e| to_py(&e))?;
         let locker = self.inner.clone();
         let future = async move { locker.lock_with(&name, request).await };
         Ok(Pending::new(call::settle(done, future, |py, guard| {
             Ok(Py::new(py, Guard::new(guard))?.into_any())
         })?))
+    }
+
+    /// A semaphore of `permits` on `name` (see `Semaphore`): `InvalidOption` for permits
+    /// outside 1 to 10 000 or a locker whose strategy is unique insert, `InvalidName` for a bad
+    /// name, both now rather than at the first acquire.
+    fn semaphore(&self, name: &str, permits: i64) -> PyResult<Semaphore> {
+        let make = || -> Result<baton::Semaphore, Error> {
+            let Mode::Counted(n) = Mode::counted(permits)? else {
+                return Err(Error::internal("Mode::counted made another mode"));
+            };
+            self.inner.semaphore(name, n)
+        };
+        make()
+            .map(|inner| Semaphore { inner })
+            .map_err(|e| to_py(&e))
     }
 
     /// Every lock in the store: `[(name, strategy, owner, state, token, expires_in)]`.
@@ -306,6 +330,57 @@ impl Locker {
     }
 }
 
+/// A semaphore on the store (see `baton.Semaphore`): each acquire is a guard holding one permit.
+#[pyclass(module = "baton._baton", frozen)]
+struct Semaphore {
+    inner: baton::Semaphore,
+}
+
+#[pymethods]
+impl Semaphore {
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    #[getter]
+    fn permits(&self) -> u32 {
+        self.inner.permits()
+    }
+
+    /// Takes a permit as `Locker.lock` takes a lock (Ctrl-C interrupts the wait).
+    #[pyo3(signature = (timeout=None, blocking=true))]
+    fn acquire(&self, py: Python<'_>, timeout: Option<f64>, blocking: bool) -> PyResult<Guard> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let semaphore = self.inner.clone();
+        call::wait(py, async move { semaphore.acquire_with(request).await }).map(Guard::new)
+    }
+
+    /// The asyncio form of `acquire`, as `Locker.lock_async`.
+    #[pyo3(signature = (done, timeout=None, blocking=true))]
+    fn acquire_async(
+        &self,
+        done: PyObject,
+        timeout: Option<f64>,
+        blocking: bool,
+    ) -> PyResult<Pending> {
+        let request = request(timeout, blocking).map_err(|e| to_py(&e))?;
+        let semaphore = self.inner.clone();
+        let future = async move { semaphore.acquire_with(request).await };
+        Ok(Pending::new(call::settle(done, future, |py, guard| {
+            Ok(Py::new(py, Guard::new(guard))?.into_any())
+        })?))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Semaphore(name={:?}, permits={})",
+            self.inner.name(),
+            self.inner.permits()
+        )
+    }
+}
+
 /// One entry of a lock, as the operators' calls report it.
 #[pyclass(module = "baton._baton", frozen, get_all)]
 struct LockEntry {
@@ -380,6 +455,9 @@ struct Guard {
     name: String,
     #[pyo3(get)]
     token: u64,
+    /// What it is held as: `exclusive`, `shared` or `counted(N)` (a semaphore's permit).
+    #[pyo3(get)]
+    mode: String,
 }
 
 impl Guard {
@@ -387,6 +465,7 @@ impl Guard {
         Guard {
             name: guard.name().to_owned(),
             token: guard.token(),
+            mode: guard.mode().to_string(),
             guard: Arc::new(tokio::sync::Mutex::new(guard)),
         }
     }
@@ -439,7 +518,10 @@ impl Guard {
     }
 
     fn __repr__(&self) -> String {
-        format!("Guard(name={:?}, token={})", self.name, self.token)
+        format!(
+            "Guard(name={:?}, token={}, mode={})",
+            self.name, self.token, self.mode
+        )
     }
 }
 
@@ -448,6 +530,7 @@ impl Guard {
 fn _baton(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Locker>()?;
     m.add_class::<Guard>()?;
+    m.add_class::<Semaphore>()?;
     m.add_class::<object::ObjectGuard>()?;
     m.add_class::<Pending>()?;
     m.add_class::<LockEntry>()?;

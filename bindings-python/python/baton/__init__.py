@@ -6,6 +6,16 @@
     with locker.lock("nightly-digest", timeout=10) as lease:
         run_digest(fencing_token=lease.token)
 
+Shared locks and semaphores (on a locker whose strategy is ``"bakery"`` or
+``"column-prefix"``)::
+
+    with locker.lock("catalog", shared=True) as lease:     # readers hold it together
+        read_catalog()
+
+    encoders = locker.semaphore("encoders", 3)             # at most 3 holders at once
+    with encoders:
+        encode()
+
 Objects (ScaleOut StateServer's): a named object is an opaque ``bytes`` value with a version,
 kept beside its lock. Read and write it under the lock, or optimistically::
 
@@ -17,8 +27,9 @@ kept beside its lock. Read and write it under the lock, or optimistically::
 
 Every decision (waiting, renewing the lease, loss, releasing, whether a write applies) is made by
 baton's Rust core; this package adapts its types, errors and waiting to Python: ``with`` and
-``async with`` locks and objects, a ``threading.Lock``-shaped mutex, a decorator, and one
-exception class per error kind.
+``async with`` locks and objects, a ``threading.Lock``-shaped mutex, a
+``threading.BoundedSemaphore``-shaped semaphore, a decorator, and one exception class per error
+kind.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import datetime
 import functools
 import inspect
 import os
+import threading
 from typing import Any, Awaitable, Callable, List, NamedTuple, Optional, Tuple, TypeVar, Union, cast
 
 from . import _baton
@@ -72,6 +84,7 @@ __all__ = [
     "Object",
     "ObjectNotFound",
     "RuntimeFailed",
+    "Semaphore",
     "StaleLock",
     "StoreError",
     "StoreUnavailable",
@@ -119,6 +132,14 @@ def _name(name: object) -> str:
     return name
 
 
+def _permits(permits: object) -> int:
+    """``permits`` as the native module takes it: an int (its range is baton's to check; one
+    past a 64-bit integer is passed as the nearest, which baton refuses as out of range)."""
+    if isinstance(permits, bool) or not isinstance(permits, int):
+        raise InvalidOption(f"a semaphore's permits must be an int, not {type(permits).__name__}")
+    return max(min(permits, (1 << 63) - 1), -(1 << 63))
+
+
 def _value(value: object) -> bytes:
     """``value`` as the bytes the native module takes: bytes-like only (a ``str`` must be
     encoded by its caller, who knows the encoding)."""
@@ -149,6 +170,12 @@ class Versioned(NamedTuple):
     """Its version: grows by one on every write of the object, removals included."""
 
 
+def _shared(shared: object) -> bool:
+    if not isinstance(shared, bool):
+        raise InvalidOption(f"shared must be a bool, not {type(shared).__name__}")
+    return shared
+
+
 def _versioned(got: Optional[Tuple[bytes, int]]) -> Optional[Versioned]:
     return None if got is None else Versioned(*got)
 
@@ -177,6 +204,12 @@ class Lease:
     def token(self) -> int:
         """The fencing token: strictly greater for every later holder of this name."""
         return self._guard.token
+
+    @property
+    def mode(self) -> str:
+        """What it is held as: ``"exclusive"``, ``"shared"`` or ``"counted(N)"`` (one permit
+        of a semaphore of N)."""
+        return self._guard.mode
 
     @property
     def held(self) -> bool:
@@ -232,7 +265,7 @@ class Lease:
         self._leave(failing=kind is not None)
 
     def __repr__(self) -> str:
-        return f"Lease(name={self.name!r}, token={self.token}, held={self.held})"
+        return f"Lease(name={self.name!r}, token={self.token}, mode={self.mode!r}, held={self.held})"
 
 
 async def _cleaned_up(loop: asyncio.AbstractEventLoop) -> None:
@@ -517,17 +550,20 @@ class _ObjectContext:
 class _LockContext:
     """What ``locker.lock(name)`` returns: a context manager, sync or async."""
 
-    __slots__ = ("_locker", "_name", "_timeout", "_blocking", "_lease")
+    __slots__ = ("_locker", "_name", "_timeout", "_blocking", "_shared", "_lease")
 
-    def __init__(self, locker: "Locker", name: str, timeout: Optional[float], blocking: bool) -> None:
+    def __init__(
+        self, locker: "Locker", name: str, timeout: Optional[float], blocking: bool, shared: bool = False
+    ) -> None:
         self._locker = locker
         self._name = name
         self._timeout = timeout
         self._blocking = blocking
+        self._shared = shared
         self._lease: Optional[Lease] = None
 
     def __enter__(self) -> Lease:
-        self._lease = Lease(self._locker._native.lock(self._name, self._timeout, self._blocking))
+        self._lease = Lease(self._locker._native.lock(self._name, self._timeout, self._blocking, self._shared))
         return self._lease
 
     def __exit__(self, kind: object, value: object, traceback: object) -> None:
@@ -535,7 +571,7 @@ class _LockContext:
             self._lease._leave(failing=kind is not None)
 
     async def __aenter__(self) -> Lease:
-        self._lease = await self._locker._acquire_async(self._name, self._timeout, self._blocking)
+        self._lease = await self._locker._acquire_async(self._name, self._timeout, self._blocking, self._shared)
         return self._lease
 
     async def __aexit__(self, kind: object, value: object, traceback: object) -> None:
@@ -557,6 +593,9 @@ class Locker:
     file holding the store's password, so that the URL holds none; the URL may also carry TLS
     settings such as ``sslmode=verify-full&sslrootcert=/path/ca.pem``). Durations are seconds
     or ``timedelta``s. A Locker is safe to share between threads.
+
+    Shared locks (``lock(name, shared=True)``) and semaphores (:meth:`semaphore`) need the
+    ``"bakery"`` or ``"column-prefix"`` strategy (:class:`InvalidOption` on unique insert).
     """
 
     __slots__ = ("_native",)
@@ -590,8 +629,12 @@ class Locker:
             password_file=None if password_file is None else os.fspath(password_file),
         )
 
-    def lock(self, name: str, timeout: Optional[Seconds] = None) -> _LockContext:
+    def lock(self, name: str, timeout: Optional[Seconds] = None, *, shared: bool = False) -> _LockContext:
         """Take ``name``: ``with locker.lock(name) as lease`` or ``async with ...``.
+
+        ``shared=True`` takes it as a reader: any number of shared holders at once, never
+        beside an exclusive one (a writer that waits is not starved by readers that keep
+        coming). Needs the bakery or column-prefix strategy (:class:`InvalidOption` otherwise).
 
         Waits up to ``timeout`` (default: the locker's), then raises :class:`TimedOut`. A
         blocking wait releases the GIL and Ctrl-C interrupts it; cancelling an asyncio task
@@ -599,44 +642,56 @@ class Locker:
         store (at most 2 seconds later on a store that does not answer). Either way no lock is
         left behind.
         """
-        return _LockContext(self, _name(name), _seconds("timeout", timeout), True)
+        return _LockContext(self, _name(name), _seconds("timeout", timeout), True, _shared(shared))
 
-    def try_lock(self, name: str) -> Optional[Lease]:
-        """One attempt: the lease, or ``None`` when another owner holds the lock. Release it
-        with ``lease.release()`` (or use it in a ``with`` block)."""
+    def try_lock(self, name: str, *, shared: bool = False) -> Optional[Lease]:
+        """One attempt: the lease, or ``None`` when another owner holds the lock (with
+        ``shared=True``: when a writer holds it or waits for it). Release it with
+        ``lease.release()`` (or use it in a ``with`` block)."""
         try:
-            return Lease(self._native.lock(_name(name), None, False))
+            return Lease(self._native.lock(_name(name), None, False, _shared(shared)))
         except Busy:
             return None
 
-    def acquire(self, name: str, timeout: Optional[Seconds] = None) -> Lease:
-        """Take ``name`` and return the lease without a ``with`` block."""
-        return Lease(self._native.lock(_name(name), _seconds("timeout", timeout), True))
+    def acquire(self, name: str, timeout: Optional[Seconds] = None, *, shared: bool = False) -> Lease:
+        """Take ``name`` (``shared=True``: as a reader) and return the lease without a
+        ``with`` block."""
+        return Lease(self._native.lock(_name(name), _seconds("timeout", timeout), True, _shared(shared)))
 
-    async def _acquire_async(self, name: str, timeout: Optional[float], blocking: bool) -> Lease:
-        guard = await _waited(lambda done: self._native.lock_async(name, done, timeout, blocking))
+    async def _acquire_async(self, name: str, timeout: Optional[float], blocking: bool, shared: bool) -> Lease:
+        guard = await _waited(lambda done: self._native.lock_async(name, done, timeout, blocking, shared))
         return Lease(cast(_baton.Guard, guard))
+
+    def semaphore(self, name: str, permits: int) -> "Semaphore":
+        """A semaphore of ``permits`` on ``name``, shared by every process on the store: at
+        most ``permits`` holders at once (see :class:`Semaphore`). Every user of the name must
+        give the same ``permits``: an acquire that finds another size in use, or the name held
+        as a shared or exclusive lock, raises :class:`InvalidOption` naming both.
+        :class:`InvalidOption` now for ``permits`` outside 1 to 10 000 or not an int, or a
+        locker whose strategy is unique insert; :class:`InvalidName` for a bad name."""
+        return Semaphore(self, self._native.semaphore(_name(name), _permits(permits)))
 
     def mutex(self, name: str) -> "Mutex":
         """A ``threading.Lock``-shaped object for ``name``."""
         return Mutex(self, _name(name))
 
-    def locked(self, name: str, timeout: Optional[Seconds] = None) -> Callable[[F], F]:
-        """Decorator: run the function (or coroutine function) under lock ``name``."""
+    def locked(self, name: str, timeout: Optional[Seconds] = None, *, shared: bool = False) -> Callable[[F], F]:
+        """Decorator: run the function (or coroutine function) under lock ``name``
+        (``shared=True``: as a reader)."""
 
         def decorate(function: F) -> F:
             if inspect.iscoroutinefunction(function):
 
                 @functools.wraps(function)
                 async def run_async(*args: Any, **kwargs: Any) -> Any:
-                    async with self.lock(name, timeout):
+                    async with self.lock(name, timeout, shared=shared):
                         return await cast(Callable[..., Awaitable[Any]], function)(*args, **kwargs)
 
                 return cast(F, run_async)
 
             @functools.wraps(function)
             def run(*args: Any, **kwargs: Any) -> Any:
-                with self.lock(name, timeout):
+                with self.lock(name, timeout, shared=shared):
                     return function(*args, **kwargs)
 
             return cast(F, run)
@@ -784,3 +839,106 @@ class Mutex:
 
     def __exit__(self, kind: object, value: object, traceback: object) -> None:
         self.release()
+
+
+class Semaphore:
+    """A semaphore shared by every process on the store, shaped like
+    ``threading.BoundedSemaphore``: ``acquire(blocking=True, timeout=None)``, ``release()`` and
+    ``with``, and for asyncio ``await acquire_async(...)``, ``await release_async()`` and
+    ``async with``. Made by :meth:`Locker.semaphore`.
+
+    Each acquire takes one permit, a lease of its own (renewed in the background while held,
+    with its own fencing token); this object keeps the leases it took, and ``release()`` gives
+    one of them back (the most recent). Releasing more than it holds raises ``ValueError``, as
+    ``threading.BoundedSemaphore`` does. ``timeout=None`` waits up to the locker's timeout.
+    Safe to share between threads and tasks.
+    """
+
+    __slots__ = ("_locker", "_native", "_leases", "_guard")
+
+    def __init__(self, locker: Locker, native: _baton.Semaphore) -> None:
+        self._locker = locker
+        self._native = native
+        self._leases: List[Lease] = []
+        self._guard = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The name its permits are taken on."""
+        return self._native.name
+
+    @property
+    def permits(self) -> int:
+        """How many holders it admits at once."""
+        return self._native.permits
+
+    @property
+    def held(self) -> int:
+        """How many permits this object holds now."""
+        with self._guard:
+            return len(self._leases)
+
+    @staticmethod
+    def _wait(blocking: bool, timeout: Optional[Seconds]) -> Optional[float]:
+        if not blocking and timeout is not None:
+            raise ValueError("can't specify timeout for non-blocking acquire")
+        return _seconds("timeout", timeout)
+
+    def _keep(self, guard: _baton.Guard) -> Lease:
+        lease = Lease(guard)
+        with self._guard:
+            self._leases.append(lease)
+        return lease
+
+    def _take(self) -> Lease:
+        with self._guard:
+            if not self._leases:
+                raise ValueError("Semaphore released too many times")
+            return self._leases.pop()
+
+    def acquire(self, blocking: bool = True, timeout: Optional[Seconds] = None) -> bool:
+        """Take a permit: True, or False when none could be had (all taken and
+        ``blocking=False``, or the wait ran out). Ctrl-C interrupts the wait."""
+        wait = self._wait(blocking, timeout)
+        try:
+            self._keep(self._native.acquire(wait, blocking))
+        except (Busy, TimedOut):
+            return False
+        return True
+
+    async def acquire_async(self, blocking: bool = True, timeout: Optional[Seconds] = None) -> bool:
+        """The asyncio form of :meth:`acquire`: cancelling the task stops its wait."""
+        wait = self._wait(blocking, timeout)
+        try:
+            guard = await _waited(lambda done: self._native.acquire_async(done, wait, blocking))
+        except (Busy, TimedOut):
+            return False
+        self._keep(cast(_baton.Guard, guard))
+        return True
+
+    def release(self) -> None:
+        """Give back one permit this object holds (``ValueError`` when it holds none); raises
+        :class:`Lost` if that permit's lease had ended."""
+        self._take().release()
+
+    async def release_async(self) -> None:
+        """The asyncio form of :meth:`release`."""
+        await self._take().release_async()
+
+    def __enter__(self) -> bool:
+        self._keep(self._native.acquire(None, True))  # TimedOut when the wait runs out
+        return True
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self._take()._leave(failing=kind is not None)
+
+    async def __aenter__(self) -> bool:
+        guard = await _waited(lambda done: self._native.acquire_async(done, None, True))
+        self._keep(cast(_baton.Guard, guard))
+        return True
+
+    async def __aexit__(self, kind: object, value: object, traceback: object) -> None:
+        await self._take()._leave_async(failing=kind is not None)
+
+    def __repr__(self) -> str:
+        return f"Semaphore(name={self.name!r}, permits={self.permits}, held={self.held})"
