@@ -253,12 +253,20 @@ pub enum Sabotage {
     /// and backs off (as it does for an exclusive holder) instead of keeping it as a request,
     /// so a stream of readers starves a writer.
     ExclusiveDropsRequest,
+    /// Paths: a request that does not see entries on its ancestors (`a` for `a.b`), so a
+    /// writer of `a.b` holds beside a writer of `a`.
+    PathIgnoresAncestors,
+    /// Paths: a request that does not see entries on its descendants (`a.b` for `a`).
+    PathIgnoresDescendants,
+    /// Paths: a grant's token taken from its own path's counter alone, not above the related
+    /// paths' (so a writer of `a` may take a token below an earlier writer of `a.b`'s).
+    TokenIgnoresRelated,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 21] = [
+    pub const ALL: [Sabotage; 24] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -280,6 +288,9 @@ impl Sabotage {
         Sabotage::SemaphoreOverAdmits,
         Sabotage::SharedTrustsCounter,
         Sabotage::ExclusiveDropsRequest,
+        Sabotage::PathIgnoresAncestors,
+        Sabotage::PathIgnoresDescendants,
+        Sabotage::TokenIgnoresRelated,
     ];
 }
 

@@ -429,6 +429,32 @@ fn a_writer_dropping_its_request_is_caught() {
     );
 }
 
+/// Paths: a writer that does not see its ancestors' entries holds beside a writer of its
+/// parent.
+#[test]
+fn a_path_ignoring_its_ancestors_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(strategy, Sabotage::PathIgnoresAncestors, None, 2_000);
+    }
+}
+
+/// Paths: a writer that does not see its descendants' entries holds beside a writer below it.
+#[test]
+fn a_path_ignoring_its_descendants_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(strategy, Sabotage::PathIgnoresDescendants, None, 2_000);
+    }
+}
+
+/// Paths: a token taken from its own path's counter alone falls below an earlier related
+/// writer's.
+#[test]
+fn a_token_ignoring_related_paths_is_caught() {
+    for strategy in MODE_STRATEGIES {
+        caught(strategy, Sabotage::TokenIgnoresRelated, None, 2_000);
+    }
+}
+
 #[test]
 fn every_broken_variant_has_a_test() {
     // The list above names each variant once; a new one must get a test here too.
@@ -454,6 +480,9 @@ fn every_broken_variant_has_a_test() {
         Sabotage::SemaphoreOverAdmits,
         Sabotage::SharedTrustsCounter,
         Sabotage::ExclusiveDropsRequest,
+        Sabotage::PathIgnoresAncestors,
+        Sabotage::PathIgnoresDescendants,
+        Sabotage::TokenIgnoresRelated,
     ];
     assert_eq!(tested, Sabotage::ALL);
 }

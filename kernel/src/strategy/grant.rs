@@ -45,7 +45,8 @@ pub(crate) struct Seen<'a> {
 /// very name uses it in a mode we cannot share it with ([`mix_up`]).
 ///
 /// `broken` selects a deliberately broken variant of the rule
-/// ([`Sabotage::SharedIgnoresExclusive`], [`Sabotage::SemaphoreOverAdmits`]); others are the
+/// ([`Sabotage::SharedIgnoresExclusive`], [`Sabotage::SemaphoreOverAdmits`],
+/// [`Sabotage::PathIgnoresAncestors`], [`Sabotage::PathIgnoresDescendants`]); others are the
 /// real rule.
 pub(crate) fn blockers(
     path: &LockPath,
@@ -67,6 +68,14 @@ pub(crate) fn blockers(
             mix_up(path, mode, their_mode)?;
         }
         if entry.place == Place::After || !their_path.is_related(path) {
+            continue;
+        }
+        let unseen = match broken {
+            Sabotage::PathIgnoresAncestors => their_path.is_ancestor_of(path),
+            Sabotage::PathIgnoresDescendants => path.is_ancestor_of(their_path),
+            _ => false,
+        };
+        if unseen {
             continue;
         }
         let same_semaphore = matches!(mode, Mode::Counted(_)) && their_path == path;

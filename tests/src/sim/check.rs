@@ -144,8 +144,20 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Checks the grants of one run.
-pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
+/// Whether two names are related paths (equal, or one an ancestor of the other at a dot).
+pub fn related(a: &str, b: &str) -> bool {
+    let under = |long: &str, short: &str| {
+        long.len() > short.len() && long.starts_with(short) && long.as_bytes()[short.len()] == b'.'
+    };
+    a == b || under(a, b) || under(b, a)
+}
+
+/// Checks the grants of one run; with `paths`, names are paths and grants of related paths
+/// are checked against each other as grants of one name are.
+pub fn check(grants: &[GrantRecord], paths: bool) -> Vec<Violation> {
+    if paths {
+        return check_trees(grants);
+    }
     let mut violations = Vec::new();
     let mut names: Vec<&str> = grants.iter().map(|g| g.name.as_str()).collect();
     names.sort_unstable();
@@ -159,7 +171,7 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
 
         mine.sort_by_key(|(i, g)| (g.at, *i));
         if mine.iter().any(|(_, g)| g.mode != Mode::Exclusive) {
-            violations.extend(check_modes(name, grants, &mine));
+            violations.extend(check_modes(name, grants, &mine, |a, b| a == b));
             continue;
         }
 
@@ -209,6 +221,26 @@ pub fn check(grants: &[GrantRecord]) -> Vec<Violation> {
     violations
 }
 
+/// [`check`] with paths: per root, every pair of grants of related paths as [`check_modes`]
+/// checks a name's (the pairwise checks hold exclusive grants alone too).
+fn check_trees(grants: &[GrantRecord]) -> Vec<Violation> {
+    let root = |name: &str| name.split('.').next().unwrap_or(name).to_string();
+    let mut roots: Vec<String> = grants.iter().map(|g| root(&g.name)).collect();
+    roots.sort_unstable();
+    roots.dedup();
+    let mut violations = Vec::new();
+    for r in roots {
+        let mut mine: Vec<(usize, &GrantRecord)> = grants
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| root(&g.name) == r)
+            .collect();
+        mine.sort_by_key(|(i, g)| (g.at, *i));
+        violations.extend(check_modes(&r, grants, &mine, related));
+    }
+    violations
+}
+
 /// The checks of a name some of whose grants were shared or counted (`mine`: its grants, in
 /// delivery order, with their indices in `grants`). Pairwise, as only some pairs conflict:
 /// - fencing: a later grant's token exceeds an earlier one's when either is exclusive (shared
@@ -221,6 +253,7 @@ fn check_modes(
     name: &str,
     grants: &[GrantRecord],
     mine: &[(usize, &GrantRecord)],
+    related: fn(&str, &str) -> bool,
 ) -> Vec<Violation> {
     let mut violations = Vec::new();
     for (k, (_, b)) in mine.iter().enumerate() {
@@ -231,6 +264,7 @@ fn check_modes(
         let earlier = mine[..k].iter().map(|(_, a)| *a).find(|a| {
             !broken_late(a)
                 && (a.mode == Mode::Exclusive || b.mode == Mode::Exclusive)
+                && related(&a.name, &b.name)
                 && b.token <= a.token
         });
         if let Some(a) = earlier {
@@ -254,7 +288,8 @@ fn check_modes(
         for &(s2, e2, g2) in &segs[x + 1..] {
             let exclusive =
                 grants[g1].mode == Mode::Exclusive || grants[g2].mode == Mode::Exclusive;
-            if g1 != g2 && exclusive && s1 < e2 && s2 < e1 {
+            let related = related(&grants[g1].name, &grants[g2].name);
+            if g1 != g2 && exclusive && related && s1 < e2 && s2 < e1 {
                 violations.extend(judge(name, &grants[g1], &grants[g2], s1.max(s2)));
             }
         }
@@ -265,6 +300,7 @@ fn check_modes(
                     s <= s1
                         && s1 < e
                         && grants[g].mode == Mode::Counted(n)
+                        && grants[g].name == grants[g1].name
                         && grants[g].forced_at.is_none_or(|f| f > s1)
                 })
                 .map(|&(_, _, g)| (grants[g].client, grants[g].token))
@@ -324,6 +360,7 @@ pub fn overtaken(
     grants: &[GrantRecord],
     strategy: baton_kernel::Strategy,
     modes: super::Modes,
+    paths: bool,
 ) -> Option<String> {
     if strategy == baton_kernel::Strategy::ColumnPrefix && modes != super::Modes::ReadersWriters {
         return None;
@@ -338,7 +375,7 @@ pub fn overtaken(
         let mut by_client: Vec<(usize, usize)> = Vec::new();
         for g in grants.iter().filter(|g| {
             g.client != w.client
-                && g.name == w.name
+                && (g.name == w.name || paths && related(&g.name, &w.name))
                 && g.at < w.at
                 && g.requested.is_some_and(|r| r > asked)
         }) {
@@ -379,38 +416,65 @@ mod tests {
     }
 
     #[test]
+    fn paths_relate_at_dots_only() {
+        assert!(related("r", "r.a.x") && related("r.a.x", "r") && related("r.a", "r.a"));
+        assert!(!related("r.a", "r.b") && !related("r", "rr") && !related("r.a", "r.ab"));
+    }
+
+    #[test]
+    fn a_writer_on_a_path_overlapping_a_reader_below_it_is_caught() {
+        let mut w = g(0, 1, 0, vec![(0, 10)]);
+        w.name = "r".into();
+        let mut r = g(1, 2, 5, vec![(5, 20)]);
+        r.name = "r.a.x".into();
+        r.mode = Mode::Shared;
+        assert_eq!(check(&[w.clone(), r.clone()], true).len(), 1);
+        r.name = "s.a".into();
+        assert_eq!(check(&[w, r], true), vec![]);
+    }
+
+    #[test]
     fn finds_overlaps_and_bad_tokens_and_accepts_handoffs() {
         assert_eq!(
-            check(&[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])]),
+            check(
+                &[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])],
+                false
+            ),
             vec![]
         );
-        let v = check(&[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 5, vec![(5, 20)])]);
+        let v = check(
+            &[g(0, 1, 0, vec![(0, 10)]), g(1, 2, 5, vec![(5, 20)])],
+            false,
+        );
         assert!(
             matches!(v.as_slice(), [Violation::Overlap { at: 5, .. }]),
             "{v:?}"
         );
-        let v = check(&[g(0, 2, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])]);
+        let v = check(
+            &[g(0, 2, 0, vec![(0, 10)]), g(1, 2, 10, vec![(10, 20)])],
+            false,
+        );
         assert!(
             matches!(v.as_slice(), [Violation::TokenOrder { .. }]),
             "{v:?}"
         );
         // A renewal of the same grant may overlap itself.
-        assert_eq!(check(&[g(0, 1, 0, vec![(0, 10), (5, 15)])]), vec![]);
+        assert_eq!(check(&[g(0, 1, 0, vec![(0, 10), (5, 15)])], false), vec![]);
         // An overlap after a forced release is excused, unless the broken holder was told Ok.
         let mut forced = g(0, 1, 0, vec![(0, 10)]);
         forced.forced_at = Some(3);
         forced.released = Some(Err(baton_kernel::ErrorKind::Lost));
         let next = g(1, 3, 5, vec![(5, 20)]);
-        assert_eq!(check(&[forced.clone(), next.clone()]), vec![]);
+        assert_eq!(check(&[forced.clone(), next.clone()], false), vec![]);
         forced.released = Some(Ok(()));
-        let v = check(&[forced.clone(), next.clone()]);
+        let v = check(&[forced.clone(), next.clone()], false);
         assert!(
             matches!(v.as_slice(), [Violation::ReleaseOk { .. }]),
             "{v:?}"
         );
         // Forced only after the overlap began: no excuse.
         forced.forced_at = Some(7);
-        let v = check(&[forced, next]);
+        let v = check(&[forced, next], false);
         assert!(matches!(v.as_slice(), [Violation::Overlap { .. }]), "{v:?}");
     }
 
@@ -427,25 +491,37 @@ mod tests {
         let x = |c, t, at, b| m(c, t, at, b, Mode::Exclusive);
         // Readers together, then a writer after them: fine.
         assert_eq!(
-            check(&[
-                s(0, 1, 0, vec![(0, 10)]),
-                s(1, 2, 1, vec![(1, 9)]),
-                x(2, 3, 10, vec![(10, 20)])
-            ]),
+            check(
+                &[
+                    s(0, 1, 0, vec![(0, 10)]),
+                    s(1, 2, 1, vec![(1, 9)]),
+                    x(2, 3, 10, vec![(10, 20)])
+                ],
+                false
+            ),
             vec![]
         );
         // A writer overlapping a reader.
-        let v = check(&[s(0, 1, 0, vec![(0, 10)]), x(1, 2, 5, vec![(5, 20)])]);
+        let v = check(
+            &[s(0, 1, 0, vec![(0, 10)]), x(1, 2, 5, vec![(5, 20)])],
+            false,
+        );
         assert!(
             matches!(v.as_slice(), [Violation::Overlap { at: 5, .. }]),
             "{v:?}"
         );
         // Readers delivered out of token order: fine; a writer below an earlier reader: not.
         assert_eq!(
-            check(&[s(0, 2, 0, vec![(0, 10)]), s(1, 1, 1, vec![(1, 9)])]),
+            check(
+                &[s(0, 2, 0, vec![(0, 10)]), s(1, 1, 1, vec![(1, 9)])],
+                false
+            ),
             vec![]
         );
-        let v = check(&[s(0, 2, 0, vec![(0, 10)]), x(1, 1, 20, vec![(20, 30)])]);
+        let v = check(
+            &[s(0, 2, 0, vec![(0, 10)]), x(1, 1, 20, vec![(20, 30)])],
+            false,
+        );
         assert!(
             matches!(v.as_slice(), [Violation::TokenOrder { .. }]),
             "{v:?}"
@@ -456,18 +532,24 @@ mod tests {
     fn a_semaphore_never_has_more_holders_than_permits() {
         let c = |cl, t, at, b| m(cl, t, at, b, Mode::Counted(2));
         assert_eq!(
-            check(&[
-                c(0, 1, 0, vec![(0, 10)]),
-                c(1, 2, 1, vec![(1, 10)]),
-                c(2, 3, 10, vec![(10, 20)])
-            ]),
+            check(
+                &[
+                    c(0, 1, 0, vec![(0, 10)]),
+                    c(1, 2, 1, vec![(1, 10)]),
+                    c(2, 3, 10, vec![(10, 20)])
+                ],
+                false
+            ),
             vec![]
         );
-        let v = check(&[
-            c(0, 1, 0, vec![(0, 10)]),
-            c(1, 2, 1, vec![(1, 10)]),
-            c(2, 3, 5, vec![(5, 20)]),
-        ]);
+        let v = check(
+            &[
+                c(0, 1, 0, vec![(0, 10)]),
+                c(1, 2, 1, vec![(1, 10)]),
+                c(2, 3, 5, vec![(5, 20)]),
+            ],
+            false,
+        );
         assert!(
             matches!(
                 v.as_slice(),
@@ -483,7 +565,10 @@ mod tests {
         let mut broken = c(0, 1, 0, vec![(0, 10)]);
         broken.forced_at = Some(4);
         assert_eq!(
-            check(&[broken, c(1, 2, 1, vec![(1, 10)]), c(2, 3, 5, vec![(5, 20)])]),
+            check(
+                &[broken, c(1, 2, 1, vec![(1, 10)]), c(2, 3, 5, vec![(5, 20)])],
+                false
+            ),
             vec![]
         );
     }

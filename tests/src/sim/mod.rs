@@ -159,6 +159,12 @@ pub struct Config {
     /// What the acquisitions ask for (issue 43): drawn apart from everything else, for a
     /// quarter of the bakery and column-prefix seeds each way, on seeds without objects.
     pub modes: Modes,
+    /// Names are paths of a small tree per root (`r`, `r.a`, `r.a.x`, `r.b`; a second root
+    /// `s`, `s.a` with two names), locked with [`LockOptions::paths`]: drawn apart from
+    /// everything else for half the bakery and column-prefix seeds without objects.
+    ///
+    /// [`LockOptions::paths`]: baton_kernel::LockOptions::paths
+    pub paths: bool,
 }
 
 /// The modes of one run's acquisitions.
@@ -303,6 +309,9 @@ impl Config {
             }),
             notices: true,
             objects,
+            paths: !objects
+                && strategy != Strategy::UniqueInsert
+                && SplitMix64::new(seed ^ 0x7A7E_5EED_0000_0043).below(2) == 0,
             modes: if objects || strategy == Strategy::UniqueInsert {
                 Modes::Exclusive
             } else {
@@ -470,6 +479,8 @@ impl Only {
         if let Some(modes) = self.modes {
             config.modes = modes;
             config.objects = false;
+            config.paths = strategy != Strategy::UniqueInsert
+                && SplitMix64::new(seed ^ 0x7A7E_5EED_0000_0043).below(2) == 0;
         }
         config
     }

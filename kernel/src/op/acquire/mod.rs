@@ -595,7 +595,11 @@ impl Acquire {
                 let bump = bump
                     .blind(self.opts.sabotage() == Sabotage::FenceBlindWrite)
                     .shared(!self.opts.mode.is_exclusive())
-                    .above(self.fence_floor);
+                    .above(if self.opts.sabotage() == Sabotage::TokenIgnoresRelated {
+                        0
+                    } else {
+                        self.fence_floor
+                    });
                 self.io.send(bump.command());
                 self.phase = Phase::Fence(bump);
             }

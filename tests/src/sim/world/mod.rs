@@ -179,9 +179,18 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
         single.unflushed_grants = cfg.sabotage == Sabotage::UnflushedGrants;
         Box::new(single)
     };
-    let names: Vec<LockName> = (0..cfg.names)
-        .filter_map(|i| LockName::new(&format!("lock-{i}")).ok())
-        .collect();
+    let names: Vec<LockName> = if cfg.paths {
+        let tree: &[&str] = if cfg.names > 1 {
+            &["r", "r.a", "r.a.x", "r.b", "s", "s.a"]
+        } else {
+            &["r", "r.a", "r.a.x", "r.b"]
+        };
+        tree.iter().filter_map(|n| LockName::new(n).ok()).collect()
+    } else {
+        (0..cfg.names)
+            .filter_map(|i| LockName::new(&format!("lock-{i}")).ok())
+            .collect()
+    };
     let mut clients = Vec::new();
     let operator = cfg.faults.operators;
     for i in 0..cfg.clients + usize::from(operator) {
@@ -512,6 +521,7 @@ impl Sim {
             strategy: self.cfg.strategy,
             ttl: self.cfg.ttl,
             mode,
+            paths: self.cfg.paths,
             wait,
             retry: RetryPolicy {
                 initial: Duration::from_millis(5),
@@ -657,7 +667,7 @@ impl Sim {
     }
 
     fn outcome(self, seed: u64) -> Outcome {
-        let mut violations = check::check(&self.grants);
+        let mut violations = check::check(&self.grants, self.cfg.paths);
         let (object_violations, object_counts) = objects::check(&ObjectRun {
             calls: &self.object_calls,
             changes: &self.object_changes,
@@ -667,9 +677,12 @@ impl Sim {
         violations.extend(object_violations);
         let stuck = if self.cfg.faults.any() {
             None
-        } else if let Some(unfair) =
-            check::overtaken(&self.grants, self.cfg.strategy, self.cfg.modes)
-        {
+        } else if let Some(unfair) = check::overtaken(
+            &self.grants,
+            self.cfg.strategy,
+            self.cfg.modes,
+            self.cfg.paths,
+        ) {
             Some(unfair)
         } else if self.processed > MAX_EVENTS || self.now > MAX_TIME {
             Some(format!(

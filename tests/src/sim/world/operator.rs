@@ -44,6 +44,7 @@ impl Sim {
             seed: self.rng.next_u64(),
             sabotage: self.cfg.sabotage,
             ttl: self.cfg.ttl,
+            paths: self.cfg.paths,
             ..LockOptions::default()
         };
         self.clients[i].op += 1;
