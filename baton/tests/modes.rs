@@ -212,3 +212,56 @@ async fn lock_all_takes_everything_in_one_order_or_nothing() {
         );
     }
 }
+
+#[tokio::test]
+async fn paths_cover_their_subtree() {
+    for strategy in MODE_STRATEGIES {
+        let locker = builder(strategy)
+            .paths(true)
+            .wait_timeout(Duration::from_millis(200))
+            .build()
+            .expect("valid options");
+        let cache = locker.lock("app.cache").await.expect("app.cache");
+        assert_eq!(kind(locker.try_lock("app").await), ErrorKind::Busy);
+        assert_eq!(
+            kind(locker.try_lock_shared("app.cache.users").await),
+            ErrorKind::Busy
+        );
+        let db = locker.try_lock("app.db").await.expect("a sibling");
+        let apple = locker.try_lock("apple").await.expect("not a parent");
+        let held: Vec<String> = locker
+            .inspect("app.cache")
+            .await
+            .expect("inspect")
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(held, ["app.cache"], "{strategy}: one path's entries");
+        drop((cache, db, apple));
+        assert_eq!(
+            kind(locker.try_lock("a..b").await),
+            ErrorKind::InvalidName,
+            "{strategy}"
+        );
+        assert_eq!(kind(locker.try_lock("a.").await), ErrorKind::InvalidName);
+        assert_eq!(
+            kind(
+                locker
+                    .lock_all(&["foo", "foo.bar"], LockRequest::new())
+                    .await
+            ),
+            ErrorKind::InvalidOption,
+            "{strategy}: foo already covers foo.bar"
+        );
+        let e = locker
+            .get_and_lock("app.cache")
+            .await
+            .expect_err("objects live beside flat names");
+        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+    }
+    let e = builder(Strategy::UniqueInsert)
+        .paths(true)
+        .build()
+        .expect_err("unique insert");
+    assert_eq!(e.kind(), ErrorKind::InvalidOption);
+}

@@ -426,6 +426,16 @@ impl LockerBuilder {
         self
     }
 
+    /// Whether names are dot-separated paths (default false; [`LockOptions::paths`]): a lock
+    /// on `app.cache` then also conflicts with `app` and with `app.cache.users` (when either
+    /// side is exclusive), and not with `app.db` or `apple`. Needs the bakery or column-prefix
+    /// strategy; every user of a tree must turn it on (a flat lock and a path lock on one name
+    /// do not see each other, as two strategies on one name do not).
+    pub fn paths(mut self, paths: bool) -> Self {
+        self.options.paths = paths;
+        self
+    }
+
     /// Replaces every default option at once.
     pub fn options(mut self, options: LockOptions) -> Self {
         self.options = options;

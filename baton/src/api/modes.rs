@@ -75,7 +75,8 @@ impl Locker {
     /// Errors: [`ErrorKind::InvalidOption`] for no names or the same name twice, and whatever
     /// [`Locker::lock_with`] returns for any of them.
     pub async fn lock_all(&self, names: &[&str], request: LockRequest) -> Result<Vec<Guard>> {
-        let ordered = lock_order(names)?;
+        let (opts, _) = request.resolve(self.defaults(), false)?;
+        let ordered = lock_order(names, opts.paths)?;
         let deadline = match request.wait_or(&self.defaults().wait) {
             Wait::Timeout(t) => tokio::time::Instant::now().checked_add(t),
             Wait::TryOnce => None,
@@ -102,14 +103,22 @@ impl Locker {
     }
 }
 
-/// `names` as paths in the order [`Locker::lock_all`] takes them; [`ErrorKind::InvalidOption`]
-/// for none or a repeated name, [`ErrorKind::InvalidName`] for an invalid one.
-pub(crate) fn lock_order(names: &[&str]) -> Result<Vec<LockPath>> {
+/// `names` in the order [`Locker::lock_all`] takes them; [`ErrorKind::InvalidOption`] for none,
+/// a repeated name, or (with `paths`) two related paths, one of which already covers the
+/// other; [`ErrorKind::InvalidName`] for an invalid name or path.
+pub(crate) fn lock_order(names: &[&str], paths: bool) -> Result<Vec<LockPath>> {
     if names.is_empty() {
         return Err(Error::new(
             ErrorKind::InvalidOption,
             "lock_all needs at least one name",
         ));
+    }
+    if paths {
+        let given = names
+            .iter()
+            .map(|n| LockPath::new(n))
+            .collect::<Result<Vec<_>>>()?;
+        return LockPath::sorted_unrelated(given);
     }
     let mut paths = names
         .iter()

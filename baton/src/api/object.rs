@@ -111,6 +111,15 @@ impl Locker {
     /// [`ErrorKind::InvalidOption`] before anything is locked (co-holders could write too).
     pub async fn get_and_lock_with(&self, name: &str, request: LockRequest) -> Result<ObjectGuard> {
         let (opts, _) = request.resolve(self.defaults(), false)?;
+        if opts.paths {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "lock {name:?} is a path: objects live beside flat names only (a root's row holds its whole tree)"
+                ),
+            )
+            .with_lock(name));
+        }
         if !opts.mode.is_exclusive() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,

@@ -30,6 +30,7 @@ pub struct LockRequest {
     lock_id: Option<String>,
     keep_alive: Option<bool>,
     mode: Option<Mode>,
+    paths: Option<bool>,
 }
 
 impl LockRequest {
@@ -115,6 +116,13 @@ impl LockRequest {
         self
     }
 
+    /// Whether this request's name is a dot-separated path (default: the locker's setting,
+    /// [`LockerBuilder::paths`](crate::LockerBuilder::paths)).
+    pub fn paths(mut self, paths: bool) -> Self {
+        self.paths = Some(paths);
+        self
+    }
+
     /// [`Mode::Shared`]: a reader's lock ([`LockRequest::mode`]).
     pub fn shared(self) -> Self {
         self.mode(Mode::Shared)
@@ -146,6 +154,9 @@ impl LockRequest {
         }
         if let Some(mode) = self.mode {
             opts.mode = mode;
+        }
+        if let Some(paths) = self.paths {
+            opts.paths = paths;
         }
         let prefix_only = [
             ("read_row", self.read_row.is_some()),

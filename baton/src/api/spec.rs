@@ -30,6 +30,8 @@ pub struct LockerSpec<'a> {
     /// A file holding the store's password (network stores), added to the URL's query as
     /// `password_file=`, so that no password need be written in the URL.
     pub password_file: Option<&'a str>,
+    /// Names are dot-separated paths ([`LockerBuilder::paths`]).
+    pub paths: bool,
 }
 
 impl<'a> LockerSpec<'a> {
@@ -44,6 +46,7 @@ impl<'a> LockerSpec<'a> {
             table: None,
             keep_alive: true,
             password_file: None,
+            paths: false,
         }
     }
 
@@ -57,7 +60,9 @@ impl<'a> LockerSpec<'a> {
                 url = format!("{url}{separator}{key}={}", query_escape(value));
             }
         }
-        let mut builder = LockerBuilder::new(open_store(&url)?).keep_alive(self.keep_alive);
+        let mut builder = LockerBuilder::new(open_store(&url)?)
+            .keep_alive(self.keep_alive)
+            .paths(self.paths);
         if let Some(ttl) = self.ttl {
             builder = builder.ttl(ttl);
         }
