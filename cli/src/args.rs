@@ -275,6 +275,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub permits: Option<u32>,
 
+    /// The name is a dot-separated path: a lock on app.cache also excludes app and
+    /// app.cache.users (when either side is exclusive), not app.db. Needs --strategy bakery or
+    /// column-prefix, on every run of the tree.
+    #[arg(long)]
+    pub paths: bool,
+
     /// After SIGTERM (lease lost), how long the command has to exit before SIGKILL.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
     pub grace: Duration,
@@ -334,6 +340,11 @@ pub struct ReleaseArgs {
     /// The lock's strategy (default: found by listing the store).
     #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy)]
     pub strategy: Option<Strategy>,
+
+    /// The name is a path (its holders ran with --paths): break the entries on exactly that
+    /// path, not those above or below it.
+    #[arg(long)]
+    pub paths: bool,
 
     /// Print JSON (one object with a `released` array) instead of text.
     #[arg(long)]

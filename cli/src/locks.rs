@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton::baton_kernel::{LockName, OwnerId};
-use baton::{EntryState, LockInfo, Locker, Strategy};
+use baton::{EntryState, LockInfo, Locker, LockerBuilder, Strategy};
 use serde::Serialize;
 
 use crate::args::{LocksArgs, PurgeArgs, ReleaseArgs};
@@ -262,6 +262,15 @@ pub async fn release(store_url: &str, args: &ReleaseArgs) -> Result<u8, CliError
     };
     let mut released = Vec::new();
     for strategy in strategies {
+        let locker = if args.paths {
+            LockerBuilder::new(std::sync::Arc::clone(locker.store()))
+                .strategy(strategy)
+                .paths(true)
+                .build()
+                .map_err(|e| CliError::from_baton("bad --paths", &e))?
+        } else {
+            locker.clone()
+        };
         let entries = locker
             .force_release_with(&args.name, strategy)
             .await

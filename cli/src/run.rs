@@ -67,7 +67,8 @@ pub async fn run(store_url: &str, args: &RunArgs) -> Result<u8, CliError> {
         .strategy(args.strategy)
         .ttl(args.ttl)
         .wait(wait)
-        .mode(mode);
+        .mode(mode)
+        .paths(args.paths);
     let mut guard = match acquire(&locker, args, request, wait, &mut signals).await? {
         Ok(guard) => guard,
         Err(sig) => {

@@ -256,3 +256,58 @@ fn shared_runs_and_permits_share_the_lock_and_show_their_mode() {
         ])
         .expect_code(64);
 }
+
+/// Issue 43: `baton run --paths` locks a tree: a run on `app` waits for one on `app.cache`, a
+/// run on `app.db` does not; `baton locks` names each path; `release --force --paths` breaks
+/// exactly one path.
+#[test]
+fn path_runs_cover_their_subtree() {
+    let world = World::new("paths");
+    let release = world.path("release");
+    for strategy in ["bakery", "column-prefix"] {
+        let tree = ["--strategy", strategy, "--paths"];
+        // A short lease: the broken holder hears of it at its next renewal.
+        let mut held = tree.to_vec();
+        held.extend(["--ttl", "3s"]);
+        let cache = world.hold_until_file("app.cache", &held, &release);
+        let on = |lock: &str| {
+            let mut args = vec!["run", "-l", lock, "-n"];
+            args.extend(tree);
+            args.extend(["--", "true"]);
+            world.output(&args).code
+        };
+        assert_eq!(on("app"), Some(75), "{strategy}: the parent waits");
+        assert_eq!(on("app.cache.users"), Some(75), "{strategy}: a child waits");
+        assert_eq!(on("app.db"), Some(0), "{strategy}: a sibling runs");
+        assert_eq!(on("apple"), Some(0), "{strategy}: a prefix is no parent");
+        let json = world.output(&["locks", "--json"]).json();
+        let names: Vec<&str> = json["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["name"].as_str())
+            .collect();
+        assert_eq!(names, ["app.cache"], "{json}");
+        world
+            .output(&["release", "--force", "--paths", "app.cache"])
+            .expect_code(0)
+            .expect_stdout("released lock \"app.cache\"");
+        assert_eq!(
+            cache.finish().code,
+            Some(70),
+            "{strategy}: its holder was told"
+        );
+    }
+    world
+        .output(&[
+            "run",
+            "-l",
+            "a..b",
+            "--strategy",
+            "bakery",
+            "--paths",
+            "--",
+            "true",
+        ])
+        .expect_code(64);
+}

@@ -208,6 +208,23 @@ pub(crate) fn infer_strategy(cells: &[Cell], opts: &LockOptions) -> Option<Strat
     None
 }
 
+/// Whether a row's entries are laid out for paths (`<entries><path>|<owner>`): an owner id
+/// never contains `|`, so an entry that does names a path (a column-prefix lock id with a `|`
+/// in it is read as one too, which only changes how the listing names it).
+fn holds_paths(cells: &[Cell], strategy: Strategy, opts: &LockOptions) -> bool {
+    let columns = RowColumns::of(&LockOptions {
+        strategy,
+        paths: false,
+        ..opts.clone()
+    });
+    cells.iter().any(|c| {
+        columns.is_entry(&c.column)
+            && columns
+                .owner_part(&c.column)
+                .contains(crate::strategy::PATH_END)
+    })
+}
+
 fn read_for(name: &str, opts: &LockOptions) -> Command {
     let columns = RowColumns::of(opts);
     let consistency = match opts.strategy {
@@ -360,6 +377,8 @@ impl Operation for ListLocks {
                         if let Some(strategy) = infer_strategy(&cells, opts) {
                             let layout_opts = LockOptions {
                                 strategy,
+                                // A tree's row: its entries name their paths.
+                                paths: holds_paths(&cells, strategy, opts),
                                 prefix: if strategy == Strategy::ColumnPrefix {
                                     opts.prefix.clone()
                                 } else {
