@@ -7,8 +7,8 @@
  * into the caller's buffer); baton_last_error() gives the message on the calling thread. NULL
  * pointers, names that are not UTF-8 and bad durations are reported, never crashed on.
  *
- * Threads: a baton_locker may be used from many threads at once; a baton_guard's and a
- * baton_object's functions may be called from any thread. After fork(), a child cannot unlock its parent's locks
+ * Threads: a baton_locker and a baton_semaphore may be used from many threads at once; a
+ * baton_guard's and a baton_object's functions may be called from any thread. After fork(), a child cannot unlock its parent's locks
  * (BATON_NOT_OWNER; freeing them there only frees memory) and opens lockers of its own.
  */
 
@@ -65,9 +65,21 @@ typedef enum baton_code {
   BATON_BUFFER_TOO_SMALL = -1,
 } baton_code;
 
-// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`. Its functions may be
-// called from any thread. In a child process after `fork()` it belongs to the parent:
-// `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees memory.
+// How a lock is held (`baton_guard_mode`).
+typedef enum baton_mode {
+  // The only holder (`baton_lock`, `baton_try_lock`, `baton_lock_for`).
+  BATON_MODE_EXCLUSIVE = 0,
+  // One of any number of readers (`baton_lock_shared` and friends).
+  BATON_MODE_SHARED = 1,
+  // One of a semaphore's permits (`baton_semaphore_acquire` and friends).
+  BATON_MODE_COUNTED = 2,
+} baton_mode;
+
+// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`, a shared lock
+// (`baton_lock_shared`, ...) or a semaphore's permit (`baton_semaphore_acquire`, ...). Its
+// functions may be called from any thread. In a child process after `fork()` it belongs to
+// the parent: `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees
+// memory.
 typedef struct baton_guard baton_guard;
 
 // A locker: a store with default options. Thread-safe: one locker may be used from many
@@ -84,6 +96,13 @@ typedef struct baton_locker baton_locker;
 // readable. Free it with `baton_object_free` (which releases a lock still held). Its functions
 // may be called from any thread.
 typedef struct baton_object baton_object;
+
+// A semaphore: at most `baton_semaphore_permits` holders of its name at once, across every
+// process using the store. Made by [`baton_semaphore_open`], freed by
+// [`baton_semaphore_free`]; its functions may be called from many threads at once. Each
+// permit taken is a `baton_guard`: `baton_unlock` gives it back (a second `baton_unlock` is
+// `BATON_NOT_OWNER`), `baton_guard_free` gives it back if still held and frees it.
+typedef struct baton_semaphore baton_semaphore;
 
 // Called once, from a thread of baton's, when a held lock's lease is lost: `context` as given
 // to [`baton_guard_on_lost`], the error's code (`BATON_LOST`) and message (valid during the
@@ -146,6 +165,16 @@ void baton_guard_free(struct baton_guard *lock);
 // # Safety
 // `lock` is NULL or a live lock.
 uint64_t baton_guard_token(const struct baton_guard *lock);
+
+// How the lock is (or was) held: `*mode` is `BATON_MODE_EXCLUSIVE`, `BATON_MODE_SHARED` or
+// `BATON_MODE_COUNTED`; `*permits` (NULL: not wanted) the semaphore's permits for a counted
+// one, 1 otherwise. A NULL `lock` or `mode` is `BATON_INVALID_OPTION`.
+//
+// # Safety
+// `lock` is NULL or a live lock; `mode` and `permits` are NULL or writable.
+enum baton_code baton_guard_mode(const struct baton_guard *lock,
+                                 enum baton_mode *mode,
+                                 uint32_t *permits);
 
 // Whether the lock is held: false once unlocked, lost, or past its deadline (and for NULL).
 //
@@ -256,6 +285,108 @@ enum baton_code baton_lock_for(const struct baton_locker *locker,
                                size_t name_len,
                                int64_t wait_ms,
                                struct baton_guard **out);
+
+// Takes lock `name` as a reader: any number of shared holders at once, never beside an
+// exclusive one (a writer that waits is not starved: readers that come after it wait behind
+// it). Waits up to the locker's wait timeout. The lock is a `baton_guard`, unlocked with
+// `baton_unlock` and freed with `baton_guard_free` like any other.
+//
+// Errors: `BATON_INVALID_OPTION` when the locker's strategy is unique insert (shared locks
+// need `"bakery"` or `"column-prefix"`), or when the name is in use as a semaphore;
+// `BATON_TIMED_OUT` when the wait ran out; `BATON_INVALID_NAME`; the store's codes.
+//
+// # Safety
+// `locker` is NULL or live; `name` is NULL or `name_len` readable bytes; `out` is NULL or
+// writable.
+enum baton_code baton_lock_shared(const struct baton_locker *locker,
+                                  const char *name,
+                                  size_t name_len,
+                                  struct baton_guard **out);
+
+// One attempt at [`baton_lock_shared`]: `BATON_BUSY` while a writer holds the lock or waits
+// for it.
+//
+// # Safety
+// As [`baton_lock_shared`].
+enum baton_code baton_try_lock_shared(const struct baton_locker *locker,
+                                      const char *name,
+                                      size_t name_len,
+                                      struct baton_guard **out);
+
+// [`baton_lock_shared`] waiting up to `wait_ms` milliseconds instead of the locker's timeout
+// (0: one attempt, giving `BATON_TIMED_OUT` if held; negative: `BATON_INVALID_OPTION`).
+//
+// # Safety
+// As [`baton_lock_shared`].
+enum baton_code baton_lock_shared_for(const struct baton_locker *locker,
+                                      const char *name,
+                                      size_t name_len,
+                                      int64_t wait_ms,
+                                      struct baton_guard **out);
+
+// Opens a semaphore of `permits` (1 to 10000) on lock `name` (`name_len` bytes, UTF-8) of
+// `locker`. Opening takes no permit and does not touch the store. On success `*out` is a
+// semaphore the caller frees with [`baton_semaphore_free`]; on error NULL.
+//
+// Every user of the name must give the same `permits`: an acquire that finds the name held
+// with another count, or as a shared or exclusive lock, is `BATON_INVALID_OPTION` naming
+// both.
+//
+// Errors: `BATON_INVALID_OPTION` for `permits` outside 1 to 10000, a locker whose strategy
+// is unique insert (semaphores need `"bakery"` or `"column-prefix"`), a NULL `locker` or
+// `out`; `BATON_INVALID_NAME`.
+//
+// # Safety
+// `locker` is NULL or live; `name` is NULL or `name_len` readable bytes; `out` is NULL or
+// writable.
+enum baton_code baton_semaphore_open(const struct baton_locker *locker,
+                                     const char *name,
+                                     size_t name_len,
+                                     int64_t permits,
+                                     struct baton_semaphore **out);
+
+// Frees a semaphore. Permits taken through it stay held until their guards are unlocked or
+// freed. NULL is ignored.
+//
+// # Safety
+// `semaphore` is NULL or a live semaphore, not used again.
+void baton_semaphore_free(struct baton_semaphore *semaphore);
+
+// How many holders the semaphore admits at once (0 for NULL).
+//
+// # Safety
+// `semaphore` is NULL or a live semaphore.
+uint32_t baton_semaphore_permits(const struct baton_semaphore *semaphore);
+
+// Takes a permit, waiting up to the locker's wait timeout. On success `*out` is the permit, a
+// `baton_guard` (give it back with `baton_unlock` or `baton_guard_free`); on error NULL.
+//
+// Errors: `BATON_TIMED_OUT` when every permit stayed taken for the whole wait;
+// `BATON_INVALID_OPTION` when the name is held with another count or as a shared or
+// exclusive lock, or for a NULL argument; the store's codes.
+//
+// # Safety
+// `semaphore` is NULL or live; `out` is NULL or writable.
+enum baton_code baton_semaphore_acquire(const struct baton_semaphore *semaphore,
+                                        struct baton_guard **out);
+
+// One attempt at a permit: `BATON_BUSY` when all are taken. Otherwise as
+// [`baton_semaphore_acquire`].
+//
+// # Safety
+// As [`baton_semaphore_acquire`].
+enum baton_code baton_semaphore_try_acquire(const struct baton_semaphore *semaphore,
+                                            struct baton_guard **out);
+
+// [`baton_semaphore_acquire`] waiting up to `wait_ms` milliseconds instead of the locker's
+// timeout (0: one attempt, giving `BATON_TIMED_OUT` when all are taken; negative:
+// `BATON_INVALID_OPTION`).
+//
+// # Safety
+// As [`baton_semaphore_acquire`].
+enum baton_code baton_semaphore_acquire_for(const struct baton_semaphore *semaphore,
+                                            int64_t wait_ms,
+                                            struct baton_guard **out);
 
 // Reads object `name` (`name_len` bytes, as lock names are given) without looking at its lock
 // (SOSS's `get`): one read. On `BATON_OK`, `*found` says whether there is an object; if there

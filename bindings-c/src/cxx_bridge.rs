@@ -7,7 +7,9 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use baton::{BlockingGuard, BlockingLocker, BlockingObjectGuard, Error, ErrorKind};
+use baton::{
+    BlockingGuard, BlockingLocker, BlockingObjectGuard, BlockingSemaphore, Error, ErrorKind, Mode,
+};
 
 use crate::shared::{self, Attempt};
 
@@ -57,6 +59,21 @@ mod ffi {
         fn on_lost(self: &Guard, callback: UniquePtr<LostCallback>) -> Result<()>;
 
         fn code_name(code: u32) -> &'static str;
+    }
+
+    // Shared locks and semaphores (baton::SharedMutex, baton::Semaphore).
+    extern "Rust" {
+        type Semaphore;
+
+        fn lock_shared(self: &Locker, name: &[u8]) -> Result<Box<Guard>>;
+        fn try_lock_shared(self: &Locker, name: &[u8]) -> Result<Box<Guard>>;
+        fn lock_shared_for(self: &Locker, name: &[u8], wait_ms: i64) -> Result<Box<Guard>>;
+        fn semaphore(self: &Locker, name: &[u8], permits: i64) -> Result<Box<Semaphore>>;
+
+        fn permits(self: &Semaphore) -> u32;
+        fn acquire(self: &Semaphore) -> Result<Box<Guard>>;
+        fn try_acquire(self: &Semaphore) -> Result<Box<Guard>>;
+        fn acquire_for(self: &Semaphore, wait_ms: i64) -> Result<Box<Guard>>;
     }
 
     // Objects beside locks: unlocked calls on the locker, locked ones on an Object.
@@ -183,27 +200,82 @@ impl Locker {
         Box::new(Locker(self.0.clone()))
     }
 
-    fn take(&self, name: &[u8], attempt: Attempt) -> Result<Box<Guard>, Coded> {
+    /// Takes `name` in `mode` (`None`: the locker's default).
+    fn take(&self, name: &[u8], mode: Option<Mode>, attempt: Attempt) -> Result<Box<Guard>, Coded> {
         guarded(|| {
             let name = text("a lock name", name, ErrorKind::InvalidName)?;
             Ok(Box::new(Guard(
-                Some(shared::lock(&self.0, name, attempt)?),
+                Some(shared::lock(&self.0, name, mode, attempt)?),
                 false,
             )))
         })
     }
 
     fn lock(&self, name: &[u8]) -> Result<Box<Guard>, Coded> {
-        self.take(name, Attempt::Wait)
+        self.take(name, None, Attempt::Wait)
     }
 
     fn try_lock(&self, name: &[u8]) -> Result<Box<Guard>, Coded> {
-        self.take(name, Attempt::Once)
+        self.take(name, None, Attempt::Once)
     }
 
     fn lock_for(&self, name: &[u8], wait_ms: i64) -> Result<Box<Guard>, Coded> {
         let wait = shared::millis("baton::Lock", "the wait", wait_ms, true).map_err(Coded)?;
-        self.take(name, Attempt::For(wait))
+        self.take(name, None, Attempt::For(wait))
+    }
+
+    fn lock_shared(&self, name: &[u8]) -> Result<Box<Guard>, Coded> {
+        self.take(name, Some(Mode::Shared), Attempt::Wait)
+    }
+
+    fn try_lock_shared(&self, name: &[u8]) -> Result<Box<Guard>, Coded> {
+        self.take(name, Some(Mode::Shared), Attempt::Once)
+    }
+
+    fn lock_shared_for(&self, name: &[u8], wait_ms: i64) -> Result<Box<Guard>, Coded> {
+        let wait =
+            shared::millis("baton::SharedMutex", "the wait", wait_ms, true).map_err(Coded)?;
+        self.take(name, Some(Mode::Shared), Attempt::For(wait))
+    }
+
+    fn semaphore(&self, name: &[u8], permits: i64) -> Result<Box<Semaphore>, Coded> {
+        guarded(|| {
+            let name = text("a lock name", name, ErrorKind::InvalidName)?;
+            Ok(Box::new(Semaphore(shared::semaphore(
+                &self.0, name, permits,
+            )?)))
+        })
+    }
+}
+
+/// A semaphore (inside `baton::Semaphore`).
+pub struct Semaphore(BlockingSemaphore);
+
+impl Semaphore {
+    fn permits(&self) -> u32 {
+        self.0.permits()
+    }
+
+    fn take(&self, attempt: Attempt) -> Result<Box<Guard>, Coded> {
+        guarded(|| {
+            Ok(Box::new(Guard(
+                Some(shared::acquire(&self.0, attempt)?),
+                false,
+            )))
+        })
+    }
+
+    fn acquire(&self) -> Result<Box<Guard>, Coded> {
+        self.take(Attempt::Wait)
+    }
+
+    fn try_acquire(&self) -> Result<Box<Guard>, Coded> {
+        self.take(Attempt::Once)
+    }
+
+    fn acquire_for(&self, wait_ms: i64) -> Result<Box<Guard>, Coded> {
+        let wait = shared::millis("baton::Semaphore", "the wait", wait_ms, true).map_err(Coded)?;
+        self.take(Attempt::For(wait))
     }
 }
 

@@ -10,11 +10,14 @@ use baton::{BlockingGuard, Error};
 
 use crate::call::{call, invalid};
 use crate::codes::BatonCode;
+use crate::modes::{c_mode, BatonMode};
 use crate::shared::{self, millis};
 
-/// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`. Its functions may be
-/// called from any thread. In a child process after `fork()` it belongs to the parent:
-/// `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees memory.
+/// A lock taken by `baton_lock`, `baton_try_lock` or `baton_lock_for`, a shared lock
+/// (`baton_lock_shared`, ...) or a semaphore's permit (`baton_semaphore_acquire`, ...). Its
+/// functions may be called from any thread. In a child process after `fork()` it belongs to
+/// the parent: `baton_unlock` there gives `BATON_NOT_OWNER` and `baton_guard_free` only frees
+/// memory.
 pub struct BatonGuard {
     /// The guard, and whether it was unlocked (then freeing it has nothing left to do).
     guard: Mutex<(BlockingGuard, bool)>,
@@ -95,6 +98,36 @@ pub unsafe extern "C" fn baton_guard_free(lock: *mut BatonGuard) {
 pub unsafe extern "C" fn baton_guard_token(lock: *const BatonGuard) -> u64 {
     // SAFETY: the caller's promise.
     unsafe { lock.as_ref() }.map_or(0, |l| l.guard().0.token())
+}
+
+/// How the lock is (or was) held: `*mode` is `BATON_MODE_EXCLUSIVE`, `BATON_MODE_SHARED` or
+/// `BATON_MODE_COUNTED`; `*permits` (NULL: not wanted) the semaphore's permits for a counted
+/// one, 1 otherwise. A NULL `lock` or `mode` is `BATON_INVALID_OPTION`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `mode` and `permits` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_mode(
+    lock: *const BatonGuard,
+    mode: *mut BatonMode,
+    permits: *mut u32,
+) -> BatonCode {
+    const F: &str = "baton_guard_mode";
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref(F, lock) }?;
+        if mode.is_null() {
+            return Err(invalid(F, "mode is NULL"));
+        }
+        let (held_as, count) = c_mode(this.guard().0.mode());
+        // SAFETY: non-NULL and writable.
+        unsafe { mode.write(held_as) };
+        if !permits.is_null() {
+            // SAFETY: non-NULL and writable.
+            unsafe { permits.write(count) };
+        }
+        Ok(())
+    })
 }
 
 /// Whether the lock is held: false once unlocked, lost, or past its deadline (and for NULL).

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use baton::{BlockingLocker, Error};
+use baton::{BlockingLocker, Error, Mode};
 
 use crate::call::{call, invalid};
 use crate::codes::BatonCode;
@@ -184,7 +184,17 @@ pub unsafe extern "C" fn baton_lock(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     // SAFETY: the caller's promises, passed on.
-    unsafe { lock_with("baton_lock", locker, name, name_len, out, Attempt::Wait) }
+    unsafe {
+        lock_with(
+            "baton_lock",
+            locker,
+            name,
+            name_len,
+            None,
+            out,
+            Attempt::Wait,
+        )
+    }
 }
 
 /// One attempt at lock `name`: `BATON_BUSY` if it is held. Otherwise as [`baton_lock`].
@@ -199,7 +209,17 @@ pub unsafe extern "C" fn baton_try_lock(
     out: *mut *mut BatonGuard,
 ) -> BatonCode {
     // SAFETY: the caller's promises, passed on.
-    unsafe { lock_with("baton_try_lock", locker, name, name_len, out, Attempt::Once) }
+    unsafe {
+        lock_with(
+            "baton_try_lock",
+            locker,
+            name,
+            name_len,
+            None,
+            out,
+            Attempt::Once,
+        )
+    }
 }
 
 /// [`baton_lock`] waiting up to `wait_ms` milliseconds instead of the locker's timeout (0:
@@ -221,16 +241,19 @@ pub unsafe extern "C" fn baton_lock_for(
         Err(e) => return call(|| Err(e)),
     };
     // SAFETY: the caller's promises, passed on.
-    unsafe { lock_with(F, locker, name, name_len, out, Attempt::For(wait)) }
+    unsafe { lock_with(F, locker, name, name_len, None, out, Attempt::For(wait)) }
 }
 
+/// Takes `name` in `mode` (`None`: the locker's default) as `function`.
+///
 /// # Safety
 /// As [`baton_lock`].
-unsafe fn lock_with(
+pub(crate) unsafe fn lock_with(
     function: &str,
     locker: *const BatonLocker,
     name: *const c_char,
     name_len: usize,
+    mode: Option<Mode>,
     out: *mut *mut BatonGuard,
     attempt: Attempt,
 ) -> BatonCode {
@@ -244,7 +267,7 @@ unsafe fn lock_with(
         let this = unsafe { locker_ref(function, locker) }?;
         // SAFETY: the caller's promise about `name`.
         let name = unsafe { text::name(name, name_len) }?;
-        let guard = shared::lock(&this.locker, name, attempt)?;
+        let guard = shared::lock(&this.locker, name, mode, attempt)?;
         // SAFETY: `out` is non-NULL and writable.
         unsafe { out.write(BatonGuard::boxed(guard)) };
         Ok(())

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use baton::baton_kernel::host::{duration_from, TimeUnit};
 use baton::{
-    BlockingGuard, BlockingLocker, BlockingObjectGuard, Error, LockOptions, LockRequest,
-    LockerSpec, Wait,
+    BlockingGuard, BlockingLocker, BlockingObjectGuard, BlockingSemaphore, Error, LockOptions,
+    LockRequest, LockerSpec, Mode, Wait,
 };
 
 use crate::call::invalid;
@@ -70,6 +70,8 @@ pub(crate) fn open(
         table: options.table,
         keep_alive: options.keep_alive,
         password_file: None,
+        // Dot-separated paths are not offered to C and C++ yet: names are flat, as before.
+        paths: false,
     };
     Ok(spec.open()?.blocking())
 }
@@ -95,13 +97,46 @@ impl Attempt {
     }
 }
 
-/// Takes `name` on `locker`.
+/// Takes `name` on `locker` in `mode` (`None`: the locker's default, as `lock` always did).
+/// Whether the mode is allowed, and beside whom, is the `baton` crate's decision.
 pub(crate) fn lock(
     locker: &BlockingLocker,
     name: &str,
+    mode: Option<Mode>,
     attempt: Attempt,
 ) -> Result<BlockingGuard, Error> {
-    locker.lock_with(name, attempt.request())
+    let request = attempt.request();
+    locker.lock_with(
+        name,
+        match mode {
+            Some(mode) => request.mode(mode),
+            None => request,
+        },
+    )
+}
+
+/// A semaphore of `permits` on `name`: the count is read as every binding reads one
+/// ([`Mode::counted`]: 1 to [`Mode::MAX_PERMITS`], else `InvalidOption`), then the `baton`
+/// crate's [`BlockingLocker::semaphore`] checks the name and the locker's strategy.
+pub(crate) fn semaphore(
+    locker: &BlockingLocker,
+    name: &str,
+    permits: i64,
+) -> Result<BlockingSemaphore, Error> {
+    let permits = match Mode::counted(permits)? {
+        Mode::Counted(n) => n,
+        // Mode::counted gives Counted or an error; any other mode is a bug here.
+        other => return Err(Error::internal(format!("Mode::counted gave {other:?}"))),
+    };
+    locker.semaphore(name, permits)
+}
+
+/// Takes one of `semaphore`'s permits.
+pub(crate) fn acquire(
+    semaphore: &BlockingSemaphore,
+    attempt: Attempt,
+) -> Result<BlockingGuard, Error> {
+    semaphore.acquire_with(attempt.request())
 }
 
 /// Takes `name` on `locker` and reads its object (`get_and_lock`).

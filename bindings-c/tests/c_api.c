@@ -1,7 +1,7 @@
 /*
  * The C API against the memory store (and a store nobody listens on): locking, fencing,
- * unlocking, objects beside locks, and every kind of bad input, each reported with its code and
- * never crashed on.
+ * unlocking, objects beside locks, shared locks and semaphores, and every kind of bad input,
+ * each reported with its code and never crashed on.
  */
 #define _POSIX_C_SOURCE 200809L /* getpid, clock_gettime */
 #include <stdint.h>
@@ -566,12 +566,178 @@ static void a_forked_child_leaves_the_parents_object_alone(void) {
     }
 }
 
+/* Shared locks and semaphores (bakery and column prefix carry them): readers together, a writer
+ * alone, a semaphore's permits, and the modes that cannot share a name. */
+static void shared_locks_and_semaphores(const char *strategy) {
+    baton_locker *locker = open_store(strategy);
+    baton_locker *other = NULL;
+    CHECK_CODE(baton_locker_clone(locker, &other), BATON_OK);
+    char name[80];
+    snprintf(name, sizeof name, "catalog-%s-%ld", strategy, (long)getpid());
+    size_t len = strlen(name);
+
+    baton_guard *r1 = NULL, *r2 = NULL, *r3 = NULL, *w = (baton_guard *)0x1;
+    CHECK_CODE(baton_lock_shared(locker, name, len, &r1), BATON_OK);
+    CHECK_CODE(baton_try_lock_shared(other, name, len, &r2), BATON_OK);  /* two readers */
+    CHECK(baton_guard_held(r1) && baton_guard_held(r2));
+    baton_mode mode = BATON_MODE_EXCLUSIVE;
+    uint32_t permits = 0;
+    CHECK_CODE(baton_guard_mode(r1, &mode, &permits), BATON_OK);
+    CHECK(mode == BATON_MODE_SHARED && permits == 1);
+    CHECK_CODE(baton_try_lock(other, name, len, &w), BATON_BUSY);  /* a writer waits for both */
+    CHECK(w == NULL);
+    CHECK_CODE(baton_lock_for(other, name, len, 50, &w), BATON_TIMED_OUT);
+    /* The writer gave up: readers are admitted again. */
+    CHECK_CODE(baton_lock_shared_for(other, name, len, 1000, &r3), BATON_OK);
+    CHECK_CODE(baton_unlock(r1), BATON_OK);
+    CHECK_CODE(baton_unlock(r1), BATON_NOT_OWNER);  /* double unlock */
+    baton_guard_free(r1);
+    baton_guard_free(r2);
+    CHECK_CODE(baton_try_lock(other, name, len, &w), BATON_BUSY);  /* r3 still reads */
+    baton_guard_free(r3);
+
+    CHECK_CODE(baton_lock(other, name, len, &w), BATON_OK);  /* the writer, alone */
+    CHECK_CODE(baton_guard_mode(w, &mode, NULL), BATON_OK);
+    CHECK(mode == BATON_MODE_EXCLUSIVE);
+    CHECK_CODE(baton_try_lock_shared(locker, name, len, &r1), BATON_BUSY);
+    CHECK(r1 == NULL);
+    CHECK_CODE(baton_lock_shared_for(locker, name, len, 50, &r1), BATON_TIMED_OUT);
+    baton_guard_free(w);
+
+    /* A semaphore of 3 admits 3; a fourth try is busy; a release gives a permit back. */
+    char slots[80];
+    snprintf(slots, sizeof slots, "encoders-%s-%ld", strategy, (long)getpid());
+    size_t slots_len = strlen(slots);
+    baton_semaphore *sem = NULL, *same = NULL, *four = NULL;
+    CHECK_CODE(baton_semaphore_open(locker, slots, slots_len, 3, &sem), BATON_OK);
+    CHECK_CODE(baton_semaphore_open(other, slots, slots_len, 3, &same), BATON_OK);
+    CHECK(baton_semaphore_permits(sem) == 3);
+    baton_guard *p[4] = {NULL, NULL, NULL, (baton_guard *)0x1};
+    CHECK_CODE(baton_semaphore_acquire(sem, &p[0]), BATON_OK);
+    CHECK_CODE(baton_semaphore_try_acquire(same, &p[1]), BATON_OK);
+    CHECK_CODE(baton_semaphore_acquire_for(sem, 1000, &p[2]), BATON_OK);
+    CHECK_CODE(baton_guard_mode(p[2], &mode, &permits), BATON_OK);
+    CHECK(mode == BATON_MODE_COUNTED && permits == 3);
+    CHECK(baton_guard_token(p[0]) > 0);
+    CHECK_CODE(baton_semaphore_try_acquire(same, &p[3]), BATON_BUSY);
+    CHECK(p[3] == NULL);
+    CHECK_CODE(baton_semaphore_acquire_for(sem, 50, &p[3]), BATON_TIMED_OUT);
+    CHECK_CODE(baton_unlock(p[1]), BATON_OK);  /* a permit back */
+    CHECK_CODE(baton_unlock(p[1]), BATON_NOT_OWNER);  /* double release */
+    baton_guard_free(p[1]);
+    CHECK_CODE(baton_semaphore_try_acquire(sem, &p[1]), BATON_OK);
+
+    /* One name, two sizes; a semaphore's name as a shared or exclusive lock, and back. */
+    CHECK_CODE(baton_semaphore_open(other, slots, slots_len, 4, &four), BATON_OK);
+    CHECK_CODE(baton_semaphore_try_acquire(four, &p[3]), BATON_INVALID_OPTION);
+    CHECK(strstr(baton_last_error(), "3") != NULL && strstr(baton_last_error(), "4") != NULL);
+    CHECK(p[3] == NULL);
+    CHECK_CODE(baton_try_lock_shared(other, slots, slots_len, &r1), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_shared_for(other, slots, slots_len, 50, &r1), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_try_lock(other, slots, slots_len, &w), BATON_INVALID_OPTION);
+    CHECK(r1 == NULL && w == NULL);
+    CHECK_CODE(baton_lock_shared(locker, name, len, &r1), BATON_OK);
+    baton_semaphore *on_reader = NULL;
+    CHECK_CODE(baton_semaphore_open(other, name, len, 2, &on_reader), BATON_OK);
+    CHECK_CODE(baton_semaphore_try_acquire(on_reader, &p[3]), BATON_INVALID_OPTION);
+    CHECK(p[3] == NULL);
+    baton_guard_free(r1);
+
+    for (int i = 0; i < 3; i++) {
+        baton_guard_free(p[i]);
+    }
+    /* Every permit back: the other size may have the name now. */
+    CHECK_CODE(baton_semaphore_try_acquire(four, &p[3]), BATON_OK);
+    baton_guard_free(p[3]);
+    baton_semaphore_free(on_reader);
+    baton_semaphore_free(four);
+    baton_semaphore_free(same);
+    baton_semaphore_free(sem);
+    baton_locker_free(other);
+    baton_locker_free(locker);
+}
+
+static void modes_refuse_bad_input(void) {
+    baton_locker *locker = open_store("bakery");
+    baton_semaphore *sem = (baton_semaphore *)0x1;
+    baton_guard *lock = (baton_guard *)0x1;
+    const char *n = "slots";
+    /* Permits from 1 to 10000. */
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, 0, &sem), BATON_INVALID_OPTION);
+    CHECK(sem == NULL);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, -1, &sem), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, 10001, &sem), BATON_INVALID_OPTION);
+    CHECK(strstr(baton_last_error(), "10001") != NULL);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, INT64_MIN, &sem), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, INT64_MAX, &sem), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, (int64_t)UINT32_MAX + 3, &sem),
+               BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, 10000, &sem), BATON_OK);
+    CHECK(baton_semaphore_permits(sem) == 10000);
+    CHECK_CODE(baton_semaphore_acquire_for(sem, -1, &lock), BATON_INVALID_OPTION);
+    CHECK(lock == NULL);
+    CHECK_CODE(baton_semaphore_acquire(sem, NULL), BATON_INVALID_OPTION);
+    baton_semaphore_free(sem);
+
+    /* Names: as every lock name. */
+    CHECK_CODE(baton_semaphore_open(locker, NULL, 3, 2, &sem), BATON_INVALID_NAME);
+    CHECK_CODE(baton_semaphore_open(locker, "", 0, 2, &sem), BATON_INVALID_NAME);
+    CHECK_CODE(baton_semaphore_open(locker, "a\0b", 3, 2, &sem), BATON_INVALID_NAME);
+    CHECK_CODE(baton_semaphore_open(locker, "\xff\xfe", 2, 2, &sem), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock_shared(locker, NULL, 3, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock_shared(locker, "", 0, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_try_lock_shared(locker, "a\0b", 3, &lock), BATON_INVALID_NAME);
+    CHECK_CODE(baton_lock_shared_for(locker, "\xff\xfe", 2, 10, &lock), BATON_INVALID_NAME);
+    size_t huge = 1 << 20;
+    char *big = malloc(huge);
+    CHECK(big != NULL);
+    if (big) {
+        memset(big, 'x', huge);
+        CHECK_CODE(baton_semaphore_open(locker, big, huge, 2, &sem), BATON_INVALID_NAME);
+        CHECK_CODE(baton_lock_shared(locker, big, huge, &lock), BATON_INVALID_NAME);
+        free(big);
+    }
+    CHECK(sem == NULL && lock == NULL);
+
+    /* NULL handles and out-parameters, negative waits. */
+    CHECK_CODE(baton_semaphore_open(NULL, n, 5, 2, &sem), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, 2, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_acquire(NULL, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_try_acquire(NULL, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_acquire_for(NULL, 10, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_shared(NULL, n, 5, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_try_lock_shared(locker, n, 5, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_shared_for(locker, n, 5, -1, &lock), BATON_INVALID_OPTION);
+    CHECK(baton_semaphore_permits(NULL) == 0);
+    baton_semaphore_free(NULL);
+    baton_mode mode;
+    CHECK_CODE(baton_guard_mode(NULL, &mode, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_shared(locker, n, 5, &lock), BATON_OK);
+    CHECK_CODE(baton_guard_mode(lock, NULL, NULL), BATON_INVALID_OPTION);
+    baton_guard_free(lock);
+    baton_locker_free(locker);
+
+    /* Unique insert (the default) is exclusive only: it says to use bakery or column-prefix. */
+    locker = open_store(NULL);
+    CHECK_CODE(baton_lock_shared(locker, n, 5, &lock), BATON_INVALID_OPTION);
+    CHECK(strstr(baton_last_error(), "bakery") != NULL);
+    CHECK_CODE(baton_try_lock_shared(locker, n, 5, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_shared_for(locker, n, 5, 10, &lock), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_semaphore_open(locker, n, 5, 3, &sem), BATON_INVALID_OPTION);
+    CHECK(strstr(baton_last_error(), "bakery") != NULL);
+    CHECK(sem == NULL && lock == NULL);
+    baton_locker_free(locker);
+}
+
 int main(void) {
     const char *strategies[] = {"unique-insert", "bakery", "column-prefix"};
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
         locks_exclude_and_fence(strategies[i]);
         objects_round_trip(strategies[i]);
     }
+    shared_locks_and_semaphores("bakery");
+    shared_locks_and_semaphores("column-prefix");
+    modes_refuse_bad_input();
     bad_names_are_refused();
     bad_arguments_are_refused();
     objects_refuse_bad_input();

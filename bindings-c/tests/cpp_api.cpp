@@ -1,6 +1,7 @@
 // The C++ API (baton.hpp) with GoogleTest, on the store BATON_TEST_URL names (memory: when
-// unset), each strategy: Lock, Mutex with the standard lock types, errors, loss, and objects
-// beside locks (baton::Object, Locker::get and the optimistic calls).
+// unset), each strategy: Lock, Mutex with the standard lock types, errors, loss, objects
+// beside locks (baton::Object, Locker::get and the optimistic calls), and shared locks and
+// semaphores (baton::SharedMutex with std::shared_lock, baton::Semaphore).
 #include <gtest/gtest.h>
 
 #include <baton.hpp>
@@ -9,11 +10,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -506,5 +509,214 @@ TEST(CppErrors, ASilentStoreFailsTheWaitAtItsTimeout) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, CppApi,
                          ::testing::Values("unique-insert", "bakery", "column-prefix"));
+
+// Shared locks and semaphores: the strategies that carry them (unique insert refuses them).
+class CppModes : public ::testing::TestWithParam<const char*> {
+protected:
+    baton::Locker locker(const char* strategy = nullptr) {
+        baton::Options options;
+        options.strategy = strategy ? strategy : GetParam();
+        options.wait_timeout = 300ms;
+        options.ttl = 5s;
+        return baton::Locker(store_url(), options);
+    }
+};
+
+TEST_P(CppModes, SharedMutexAdmitsReadersTogetherAndAWriterAlone) {
+    auto l = locker();
+    const std::string name = fresh("catalog");
+    baton::SharedMutex a(l, name);
+    baton::SharedMutex b(baton::Locker(l), name);
+    baton::SharedMutex c(l, name);
+    EXPECT_EQ(a.name(), name);
+    {
+        std::shared_lock<baton::SharedMutex> ra(a);
+        std::shared_lock<baton::SharedMutex> rb(b, std::try_to_lock);
+        EXPECT_TRUE(rb.owns_lock());  // two readers at once
+        EXPECT_GT(a.token(), 0u);
+        a.check();
+        EXPECT_FALSE(c.try_lock());  // a writer waits for both
+        EXPECT_FALSE(c.try_lock_for(50ms));
+        std::unique_lock<baton::SharedMutex> w(c, std::defer_lock);
+        EXPECT_THROW(w.lock(), baton::TimedOut);
+        EXPECT_FALSE(w.owns_lock());
+        std::shared_lock<baton::SharedMutex> rc(c, 1s);  // the writer gave up: readers again
+        EXPECT_TRUE(rc.owns_lock());
+    }
+    {
+        std::unique_lock<baton::SharedMutex> w(c);  // alone
+        EXPECT_TRUE(w.owns_lock());
+        EXPECT_GT(c.token(), 0u);
+        EXPECT_FALSE(a.try_lock_shared());
+        std::shared_lock<baton::SharedMutex> r(b, std::try_to_lock);
+        EXPECT_FALSE(r.owns_lock());
+        std::shared_lock<baton::SharedMutex> timed(b, 50ms);
+        EXPECT_FALSE(timed.owns_lock());
+        EXPECT_THROW(std::shared_lock<baton::SharedMutex>{a}, baton::TimedOut);
+    }
+    {
+        std::lock_guard<baton::SharedMutex> g(a);
+        std::shared_lock<baton::SharedMutex> r(b, std::try_to_lock);
+        EXPECT_FALSE(r.owns_lock());
+    }
+    std::shared_lock<baton::SharedMutex> last(b, std::try_to_lock);
+    EXPECT_TRUE(last.owns_lock());
+}
+
+TEST_P(CppModes, SharedMutexKeepsEachThreadsLocks) {
+    auto l = locker();
+    const std::string name = fresh("per-thread");
+    baton::SharedMutex m(l, name);
+    EXPECT_THROW(m.unlock(), baton::NotOwner);  // nothing held
+    EXPECT_THROW(m.unlock_shared(), baton::NotOwner);
+    EXPECT_EQ(m.token(), 0u);
+    m.check();  // nothing held: nothing lost
+
+    // Three threads read through one SharedMutex at once, each unlocking its own.
+    std::atomic<int> reading{0};
+    std::atomic<int> most{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+        threads.emplace_back([&] {
+            std::shared_lock<baton::SharedMutex> r(m);
+            int now = ++reading;
+            int seen = most.load();
+            while (now > seen && !most.compare_exchange_weak(seen, now)) {
+            }
+            auto until = std::chrono::steady_clock::now() + 2s;
+            while (most.load() < 3 && std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(1ms);
+            }
+            --reading;
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    EXPECT_EQ(most.load(), 3);
+
+    // A thread unlocks what it locked, of the kind it locked.
+    m.lock_shared();
+    EXPECT_THROW(m.unlock(), baton::NotOwner);  // a shared lock, not an exclusive one
+    std::thread([&] { EXPECT_THROW(m.unlock_shared(), baton::NotOwner); }).join();
+    m.unlock_shared();
+    EXPECT_THROW(m.unlock_shared(), baton::NotOwner);  // double unlock
+    m.lock();
+    std::thread([&] { EXPECT_THROW(m.unlock(), baton::NotOwner); }).join();
+    m.unlock();
+    std::unique_lock<baton::SharedMutex> again(m, std::try_to_lock);
+    EXPECT_TRUE(again.owns_lock());
+}
+
+TEST_P(CppModes, SemaphoreAdmitsItsPermits) {
+    auto l = locker();
+    const std::string name = fresh("encoders");
+    baton::Semaphore s(l, name, 3);
+    baton::Semaphore other(baton::Locker(l), name, 3);
+    EXPECT_EQ(s.permits(), 3u);
+    EXPECT_EQ(s.name(), name);
+    s.acquire();
+    EXPECT_TRUE(s.try_acquire());
+    EXPECT_TRUE(other.try_acquire_for(1s));
+    EXPECT_EQ(s.held(), 2);
+    EXPECT_FALSE(other.try_acquire());  // a fourth
+    EXPECT_FALSE(s.try_acquire_for(50ms));
+    EXPECT_THROW(other.acquire(), baton::TimedOut);
+    s.release();  // a permit back
+    EXPECT_EQ(s.held(), 1);
+    EXPECT_TRUE(other.try_acquire());
+    EXPECT_EQ(other.held(), 2);
+    EXPECT_THROW(s.release(2), baton::NotOwner);  // holds one: nothing given back
+    EXPECT_EQ(s.held(), 1);
+    EXPECT_THROW(s.release(-1), baton::InvalidOption);
+    s.release(0);
+    std::thread([&] { s.release(); }).join();  // any thread may give a permit back
+    EXPECT_THROW(s.release(), baton::NotOwner);  // double release: none held
+    other.release(2);
+    EXPECT_THROW(other.release(), baton::NotOwner);
+    // All free again: three at once.
+    EXPECT_TRUE(s.try_acquire());
+    EXPECT_TRUE(s.try_acquire());
+    EXPECT_TRUE(other.try_acquire());
+    EXPECT_FALSE(other.try_acquire());
+}  // the destructors give every permit back
+
+TEST_P(CppModes, ModesThatCannotShareANameAreRefused) {
+    auto l = locker();
+    const std::string name = fresh("mixed");
+    baton::Semaphore three(l, name, 3);
+    baton::Semaphore four(l, name, 4);  // opening takes nothing: no conflict yet
+    baton::SharedMutex m(l, name);
+    three.acquire();
+    try {
+        four.try_acquire();
+        ADD_FAILURE() << "a semaphore of 4 on a name held as one of 3";
+    } catch (const baton::InvalidOption& e) {
+        std::string what = e.what();
+        EXPECT_NE(what.find('3'), std::string::npos) << what;
+        EXPECT_NE(what.find('4'), std::string::npos) << what;
+    }
+    EXPECT_THROW(four.try_acquire_for(50ms), baton::InvalidOption);
+    EXPECT_THROW(m.try_lock_shared(), baton::InvalidOption);
+    EXPECT_THROW(m.try_lock(), baton::InvalidOption);
+    three.release();
+    EXPECT_TRUE(four.try_acquire());  // free again: the other size may have it
+    four.release();
+
+    const std::string read = fresh("mixed-read");
+    baton::SharedMutex reader(l, read);
+    baton::Semaphore on_reader(l, read, 2);
+    std::shared_lock<baton::SharedMutex> r(reader);
+    EXPECT_THROW(on_reader.try_acquire(), baton::InvalidOption);
+    EXPECT_EQ(on_reader.held(), 0);
+}
+
+TEST_P(CppModes, BadInputIsAnErrorNeverACrash) {
+    auto l = locker();
+    const std::string name = fresh("bad");
+    for (std::int64_t permits : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{10001},
+                                 std::numeric_limits<std::int64_t>::min(),
+                                 std::numeric_limits<std::int64_t>::max(),
+                                 std::int64_t{1} << 32}) {
+        EXPECT_THROW(baton::Semaphore(l, name, permits), baton::InvalidOption) << permits;
+    }
+    baton::Semaphore most(l, name, 10000);
+    EXPECT_EQ(most.permits(), 10000u);
+    EXPECT_THROW(most.try_acquire_for(-1ms), baton::InvalidOption);
+    for (const std::string& bad : {std::string(""), std::string("a\0b", 3), std::string("\xff\xfe"),
+                                   std::string(1 << 20, 'x')}) {
+        EXPECT_THROW(baton::Semaphore(l, bad, 2), baton::InvalidName);
+        baton::SharedMutex m(l, bad);
+        EXPECT_THROW(m.lock_shared(), baton::InvalidName);
+        EXPECT_THROW(m.try_lock_shared(), baton::InvalidName);
+        EXPECT_THROW(m.try_lock(), baton::InvalidName);
+    }
+    baton::SharedMutex m(l, name + "-m");
+    EXPECT_THROW(m.try_lock_shared_for(-1ms), baton::InvalidOption);
+    EXPECT_THROW(m.try_lock_for(-1ms), baton::InvalidOption);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, CppModes, ::testing::Values("bakery", "column-prefix"));
+
+// Unique insert (the default strategy) is exclusive only: shared locks and semaphores are
+// InvalidOption, saying which strategies carry them; exclusive locks still work.
+TEST(CppModesUniqueInsert, SharedAndCountedAreRefused) {
+    baton::Options options;
+    options.wait_timeout = 300ms;
+    baton::Locker l(store_url(), options);
+    const std::string name = fresh("unique");
+    try {
+        baton::Semaphore s(l, name, 3);
+        ADD_FAILURE() << "a semaphore on unique insert";
+    } catch (const baton::InvalidOption& e) {
+        EXPECT_NE(std::string(e.what()).find("bakery"), std::string::npos) << e.what();
+    }
+    baton::SharedMutex m(l, name);
+    EXPECT_THROW(m.lock_shared(), baton::InvalidOption);
+    EXPECT_THROW(m.try_lock_shared(), baton::InvalidOption);
+    EXPECT_THROW(std::shared_lock<baton::SharedMutex>{m}, baton::InvalidOption);
+    std::unique_lock<baton::SharedMutex> w(m);
+    EXPECT_TRUE(w.owns_lock());
+}
 
 }  // namespace
