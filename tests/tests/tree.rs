@@ -15,7 +15,6 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use baton::{ErrorKind, LockRequest, Mode, Strategy};
 use baton_tests::conformance::{Backend, Target};
@@ -46,6 +45,8 @@ fn spawn(url: &str, strategy: Strategy, role: &str, sections: u64, dir: &Path, s
             "--seed",
             &seed.to_string(),
         ])
+        // Readers hold longer than a round trip, so that they meet even on a slow store.
+        .args(["--hold-ms", if role == "reader" { "20" } else { "3" }])
         .arg("--dir")
         .arg(dir)
         .stdout(Stdio::piped())
@@ -173,7 +174,6 @@ fn bad_input(backend: Backend, strategy: Strategy) {
     let locker = table
         .locker(strategy)
         .paths(true)
-        .wait_timeout(Duration::from_millis(300))
         .build()
         .expect("valid options");
     let rt = tokio::runtime::Builder::new_current_thread()

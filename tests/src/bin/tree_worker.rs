@@ -238,7 +238,9 @@ async fn run(args: &Args) -> Result<(), String> {
                 .map_err(|e| format!("remove marker {marker}: {e}"))?;
         }
         let exit = wall_ns();
-        writeln!(log, "{} {path} {enter} {exit} {}", args.role, guard.token())
+        // One write of the whole line: appends from many processes then never interleave.
+        let line = format!("{} {path} {enter} {exit} {}\n", args.role, guard.token());
+        log.write_all(line.as_bytes())
             .map_err(|e| format!("write log: {e}"))?;
         if let Err(e) = guard.release().await {
             eprintln!("tree_worker {pid}: release of {path}: {e}");
