@@ -61,7 +61,16 @@ export interface LockOptions {
    * acquisition deletes it, or rejects with StaleLockError under `failOnStaleLock`.
    */
   cellTtl?: number;
+  /**
+   * `'shared'`: one of any number of readers, never beside a writer (bakery or column prefix
+   * only: InvalidOptionError on unique insert); default `'exclusive'`. Semaphores:
+   * `locker.semaphore(name, permits)`.
+   */
+  mode?: 'exclusive' | 'shared';
 }
+
+/** What a lock is held as: a semaphore's permit is `counted(N)`, N its permits. */
+export type LockMode = 'exclusive' | 'shared' | `counted(${number})`;
 
 /** An entry of the lock table, as operators see it. */
 export interface LockInfo {
@@ -152,6 +161,13 @@ export class Locker {
   tryLock(name: string, options?: Omit<LockOptions, 'timeout'>): Promise<Lock | null>;
   /** Runs `critical` holding `name`, and releases the lock whatever it does. */
   withLock<T>(name: string, critical: (signal: AbortSignal, lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /**
+   * A semaphore of `permits` (an integer from 1 to 10000) on `name`: at most `permits` holders
+   * at once, across every process on the store (bakery or column prefix only). Throws
+   * InvalidOptionError for bad permits or a unique-insert locker, InvalidNameError for a bad
+   * name. Every user of the name must give the same permits.
+   */
+  semaphore(name: string, permits: number | bigint): Semaphore;
   /** Every live lock entry in the store. */
   locks(): Promise<LockInfo[]>;
   /** Removes expired entries (of `name`, or of every lock). */
@@ -172,9 +188,9 @@ export class Locker {
   /** Removes object `name`. ObjectNotFoundError when there is none, BusyError while its lock is held. */
   remove(name: string): Promise<void>;
   /** Locks `name` (waiting as `lock` does) and reads its object. */
-  getAndLock(name: string, options?: LockOptions): Promise<LockedObject>;
+  getAndLock(name: string, options?: Omit<LockOptions, 'mode'>): Promise<LockedObject>;
   /** Locks `name` and inserts its object, keeping the lock. AlreadyExistsError when it exists (the lock is then released). */
-  insertAndLock(name: string, value: ObjectValue, options?: LockOptions): Promise<LockedObject>;
+  insertAndLock(name: string, value: ObjectValue, options?: Omit<LockOptions, 'mode'>): Promise<LockedObject>;
 }
 
 /**
@@ -229,10 +245,31 @@ export class LockedObject {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/**
+ * A semaphore shared by every process on the store. Each permit is a {@link Lock} (mode
+ * `counted(N)`), given back as a lock is: `release()` or `await using`. An acquire that finds
+ * the name used with another size, or as a lock, rejects with InvalidOptionError.
+ */
+export class Semaphore {
+  private constructor();
+  /** The name its permits are taken on. */
+  readonly name: string;
+  /** How many holders it admits at once. */
+  readonly permits: number;
+  /** Takes a permit, waiting up to the timeout (TimedOutError). */
+  acquire(options?: Omit<LockOptions, 'mode'>): Promise<Lock>;
+  /** One attempt: a permit, or null when all are taken. */
+  tryAcquire(options?: Omit<LockOptions, 'mode' | 'timeout'>): Promise<Lock | null>;
+  /** Runs `critical` holding a permit, and gives it back whatever it does. */
+  withPermit<T>(critical: (signal: AbortSignal, permit: Lock) => T | Promise<T>, options?: Omit<LockOptions, 'mode'>): Promise<T>;
+}
+
 /** A held lock; its lease is renewed in the background until it is released. */
 export class Lock {
   private constructor();
   readonly name: string;
+  /** What it is held as: `'exclusive'`, `'shared'` or `'counted(N)'` (a semaphore's permit). */
+  readonly mode: LockMode;
   /** The fencing token: larger for every later holder of the name. */
   readonly token: bigint;
   /** The owner id written in the store (what `baton locks` shows). */

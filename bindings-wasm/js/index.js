@@ -109,12 +109,26 @@ export class Locker {
   /**
    * Acquires `name`, waiting up to `timeout` ms (the locker's by default; Infinity: no limit).
    * An aborted `signal` stops the wait and removes what it wrote, rejecting with CancelledError.
+   * `mode: 'shared'` takes it as one of any number of readers (bakery or column prefix only).
    * @param {string} name
-   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal }} [options]
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal, mode?: 'exclusive' | 'shared' }} [options]
    * @returns {Promise<Lock>}
    */
   async lock(name, options) {
     return this.#acquire(name, options, false);
+  }
+
+  /**
+   * A semaphore of `permits` on `name`, shared by every process on the store: at most
+   * `permits` holders at once (bakery or column prefix only). Throws InvalidOptionError for
+   * permits that are not an integer from 1 to 10000 or a unique-insert locker, InvalidNameError
+   * for a bad name.
+   * @param {string} name
+   * @param {number | bigint} permits
+   * @returns {Semaphore}
+   */
+  semaphore(name, permits) {
+    return new Semaphore(core(() => this.#core.semaphore(name, permits)));
   }
 
   /**
@@ -146,16 +160,7 @@ export class Locker {
     if (typeof critical !== 'function') {
       throw new InvalidOptionError(`withLock needs a function to run, got ${typeof critical}`);
     }
-    const lock = await this.lock(name, options);
-    let result;
-    try {
-      result = await critical(lock.signal, lock);
-    } catch (e) {
-      await lock.release().catch(() => {});
-      throw e;
-    }
-    await lock.release();
-    return result;
+    return holding(await this.lock(name, options), critical);
   }
 
   /**
@@ -252,7 +257,7 @@ export class Locker {
    * @returns {Promise<LockedObject>}
    */
   async getAndLock(name, options) {
-    const lock = await this.#acquire(name, options, false);
+    const lock = await this.#acquire(name, options, false, true);
     try {
       return new LockedObject(lock, await settled(() => Lock.coreOf(lock).objectGet(false)));
     } catch (e) {
@@ -285,29 +290,118 @@ export class Locker {
    * @param {unknown} name
    * @param {unknown} options
    * @param {boolean} tryOnce
+   * @param {boolean} [object] for getAndLock: the lock must be exclusive
    */
-  async #acquire(name, options, tryOnce) {
-    const { signal, rest } = splitSignal(options);
+  async #acquire(name, options, tryOnce, object = false) {
+    return acquired(options, (rest) => this.#core.acquire(name, rest, tryOnce, object));
+  }
+}
+
+/**
+ * Runs one acquisition that `start(options without signal)` starts: a lock, or a semaphore's
+ * permit. An aborted `signal` cancels it.
+ * @param {unknown} options
+ * @param {(rest: unknown) => import('./wasm/baton_wasm.js').Acquisition} start
+ * @returns {Promise<Lock>}
+ */
+async function acquired(options, start) {
+  const { signal, rest } = splitSignal(options);
+  if (signal?.aborted) {
+    throw new CancelledError('the wait for the lock was cancelled before it started', { cause: signal.reason });
+  }
+  const acquisition = core(() => start(rest));
+  const cancel = () => acquisition.cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    const lock = new Lock(await acquisition.result());
     if (signal?.aborted) {
-      throw new CancelledError('the wait for the lock was cancelled before it started', { cause: signal.reason });
+      // Aborted between the grant and now: the cancellation releases it.
+      throw new CancelledError('the wait for the lock was cancelled as it was granted; the lock was released', { cause: signal.reason });
     }
-    const acquisition = core(() => this.#core.acquire(name, rest, tryOnce));
-    const cancel = () => acquisition.cancel();
-    signal?.addEventListener('abort', cancel, { once: true });
+    return lock;
+  } catch (e) {
+    throw toBatonError(e, signal?.aborted ? signal.reason : undefined);
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    acquisition.free();
+  }
+}
+
+/**
+ * A semaphore shared by every process on the store: at most `permits` holders of its name at
+ * once. Each `acquire` resolves to a Lock holding one permit (its mode `counted(N)`), given
+ * back as any lock is: `release()`, or `await using`. Made by `locker.semaphore`.
+ */
+export class Semaphore {
+  /** @type {import('./wasm/baton_wasm.js').CoreSemaphore} */
+  #core;
+
+  /** @param {import('./wasm/baton_wasm.js').CoreSemaphore} semaphore @internal */
+  constructor(semaphore) {
+    this.#core = semaphore;
+    /** The name its permits are taken on. */
+    this.name = semaphore.name;
+    /** How many holders it admits at once. */
+    this.permits = semaphore.permits;
+  }
+
+  /**
+   * Takes a permit, waiting up to `timeout` ms (the locker's by default): TimedOutError when
+   * none comes back in time. An aborted `signal` stops the wait (CancelledError).
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal }} [options]
+   * @returns {Promise<Lock>}
+   */
+  async acquire(options) {
+    return acquired(options, (rest) => this.#core.acquire(rest, false));
+  }
+
+  /**
+   * One attempt: a permit, or null when all are taken.
+   * @param {{ ttl?: number, signal?: AbortSignal }} [options]
+   * @returns {Promise<Lock | null>}
+   */
+  async tryAcquire(options) {
     try {
-      const lock = new Lock(await acquisition.result());
-      if (signal?.aborted) {
-        // Aborted between the grant and now: the cancellation releases it.
-        throw new CancelledError('the wait for the lock was cancelled as it was granted; the lock was released', { cause: signal.reason });
-      }
-      return lock;
+      return await acquired(options, (rest) => this.#core.acquire(rest, true));
     } catch (e) {
-      throw toBatonError(e, signal?.aborted ? signal.reason : undefined);
-    } finally {
-      signal?.removeEventListener('abort', cancel);
-      acquisition.free();
+      if (e instanceof BusyError) return null;
+      throw e;
     }
   }
+
+  /**
+   * Runs `critical(signal, permit)` holding a permit, and gives it back whatever it does, as
+   * `locker.withLock` does.
+   * @template T
+   * @param {(signal: AbortSignal, permit: Lock) => T | Promise<T>} critical
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal }} [options]
+   * @returns {Promise<T>}
+   */
+  async withPermit(critical, options) {
+    if (typeof critical !== 'function') {
+      throw new InvalidOptionError(`withPermit needs a function to run, got ${typeof critical}`);
+    }
+    return holding(await this.acquire(options), critical);
+  }
+}
+
+/**
+ * Runs `critical(lock.signal, lock)` and releases `lock` whatever it does.
+ * @template T
+ * @param {Lock} lock
+ * @param {(signal: AbortSignal, lock: Lock) => T | Promise<T>} critical
+ * @returns {Promise<T>}
+ */
+async function holding(lock, critical) {
+  let result;
+  try {
+    result = await critical(lock.signal, lock);
+  } catch (e) {
+    await lock.release().catch(() => {});
+    throw e;
+  }
+  await lock.release();
+  return result;
 }
 
 /**
@@ -343,6 +437,8 @@ export class Lock {
     this.token = held.token;
     /** The owner id written in the store. */
     this.owner = held.owner;
+    /** What it is held as: `exclusive`, `shared` or `counted(N)` (a semaphore's permit). */
+    this.mode = held.mode;
     // The callback holds the controller only, not this Lock: a Lock nobody references can be
     // collected, and then its lease is released (the module's side releases on finalization).
     const lost = new AbortController();

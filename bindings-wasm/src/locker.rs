@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use baton_kernel::host::{fresh_acquisition, waits_forever, ChangeWatch, FenceHints};
 use baton_kernel::{
-    Acquire, Error, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks, LockInfo, LockLife,
-    LockOptions, Operation, OwnerId, Poll, Purge, Result,
+    Acquire, Error, ErrorKind, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks, LockInfo,
+    LockLife, LockName, LockOptions, Mode, Operation, OwnerId, Poll, Purge, Result,
 };
 use js_sys::{Array, BigInt, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
@@ -17,7 +17,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::errors::{in_context, to_js};
 use crate::js::{self, Sleep};
 use crate::life::Life;
-use crate::options::{lock_name, lock_options, locker_options, LockerOptions};
+use crate::options::{lock_name, lock_options, locker_options, permits, LockerOptions};
 use crate::slots::Slots;
 use crate::store::cql::CqlHost;
 use crate::store::memory::MemoryStore;
@@ -98,16 +98,58 @@ impl CoreLocker {
         self.inner.store.describe().to_owned()
     }
 
-    /// Starts acquiring `name` (`options`: `timeout`, `ttl`; `tryOnce`: one attempt, busy
-    /// reported as `Busy`). Throws for a bad name or option; the acquisition's outcome is
+    /// Starts acquiring `name` (`options`: `timeout`, `ttl`, `mode`...; `tryOnce`: one
+    /// attempt, busy reported as `Busy`; `object`: for `getAndLock`, which needs the lock
+    /// exclusive). Throws for a bad name or option; the acquisition's outcome is
     /// [`Acquisition::result`].
     pub fn acquire(
         &self,
         name: JsValue,
         options: JsValue,
         try_once: bool,
+        object: bool,
     ) -> std::result::Result<Acquisition, JsValue> {
-        self.start(&name, &options, try_once).map_err(|e| to_js(&e))
+        let start = || {
+            let name = lock_name(&name)?;
+            let opts = lock_options(&self.inner.defaults, &options, try_once, None)?;
+            if object && !opts.mode.is_exclusive() {
+                // As the tokio host's `get_and_lock_with`: an object is its holder's alone.
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "get_and_lock takes the lock exclusive: an object is written by its one holder, not under a {} lock",
+                        opts.mode
+                    ),
+                ));
+            }
+            self.start(name, opts)
+        };
+        start().map_err(|e| to_js(&e))
+    }
+
+    /// A semaphore of `permits` on `name` (see [`CoreSemaphore`]). Throws `InvalidOption` for
+    /// permits that are not an integer from 1 to 10 000 or a locker whose strategy is unique
+    /// insert, `InvalidName` for a bad name: now, not at the first acquire.
+    pub fn semaphore(
+        &self,
+        name: JsValue,
+        permits_value: JsValue,
+    ) -> std::result::Result<CoreSemaphore, JsValue> {
+        let make = || {
+            let mode = permits(&permits_value)?;
+            let name = lock_name(&name)?;
+            let mut opts = self.inner.defaults.clone();
+            opts.mode = mode;
+            opts.validate()?;
+            Ok::<_, Error>(CoreSemaphore {
+                locker: CoreLocker {
+                    inner: Rc::clone(&self.inner),
+                },
+                name,
+                mode,
+            })
+        };
+        make().map_err(|e| to_js(&e))
     }
 
     /// Every live lock entry in the store (`[{ name, strategy, column, owner, state, token,
@@ -168,10 +210,8 @@ impl CoreLocker {
 }
 
 impl CoreLocker {
-    fn start(&self, name: &JsValue, options: &JsValue, try_once: bool) -> Result<Acquisition> {
+    fn start(&self, name: LockName, opts: LockOptions) -> Result<Acquisition> {
         let inner = &self.inner;
-        let name = lock_name(name)?;
-        let opts = lock_options(&inner.defaults, options, try_once)?;
         let (seed, acquisition) = (js::random_u64(), js::random_u64());
         let opts = fresh_acquisition(&opts, seed, acquisition, js::unix_ms());
         let slot = inner.slots.take(name.as_str());
@@ -206,6 +246,7 @@ impl CoreLocker {
             Ok(CoreLock {
                 life: driver,
                 name: grant.lease.name().as_str().to_owned(),
+                mode: grant.lease.mode(),
                 token: grant.lease.token(),
                 owner: grant.lease.owner().key(),
             }
@@ -225,6 +266,52 @@ impl Inner {
             seed: js::random_u64(),
             ..self.defaults.clone()
         }
+    }
+}
+
+/// A semaphore on the store: at most [`CoreSemaphore::permits`] holders of its name at once.
+/// Each acquisition is a [`CoreLock`] holding one permit, released as any lock is.
+#[wasm_bindgen]
+pub struct CoreSemaphore {
+    locker: CoreLocker,
+    name: LockName,
+    mode: Mode,
+}
+
+#[wasm_bindgen]
+impl CoreSemaphore {
+    /// The name its permits are taken on.
+    #[wasm_bindgen(getter)]
+    pub fn name(&self) -> String {
+        self.name.as_str().to_owned()
+    }
+
+    /// How many holders it admits at once.
+    #[wasm_bindgen(getter)]
+    pub fn permits(&self) -> u32 {
+        match self.mode {
+            Mode::Counted(n) => n,
+            _ => 1,
+        }
+    }
+
+    /// Starts taking a permit, as [`CoreLocker::acquire`] starts a lock (`options`: `timeout`,
+    /// `ttl`...; no `mode`: it is the semaphore's).
+    pub fn acquire(
+        &self,
+        options: JsValue,
+        try_once: bool,
+    ) -> std::result::Result<Acquisition, JsValue> {
+        let start = || {
+            let opts = lock_options(
+                &self.locker.inner.defaults,
+                &options,
+                try_once,
+                Some(self.mode),
+            )?;
+            self.locker.start(self.name.clone(), opts)
+        };
+        start().map_err(|e| to_js(&e))
     }
 }
 
@@ -259,6 +346,7 @@ impl Acquisition {
 pub struct CoreLock {
     pub(crate) life: Rc<Life>,
     pub(crate) name: String,
+    mode: Mode,
     token: u64,
     owner: String,
 }
@@ -275,6 +363,12 @@ impl CoreLock {
     #[wasm_bindgen(getter)]
     pub fn name(&self) -> String {
         self.name.clone()
+    }
+
+    /// What it is held as: `exclusive`, `shared` or `counted(N)` (a permit of a semaphore).
+    #[wasm_bindgen(getter)]
+    pub fn mode(&self) -> String {
+        self.mode.to_string()
     }
 
     /// The owner id written in the store (what `baton locks` shows).

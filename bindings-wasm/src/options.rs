@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use baton_kernel::host::{duration_from, TimeUnit};
-use baton_kernel::{Error, ErrorKind, LockName, LockOptions, OwnerId, Result, Strategy, Wait};
+use baton_kernel::{
+    Error, ErrorKind, LockName, LockOptions, Mode, OwnerId, Result, Strategy, Wait,
+};
 use js_sys::{JsString, Object};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -96,18 +98,30 @@ pub(crate) fn locker_options(options: &JsValue) -> Result<LockerOptions> {
     Ok(out)
 }
 
-/// One acquisition's settings on top of the locker's.
+/// The keys of one acquisition's options (a semaphore's acquisitions take all but `mode`).
+const LOCK_KEYS: &[&str] = &["timeout", "ttl", "failOnStaleLock", "cellTtl", "mode"];
+
+/// One acquisition's settings on top of the locker's; `mode` given by a semaphore (whose
+/// acquisitions take no `mode` key), else read from the `mode` key (exclusive by default).
 pub(crate) fn lock_options(
     defaults: &LockOptions,
     options: &JsValue,
     try_once: bool,
+    mode: Option<Mode>,
 ) -> Result<LockOptions> {
     let mut opts = defaults.clone();
-    if let Some(options) = object(
-        "lock options",
-        options,
-        &["timeout", "ttl", "failOnStaleLock", "cellTtl"],
-    )? {
+    let keys = if mode.is_some() {
+        &LOCK_KEYS[..LOCK_KEYS.len() - 1]
+    } else {
+        LOCK_KEYS
+    };
+    if let Some(mode) = mode {
+        opts.mode = mode;
+    }
+    if let Some(options) = object("lock options", options, keys)? {
+        if let Some(v) = js::field(&options, "mode") {
+            opts.mode = lock_mode(&v)?;
+        }
         if let Some(v) = js::field(&options, "ttl") {
             opts.ttl = duration("ttl", &v, false)?;
         }
@@ -127,6 +141,46 @@ pub(crate) fn lock_options(
         opts.wait = Wait::TryOnce;
     }
     Ok(opts)
+}
+
+/// `mode`: `"exclusive"` or `"shared"` (a semaphore's permits are taken through
+/// `locker.semaphore`). The kernel's validation refuses a shared lock on unique insert.
+fn lock_mode(value: &JsValue) -> Result<Mode> {
+    match value.as_string().as_deref() {
+        Some("exclusive") => Ok(Mode::Exclusive),
+        Some("shared") => Ok(Mode::Shared),
+        _ => Err(invalid(format!(
+            "mode must be \"exclusive\" or \"shared\" (a semaphore: locker.semaphore(name, permits)), got {}",
+            value
+                .as_string()
+                .map_or_else(|| type_of(value), |s| format!("{s:?}"))
+        ))),
+    }
+}
+
+/// A semaphore's permits: an integer (a number without a fraction, or a bigint), whose range
+/// the kernel checks ([`Mode::counted`]: 1 to [`Mode::MAX_PERMITS`]).
+pub(crate) fn permits(value: &JsValue) -> Result<Mode> {
+    if let Some(b) = value.dyn_ref::<js_sys::BigInt>() {
+        // Past an i64: the nearest one, which the kernel refuses as out of range.
+        let n = i64::try_from(b.clone()).unwrap_or(if b.ge(&js_sys::BigInt::from(0)) {
+            i64::MAX
+        } else {
+            i64::MIN
+        });
+        return Mode::counted(n);
+    }
+    match value.as_f64() {
+        // `as` saturates: a number past an i64 is refused by the kernel as out of range.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(n) if n.is_finite() && n.fract() == 0.0 => Mode::counted(n as i64),
+        _ => Err(invalid(format!(
+            "a semaphore's permits must be an integer, got {}",
+            value
+                .as_f64()
+                .map_or_else(|| type_of(value), |n| n.to_string())
+        ))),
+    }
 }
 
 /// `failOnStaleLock`: a boolean. The kernel's validation refuses `true` for a strategy other

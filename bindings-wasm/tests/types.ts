@@ -9,6 +9,7 @@ import cassandra from 'cassandra-driver';
 import {
   Locker, MemoryStore, Lock, BatonError, LostError, TimedOutError, CancelledError, errorClass,
   LockedObject, Versioned, VersionMismatchError, ObjectNotFoundError, AlreadyExistsError, type ObjectValue,
+  Semaphore, type LockMode, type LockOptions,
   type LockInfo, type SqlAdapter, type CqlAdapter, type LockerOptions, type StatementAccess,
 } from 'baton-locks';
 import { postgresStore } from 'baton-locks/postgres';
@@ -136,4 +137,36 @@ export async function objects(locker: Locker): Promise<bigint> {
   await made.removeLocked();
   await made.unlock();
   return inserted + v;
+}
+
+// Shared locks and semaphores (issue 43): a mode in the lock options, a permit as a Lock.
+export async function modes(locker: Locker): Promise<LockMode> {
+  const reader: Lock = await locker.lock('catalog', { mode: 'shared', timeout: 1_000 });
+  const options: LockOptions = { mode: 'exclusive' };
+  const writer: Lock | null = await locker.tryLock('catalog', options);
+  await writer?.release();
+  await locker.withLock('catalog', (s: AbortSignal, l: Lock) => l.mode, { mode: 'shared' });
+  // @ts-expect-error: a semaphore's permits are taken through locker.semaphore
+  await locker.lock('catalog', { mode: 'counted(3)' });
+  // @ts-expect-error: an object's lock is exclusive
+  await locker.getAndLock('GOOG', { mode: 'shared' });
+  const sem: Semaphore = locker.semaphore('encoders', 3);
+  const wide: Semaphore = locker.semaphore('encoders-big', 3n);
+  const name: string = sem.name;
+  const permits: number = wide.permits;
+  const permit: Lock = await sem.acquire({ timeout: 5_000, ttl: 30_000 });
+  const mode: LockMode = permit.mode;
+  await permit.release();
+  const maybe: Lock | null = await sem.tryAcquire({ ttl: 30_000 });
+  await maybe?.release();
+  // @ts-expect-error: the semaphore's mode is its own
+  await sem.acquire({ mode: 'shared' });
+  const done: number = await sem.withPermit(async (s: AbortSignal, p: Lock) => Number(p.token));
+  {
+    await using scoped = await sem.acquire();
+    void scoped.mode;
+  }
+  await reader.release();
+  void [name, permits, done];
+  return mode;
 }
