@@ -346,6 +346,11 @@ pub struct ReleaseArgs {
     #[arg(long)]
     pub paths: bool,
 
+    /// Break only this holder (its owner as `baton locks --json` lists it, host:pid:nonce):
+    /// one reader of a shared lock or one permit of a semaphore; the others keep holding.
+    #[arg(long, value_name = "OWNER")]
+    pub holder: Option<String>,
+
     /// Print JSON (one object with a `released` array) instead of text.
     #[arg(long)]
     pub json: bool,

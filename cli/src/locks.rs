@@ -271,12 +271,15 @@ pub async fn release(store_url: &str, args: &ReleaseArgs) -> Result<u8, CliError
         } else {
             locker.clone()
         };
-        let entries = locker
-            .force_release_with(&args.name, strategy)
-            .await
-            .map_err(|e| {
-                CliError::from_baton(&format!("cannot release lock {:?}", args.name), &e)
-            })?;
+        let entries = match &args.holder {
+            Some(owner) => {
+                locker
+                    .force_release_holder(&args.name, strategy, owner)
+                    .await
+            }
+            None => locker.force_release_with(&args.name, strategy).await,
+        }
+        .map_err(|e| CliError::from_baton(&format!("cannot release lock {:?}", args.name), &e))?;
         released.extend(entries);
     }
     if args.json {

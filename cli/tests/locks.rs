@@ -311,3 +311,64 @@ fn path_runs_cover_their_subtree() {
         ])
         .expect_code(64);
 }
+
+/// Issue 43: `release --force NAME --holder OWNER` breaks one reader; the other keeps running.
+#[test]
+fn release_force_holder_breaks_one_reader_only() {
+    let world = World::new("holder");
+    let release = world.path("release");
+    for strategy in ["bakery", "column-prefix"] {
+        let lock = format!("catalog-{strategy}");
+        let shared = ["--strategy", strategy, "--shared", "--ttl", "3s"];
+        let a = world.hold_until_file(&lock, &shared, &release);
+        let b = world.hold_until_file(&lock, &shared, &release);
+        let json = world.output(&["locks", "--json"]).json();
+        let owner_of = |pid: u32| {
+            json["locks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["name"] == lock.as_str() && l["pid"] == pid)
+                .map(|l| l["owner"].as_str().unwrap().to_owned())
+                .unwrap_or_else(|| panic!("no entry of pid {pid}: {json}"))
+        };
+        let owner = owner_of(a.pid());
+        world
+            .output(&["release", "--force", &lock, "--holder", &owner])
+            .expect_code(0)
+            .expect_stdout(&format!("released lock \"{lock}\""));
+        let expires_in = |world: &World| {
+            world.output(&["locks", "--json"]).json()["locks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["name"] == lock.as_str() && l["pid"] == b.pid())
+                .and_then(|l| l["expires_in_ms"].as_u64())
+        };
+        assert_eq!(
+            a.finish().code,
+            Some(70),
+            "{strategy}: the broken reader stops"
+        );
+        // The other reader renews after the break (its entry's time to live, falling between
+        // renewals, goes up again), then ends normally.
+        let mut last = expires_in(&world).expect("b still holds");
+        wait_until("the other reader renewed after the break", || {
+            let now = expires_in(&world).expect("b still holds");
+            let renewed = now > last;
+            last = now;
+            renewed
+        });
+        std::fs::write(&release, "").unwrap();
+        assert_eq!(
+            b.finish().code,
+            Some(0),
+            "{strategy}: the other reader kept its lock"
+        );
+        std::fs::remove_file(&release).unwrap();
+        world
+            .output(&["release", "--force", &lock, "--holder", "nobody:1:00"])
+            .expect_code(0)
+            .expect_stdout("not held");
+    }
+}

@@ -191,9 +191,12 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_paths() {
-        for ok in ["app", "app.cache.users", "users/émile.x y", "a|b.c"] {
+        for ok in ["app", "app.cache.users", "users/émile.x y", "a-b_c.d:e"] {
             assert_eq!(path(ok).as_str(), ok);
         }
+        let e = rejected(b"a|b.c");
+        assert_eq!(e.kind(), ErrorKind::InvalidName);
+        assert!(e.message().contains("'|'"), "{e}");
         assert_eq!(path("app.cache.users").root(), "app");
         assert_eq!(path("app").root(), "app");
         assert_eq!(

@@ -212,6 +212,10 @@ pub(crate) struct Fence {
     /// co-holders' grants, which move the counter too, from an exclusive one. `None`: this
     /// value is an exclusive grant's or a forced release's, itself the last such.
     pub exclusive: Option<u64>,
+    /// Written by a forced release of one holder (`fb=`, `baton release --force --holder`):
+    /// that holder's owner key, carried forward by later shared grants, so that its co-holders
+    /// can tell a forced release that broke someone else from one that broke them.
+    pub broke: Option<String>,
 }
 
 /// The owner a forced release writes into the fencing counter when it breaks a lock, so the
@@ -232,6 +236,10 @@ impl Fence {
         if let Some(x) = self.exclusive {
             push_number(&mut out, " x=", x);
         }
+        if let Some(owner) = &self.broke {
+            out.push_str(" fb=");
+            out.push_str(owner);
+        }
         out
     }
 
@@ -242,8 +250,8 @@ impl Fence {
 
     pub fn decode(value: &str) -> Result<Self> {
         let bad = || malformed("fencing counter", value);
-        let [token, owner, acq, forced, x] =
-            first_of(value, ["token", "owner", "acq", "forced", "x"]);
+        let [token, owner, acq, forced, x, fb] =
+            first_of(value, ["token", "owner", "acq", "forced", "x", "fb"]);
         Ok(Fence {
             token: parsed(token).ok_or_else(bad)?,
             owner: owner.ok_or_else(bad)?.to_string(),
@@ -253,16 +261,19 @@ impl Fence {
                 None => None,
                 Some(_) => Some(parsed(x).ok_or_else(bad)?),
             },
+            broke: fb.map(String::from),
         })
     }
 }
 
-/// Whether the fencing counter, found at `now` by a holder whose grant left it at `ours`, says
-/// the lease was lost meanwhile. An exclusive lease: any move (another grant, a forced
-/// release). A shared or counted lease (`shared`): a move by an exclusive grant or a forced
-/// release, seen directly or carried forward by later shared grants; its co-holders' grants
-/// move the counter too and say nothing. A value that does not decode: lost (the safe reading).
-pub(crate) fn counter_says_lost(shared: bool, ours: &str, now: &str) -> bool {
+/// Whether the fencing counter, found at `now` by the holder `me` (its owner key) whose grant
+/// left it at `ours`, says the lease was lost meanwhile. An exclusive lease: any move (another
+/// grant, a forced release). A shared or counted lease (`shared`): a move by an exclusive grant
+/// (`x=`) or a forced release, seen directly or carried forward by later shared grants, except
+/// one forced release that broke one other holder (`fb=` naming someone else); its
+/// co-holders' grants move the counter too and say nothing. A value that does not decode:
+/// lost (the safe reading).
+pub(crate) fn counter_says_lost(shared: bool, ours: &str, now: &str, me: &str) -> bool {
     if now == ours {
         return false;
     }
@@ -271,7 +282,14 @@ pub(crate) fn counter_says_lost(shared: bool, ours: &str, now: &str) -> bool {
     }
     match (Fence::decode(ours), Fence::decode(now)) {
         (Ok(o), Ok(n)) => {
-            n.owner == FORCED || n.forced != o.forced || n.last_exclusive() != o.last_exclusive()
+            // The last forced release broke one other holder (its two counter updates, and any
+            // re-reads, each count): ours is gone only if our own cell is (the caller checks
+            // that first). An earlier one that broke us shows in that check too, except when a
+            // late write of ours recreated the cell, which a forced release re-reads for.
+            let someone_else = n.broke.as_deref().is_some_and(|b| b != me);
+            let forced_ok = n.forced == o.forced || someone_else;
+            let owner_ok = n.owner != FORCED || someone_else;
+            !forced_ok || !owner_ok || n.last_exclusive() != o.last_exclusive()
         }
         _ => true,
     }
@@ -318,6 +336,7 @@ mod tests {
             acq: 7,
             forced: 3,
             exclusive: None,
+            broke: None,
         };
         assert_eq!(Fence::decode(&f.encode()), Ok(f));
         for s in [BakeryState::Entering, BakeryState::Ticket(17)] {
@@ -356,6 +375,7 @@ mod tests {
             acq: 0x5f0e1d2c3b4a6978,
             forced: 1,
             exclusive: None,
+            broke: None,
         };
         assert_eq!(
             f.encode(),
@@ -391,6 +411,7 @@ mod tests {
                 acq: n,
                 forced: n,
                 exclusive: None,
+                broke: None,
             };
             let want = if n == 0 {
                 String::from("token=0 owner=o")
@@ -419,6 +440,7 @@ mod tests {
                 acq: 0xff,
                 forced: 0,
                 exclusive: None,
+                broke: None,
             }
         );
         assert_eq!(acq_of("acq=zz acq=1"), 0);

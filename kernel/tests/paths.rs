@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, ErrorKind, Grant, Instant, LockName, LockOptions, MemoryTable, Mode, Operation,
-    OwnerId, Poll, Release, Renew, Strategy, Wait,
+    Acquire, ErrorKind, ForceRelease, Grant, Instant, LockName, LockOptions, MemoryTable, Mode,
+    Operation, OwnerId, Poll, Release, Renew, Strategy, Wait,
 };
 
 const STRATEGIES: [Strategy; 2] = [Strategy::Bakery, Strategy::ColumnPrefix];
@@ -91,6 +91,21 @@ impl World {
         let (r, now) = run(&mut self.table, &mut Renew::new(&grant.lease), self.now);
         self.now = now;
         r.map(|_| ())
+    }
+}
+
+impl World {
+    /// Breaks `path`'s entries (all, or `holder`'s only), as an operator.
+    fn force(&mut self, strategy: Strategy, path: &str, holder: Option<&Grant>) -> usize {
+        let name = LockName::new(path).expect("name");
+        let opts = opts(strategy, Mode::Exclusive);
+        let mut op = ForceRelease::new(name, &opts);
+        if let Some(g) = holder {
+            op = op.holder(g.lease.owner().key());
+        }
+        let (r, now) = run(&mut self.table, &mut op, self.now);
+        self.now = now;
+        r.expect("forced release").len()
     }
 }
 
@@ -225,4 +240,41 @@ fn bad_paths_and_strategies_are_refused() {
     )
     .expect_err("unique insert");
     assert_eq!(e.kind(), ErrorKind::InvalidOption);
+}
+
+#[test]
+fn breaking_one_reader_leaves_the_others_holding() {
+    for strategy in STRATEGIES {
+        let mut w = World::new();
+        let s = Mode::Shared;
+        let a = w.lock(strategy, s, "app.cache").expect("a");
+        let b = w.lock(strategy, s, "app.cache").expect("b");
+        let below = w.lock(strategy, s, "app.cache.users").expect("below");
+        assert_eq!(
+            w.force(strategy, "app.cache", Some(&a)),
+            1,
+            "{strategy}: a's entry"
+        );
+        assert_eq!(
+            kind(w.renew(&a)),
+            ErrorKind::Lost,
+            "{strategy}: a was broken"
+        );
+        w.renew(&b).expect("b keeps its lease");
+        w.renew(&below).expect("a reader below keeps its lease");
+        // A writer still waits for b.
+        assert_eq!(
+            kind(w.lock(strategy, Mode::Exclusive, "app")),
+            ErrorKind::Busy
+        );
+        w.release(b).expect("b was never broken");
+        w.release(below).expect("intact");
+        assert_eq!(kind(w.release(a)), ErrorKind::Lost);
+        // Breaking everyone on a path tells every holder there.
+        let c = w.lock(strategy, s, "app.db").expect("c");
+        let d = w.lock(strategy, s, "app.db").expect("d");
+        assert_eq!(w.force(strategy, "app.db", None), 2);
+        assert_eq!(kind(w.renew(&c)), ErrorKind::Lost);
+        assert_eq!(kind(w.renew(&d)), ErrorKind::Lost);
+    }
 }

@@ -272,6 +272,21 @@ impl Locker {
             .await
     }
 
+    /// Breaks one holder of `name`, the one whose owner key (as [`Locker::inspect`] lists it)
+    /// is `owner`: one reader of a shared lock, one permit of a semaphore (`baton release
+    /// --force NAME --holder OWNER`). Its co-holders keep their leases; it learns at its next
+    /// renewal. Returns the entry removed (none when no holder of `name` has that owner).
+    pub async fn force_release_holder(
+        &self,
+        name: &str,
+        strategy: Strategy,
+        owner: &str,
+    ) -> Result<Vec<LockInfo>> {
+        let name = LockName::new(name)?;
+        self.run(&mut ForceRelease::new(name, &self.options_for(strategy)).holder(owner))
+            .await
+    }
+
     /// Drives `op` on this locker's store and clock; store errors say which store.
     pub(crate) async fn run<O: baton_kernel::Operation>(&self, op: &mut O) -> Result<O::Output> {
         self.run_on(op, &*self.inner.store).await

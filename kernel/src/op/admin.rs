@@ -531,6 +531,8 @@ impl Operation for Purge {
 pub struct ForceRelease {
     name: LockName,
     opts: LockOptions,
+    /// Only this holder's entry (an owner key), see [`ForceRelease::holder`].
+    only: Option<String>,
     /// Entries still to remove, with the value and stamp each held.
     pending: Vec<(LockInfo, String, u64)>,
     /// Values of the entries targeted so far.
@@ -555,11 +557,21 @@ impl ForceRelease {
         &self.attempted
     }
 
+    /// Breaks only the entry of the holder whose owner key (as listed, [`LockInfo::owner`])
+    /// is `owner`: one reader of a shared lock, one permit of a semaphore. Its co-holders keep
+    /// their leases (the counter's value names whom it broke, `fb=`); the broken holder learns
+    /// at its next renewal. Nothing is released when no entry of the name has that owner.
+    pub fn holder(mut self, owner: impl Into<String>) -> Self {
+        self.only = Some(owner.into());
+        self
+    }
+
     /// A forced release of `name` as laid out by `opts.strategy`.
     pub fn new(name: LockName, opts: &LockOptions) -> Self {
         ForceRelease {
             name,
             opts: opts.clone(),
+            only: None,
             pending: Vec::new(),
             targeted: Vec::new(),
             attempted: Vec::new(),
@@ -582,14 +594,16 @@ enum ForceNext {
     Done,
 }
 
-/// The forced release's update of the counter from `current`.
+/// The forced release's update of the counter from `current`, breaking one holder (`only`)
+/// or all.
 fn forced_bump(
     name: &str,
     fence: &str,
     current: Option<&str>,
     opts: &LockOptions,
+    only: Option<&String>,
 ) -> Result<FenceBump> {
-    FenceBump::new(
+    Ok(FenceBump::new(
         name,
         fence,
         String::from(crate::record::FORCED),
@@ -598,7 +612,8 @@ fn forced_bump(
         false,
         opts.consistency,
         opts.serial,
-    )
+    )?
+    .forced(opts.paths, only.cloned()))
 }
 
 impl Operation for ForceRelease {
@@ -630,7 +645,7 @@ impl Operation for ForceRelease {
 
 impl ForceRelease {
     fn poll_steps(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
-        let (name, opts) = (&self.name, &self.opts);
+        let (name, opts, only) = (&self.name, &self.opts, &self.only);
         let (pending, targeted, attempted, removed, bump, closing, written, reads) = (
             &mut self.pending,
             &mut self.targeted,
@@ -650,6 +665,7 @@ impl ForceRelease {
                     let first = *reads == 1;
                     *pending = entries_of(name.as_str(), opts, &cells)
                         .into_iter()
+                        .filter(|info| only.as_ref().is_none_or(|o| &info.owner == o))
                         .filter_map(|info| {
                             let cell = cells.iter().find(|c| c.column == info.column)?;
                             let again = targeted.contains(&cell.value);
@@ -664,7 +680,7 @@ impl ForceRelease {
                             .iter()
                             .find(|c| c.column == columns.fence)
                             .map(|c| c.value.as_str());
-                        match forced_bump(row, &columns.fence, fence, opts) {
+                        match forced_bump(row, &columns.fence, fence, opts, only.as_ref()) {
                             Ok(b) => {
                                 io.send(b.command());
                                 *bump = Some(b);
@@ -696,7 +712,13 @@ impl ForceRelease {
                         // The closing update always lands, from whatever the counter holds
                         // now, so a grant that raced the deletes still sees the break counted.
                         Ok(Bumped::Moved(current)) if *closing => {
-                            match forced_bump(row, &columns.fence, Some(&current), opts) {
+                            match forced_bump(
+                                row,
+                                &columns.fence,
+                                Some(&current),
+                                opts,
+                                only.as_ref(),
+                            ) {
                                 Ok(b) => {
                                     io.send(b.command());
                                     *bump = Some(b);
@@ -732,7 +754,7 @@ impl ForceRelease {
                 ForceNext::Close => {
                     // From the counter as our first update left it (read by compare-and-set).
                     let current = written.as_deref();
-                    let b = match forced_bump(row, &columns.fence, current, opts) {
+                    let b = match forced_bump(row, &columns.fence, current, opts, only.as_ref()) {
                         Ok(b) => b,
                         Err(e) => return Some(Err(e)),
                     };

@@ -98,7 +98,8 @@ pub(super) fn moved_counter(lease: &Lease, cells: &[Cell]) -> Option<Moved> {
         return None;
     }
     if let Some(c) = cells.iter().find(|c| {
-        c.column == columns.fence && counter_says_lost(shared, &data.fence_value, &c.value)
+        c.column == columns.fence
+            && counter_says_lost(shared, &data.fence_value, &c.value, &data.owner.key())
     }) {
         return Some(Moved {
             value: c.value.clone(),
@@ -117,7 +118,11 @@ pub(super) fn moved_counter(lease: &Lease, cells: &[Cell]) -> Option<Moved> {
                 return false;
             }
             match Fence::decode(&c.value) {
-                Ok(f) if shared => f.last_exclusive() > data.token,
+                // A forced release there removed that path's entries, not ours: its value
+                // carries the path's last exclusive token forward (`x=`).
+                Ok(f) if shared || f.owner == crate::record::FORCED => {
+                    f.last_exclusive() > data.token
+                }
                 Ok(f) => f.token > data.token,
                 // Unreadable: lost, the safe reading.
                 Err(_) => true,

@@ -69,6 +69,10 @@ pub(crate) struct FenceBump {
     /// With paths: the largest token of the related paths' counters at our deciding read; our
     /// token is above it (see [`FenceBump::above`]).
     floor: u64,
+    /// A forced release's bump: whether its value carries the last exclusive token forward
+    /// (`x=`), and the one holder it breaks (`fb=`), see [`FenceBump::forced`].
+    carry: bool,
+    breaking: Option<String>,
 }
 
 impl FenceBump {
@@ -98,6 +102,8 @@ impl FenceBump {
             blind: false,
             shared: false,
             floor: 0,
+            carry: false,
+            breaking: None,
         })
     }
 
@@ -115,15 +121,23 @@ impl FenceBump {
         } else {
             forced
         };
-        let exclusive = self
-            .shared
+        let exclusive = (self.shared || self.carry)
             .then(|| self.expected.as_ref().map_or(0, Fence::last_exclusive));
+        // A shared grant carries forward which one holder the last forced release broke.
+        let broke = if self.breaking.is_some() {
+            self.breaking.clone()
+        } else if self.shared {
+            self.expected.as_ref().and_then(|f| f.broke.clone())
+        } else {
+            None
+        };
         Fence {
             token: self.next_token(),
             owner: self.owner.clone(),
             acq: self.acq,
             forced,
             exclusive,
+            broke,
         }
         .encode()
     }
@@ -196,6 +210,16 @@ impl FenceBump {
             .map_or(0, |f| f.token)
             .max(self.floor)
             .saturating_add(1)
+    }
+
+    /// A forced release's bump. `carry`: its value carries the last exclusive token forward
+    /// (`x=`), so that it reads as no exclusive grant to shared holders of this name and to
+    /// holders of related paths (with paths, or when it breaks one holder); `breaking`: the
+    /// one holder it breaks (`fb=`), whose co-holders then keep their leases.
+    pub fn forced(mut self, carry: bool, breaking: Option<String>) -> Self {
+        self.carry = carry || breaking.is_some();
+        self.breaking = breaking;
+        self
     }
 
     /// With paths: the token taken is above `floor`, the largest token of the counters of the

@@ -1,7 +1,7 @@
 //! The operator: purges and forced releases among the clients, and which grants a forced
 //! release broke.
 
-use baton_kernel::{ForceRelease, LockOptions, PrefixOptions, Purge};
+use baton_kernel::{ForceRelease, LockName, LockOptions, PrefixOptions, Purge};
 
 use super::{GrantOwner, Role, Sim, State, MS};
 
@@ -49,8 +49,18 @@ impl Sim {
         };
         self.clients[i].op += 1;
         if self.rng.below(10) < 3 {
+            // Half the forced releases break one holder a grant named (`--holder`): one
+            // reader or permit among others, or the only holder.
+            let one = (!self.grants.is_empty() && self.rng.below(2) == 0).then(|| {
+                let g = self.rng.below(self.grants.len() as u64) as usize;
+                (self.grants[g].name.clone(), self.owners[g].owner.clone())
+            });
+            let op = match one.and_then(|(n, owner)| Some((LockName::new(&n).ok()?, owner))) {
+                Some((name, owner)) => ForceRelease::new(name, &opts).holder(owner),
+                None => ForceRelease::new(name, &opts),
+            };
             self.clients[i].state = State::Forcing {
-                op: Box::new(ForceRelease::new(name, &opts)),
+                op: Box::new(op),
                 started: self.now,
             };
         } else {
