@@ -126,6 +126,13 @@ typedef struct baton_options {
   const char *table;
   // Whether held locks renew their leases in the background (default true).
   bool keep_alive;
+  // Whether lock names are dot-separated paths (default false): a lock on `app.cache` then
+  // conflicts with `app` and `app.cache.users` (either side exclusive), not with `app.db`
+  // or `apple`. `"bakery"` and `"column-prefix"` only (unique insert is
+  // `BATON_INVALID_OPTION` at open); `a..b`, `a.`, `.a` and names with `|` are
+  // `BATON_INVALID_NAME`; objects (`baton_get_and_lock`, ...) are `BATON_INVALID_OPTION`.
+  // Added last: code that fills the struct with `baton_options_init` keeps working.
+  bool paths;
 } baton_options;
 
 #ifdef __cplusplus
@@ -165,6 +172,17 @@ void baton_guard_free(struct baton_guard *lock);
 // # Safety
 // `lock` is NULL or a live lock.
 uint64_t baton_guard_token(const struct baton_guard *lock);
+
+// The lock's name: `*name` points to its `*name_len` bytes (UTF-8, not NUL-terminated),
+// owned by the lock and valid until it is freed with [`baton_guard_free`]. Which lock is
+// which among those `baton_lock_all` gave. A NULL `lock`, `name` or `name_len` is
+// `BATON_INVALID_OPTION`.
+//
+// # Safety
+// `lock` is NULL or a live lock; `name` and `name_len` are NULL or writable.
+enum baton_code baton_guard_name(const struct baton_guard *lock,
+                                 const char **name,
+                                 size_t *name_len);
 
 // How the lock is (or was) held: `*mode` is `BATON_MODE_EXCLUSIVE`, `BATON_MODE_SHARED` or
 // `BATON_MODE_COUNTED`; `*permits` (NULL: not wanted) the semaphore's permits for a counted
@@ -229,7 +247,8 @@ void baton_options_init(struct baton_options *options);
 // is set to NULL.
 //
 // Errors: `BATON_INVALID_OPTION` for a NULL `url` or `out`, a malformed URL, an unknown
-// strategy or consistency, or a TTL or timeout out of range (naming which).
+// strategy or consistency, a TTL or timeout out of range (naming which), or `paths` with
+// the unique-insert strategy.
 //
 // # Safety
 // `url` is NULL or a NUL-terminated string; `options` is NULL or points to a
@@ -387,6 +406,45 @@ enum baton_code baton_semaphore_try_acquire(const struct baton_semaphore *semaph
 enum baton_code baton_semaphore_acquire_for(const struct baton_semaphore *semaphore,
                                             int64_t wait_ms,
                                             struct baton_guard **out);
+
+// Takes every lock of `names` (`count` names; name `i` is `name_lens[i]` bytes at
+// `names[i]`, UTF-8, no NUL needed; `name_lens` NULL: each name is NUL-terminated), all or
+// nothing, waiting up to `wait_ms` milliseconds in all (0: one attempt at each, giving
+// `BATON_TIMED_OUT` if one is held; `INT64_MAX`: forever; negative: `BATON_INVALID_OPTION`).
+// The names are taken one at a time in one global order, whatever order they are given in
+// (`app`, `app.cache`, `app.cache.users`, `app.db`), so two callers never each hold what the
+// other waits for. On success `out[0]` to `out[count - 1]` are the held locks in the order
+// taken (`baton_guard_name` tells which is which), each a `baton_guard` unlocked with
+// `baton_unlock` and freed with `baton_guard_free` like any other. On an error every lock
+// already taken has been released before the call returns, and every `out[i]` is NULL.
+//
+// Errors: `BATON_INVALID_OPTION` for no names (`count` 0), a name given twice, or (on a
+// paths locker) a path given with one of its ancestors, or a NULL `names` or `out`;
+// `BATON_INVALID_NAME` for any name that is NULL, not UTF-8 or breaks the rules (checked
+// before anything is taken); `BATON_TIMED_OUT` when the wait ran out; the store's codes.
+//
+// # Safety
+// `locker` is NULL or live; `names` is NULL or `count` readable pointers, each NULL or
+// `name_lens[i]` readable bytes (a NUL-terminated string when `name_lens` is NULL);
+// `name_lens` is NULL or `count` readable lengths; `out` is NULL or `count` writable pointers.
+enum baton_code baton_lock_all(const struct baton_locker *locker,
+                               const char *const *names,
+                               const size_t *name_lens,
+                               size_t count,
+                               int64_t wait_ms,
+                               struct baton_guard **out);
+
+// [`baton_lock_all`] as a reader: every lock shared (beside other readers, never beside a
+// writer). Needs `"bakery"` or `"column-prefix"`, as [`baton_lock_shared`] does.
+//
+// # Safety
+// As [`baton_lock_all`].
+enum baton_code baton_lock_all_shared(const struct baton_locker *locker,
+                                      const char *const *names,
+                                      const size_t *name_lens,
+                                      size_t count,
+                                      int64_t wait_ms,
+                                      struct baton_guard **out);
 
 // Reads object `name` (`name_len` bytes, as lock names are given) without looking at its lock
 // (SOSS's `get`): one read. On `BATON_OK`, `*found` says whether there is an object; if there

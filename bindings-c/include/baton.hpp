@@ -16,6 +16,7 @@
 //   baton::SharedMutex catalog(locker, "catalog");  // readers and a writer (bakery, column prefix)
 //   { std::shared_lock<baton::SharedMutex> read(catalog); ... }
 //   baton::Semaphore encoders(locker, "encoders", 3); // at most 3 holders, in every process
+//   auto both = locker.lock_all({"accounts.alice", "accounts.bob"});  // all or nothing
 //
 // Threads: a Locker may be shared by any number of threads. A Lock, Mutex or Object is one lock
 // held by one owner: use it from one thread at a time (a Mutex is meant to be shared, through
@@ -234,6 +235,7 @@ struct Versioned {
     std::string value_string() const { return std::string(value.begin(), value.end()); }
 };
 
+class Lock;
 class Object;
 
 // A locker's options. Durations are std::chrono; a negative one is InvalidOption.
@@ -253,6 +255,12 @@ struct Options {
     std::string table;
     // Whether held locks renew their leases in the background.
     bool keep_alive = true;
+    // Whether lock names are dot-separated paths: a lock on "app.cache" then conflicts with
+    // "app" and "app.cache.users" (either side exclusive), not with "app.db" or "apple".
+    // "bakery" and "column-prefix" only (unique insert: the Locker's constructor throws
+    // InvalidOption); "a..b", "a.", ".a" and names with '|' throw InvalidName; objects
+    // (get_and_lock, ...) throw InvalidOption.
+    bool paths = false;
 };
 
 // A store with default options, opened from a URL: "memory:", "sqlite:///path.db",
@@ -268,6 +276,7 @@ public:
         o.consistency = rust::String(options.consistency);
         o.table = rust::String(options.table);
         o.keep_alive = options.keep_alive;
+        o.paths = options.paths;
         inner_ = std::make_shared<rust::Box<bridge::Locker>>(
             detail::call([&] { return bridge::open_locker(detail::bytes(url), o); }));
     }
@@ -324,7 +333,29 @@ public:
     // released).
     Object insert_and_lock(std::string_view name, Bytes value) const;
 
+    // Several locks at once, all or nothing: every name of `names`, taken one at a time in one
+    // global order whatever order they are given in ("app", "app.cache", "app.cache.users",
+    // "app.db"), so two callers never each hold what the other waits for. Returns one held
+    // Lock per name, in the order taken (Lock::name() tells which is which). Waits up to the
+    // locker's wait timeout in all: TimedOut after it. On any error every lock already taken
+    // is released before it is thrown: nothing is left held. InvalidOption for no names, a
+    // name given twice, or (paths) a path given with one of its ancestors; InvalidName for
+    // any bad name, before anything is taken.
+    //
+    //   std::vector<baton::Lock> both = locker.lock_all({"accounts.alice", "accounts.bob"});
+    std::vector<Lock> lock_all(const std::vector<std::string>& names) const;
+    // Waits up to `wait` in all instead of the locker's timeout (zero: one attempt at each).
+    std::vector<Lock> lock_all_for(const std::vector<std::string>& names,
+                                   std::chrono::milliseconds wait) const;
+    // As readers: every lock shared (bakery and column prefix; unique insert: InvalidOption).
+    std::vector<Lock> lock_all_shared(const std::vector<std::string>& names) const;
+    std::vector<Lock> lock_all_shared_for(const std::vector<std::string>& names,
+                                          std::chrono::milliseconds wait) const;
+
 private:
+    std::vector<Lock> take_all(const std::vector<std::string>& names, bool shared,
+                               std::optional<std::chrono::milliseconds> wait) const;
+
     friend class Lock;
     friend class SharedMutex;
     friend class Semaphore;
@@ -332,7 +363,8 @@ private:
     std::shared_ptr<rust::Box<bridge::Locker>> inner_;
 };
 
-// One lock, RAII: QCassandraLock's shape. Move-only.
+// One lock, RAII: QCassandraLock's shape. Move-only. Locker::lock_all gives several, each
+// a Lock (a shared one from lock_all_shared).
 //
 //   baton::Lock lock(locker, "users::snap");   // locks or throws baton::TimedOut
 //   baton::Lock later(locker);                  // holds nothing yet
@@ -448,6 +480,14 @@ public:
     }
 
 private:
+    friend class Locker;
+    // A lock already taken (Locker::lock_all).
+    Lock(const Locker& locker, rust::Box<bridge::Guard> guard)
+        : locker_(locker), guard_(std::move(guard)) {
+        rust::Str name = (*guard_)->name();
+        name_.assign(name.data(), name.size());
+    }
+
     template <class Take>
     void acquire(std::string_view name, Take take) {
         finish();
@@ -958,6 +998,49 @@ inline Object Locker::insert_and_lock(std::string_view name, Bytes value) const 
                                                      detail::BytesAccess::slice(value));
                   }),
                   name);
+}
+
+inline std::vector<Lock> Locker::take_all(const std::vector<std::string>& names, bool shared,
+                                          std::optional<std::chrono::milliseconds> wait) const {
+    std::string joined;
+    std::vector<std::size_t> lengths;
+    lengths.reserve(names.size());
+    for (const std::string& name : names) {
+        joined += name;
+        lengths.push_back(name.size());
+    }
+    auto ms = static_cast<std::int64_t>(wait ? wait->count() : 0);
+    rust::Box<bridge::Guards> taken = detail::call([&] {
+        return inner().lock_all(detail::bytes(joined),
+                                rust::Slice<const std::size_t>(lengths.data(), lengths.size()),
+                                shared, !wait.has_value(), ms);
+    });
+    // Each lock moves into a Lock as it is taken out; if this throws (out of memory), the
+    // Locks made so far and `taken` (the rest) release theirs.
+    std::vector<Lock> locks;
+    locks.reserve(taken->count());
+    for (std::size_t i = 0; i < taken->count(); ++i) {
+        locks.push_back(Lock(*this, detail::call([&] { return taken->take(i); })));
+    }
+    return locks;
+}
+
+inline std::vector<Lock> Locker::lock_all(const std::vector<std::string>& names) const {
+    return take_all(names, false, std::nullopt);
+}
+
+inline std::vector<Lock> Locker::lock_all_for(const std::vector<std::string>& names,
+                                              std::chrono::milliseconds wait) const {
+    return take_all(names, false, wait);
+}
+
+inline std::vector<Lock> Locker::lock_all_shared(const std::vector<std::string>& names) const {
+    return take_all(names, true, std::nullopt);
+}
+
+inline std::vector<Lock> Locker::lock_all_shared_for(const std::vector<std::string>& names,
+                                                     std::chrono::milliseconds wait) const {
+    return take_all(names, true, wait);
 }
 
 }  // namespace baton

@@ -23,6 +23,7 @@ mod ffi {
         consistency: String,
         table: String,
         keep_alive: bool,
+        paths: bool,
     }
 
     /// An object as `get` read it: `found` false when there is none (value empty, version 0).
@@ -74,6 +75,24 @@ mod ffi {
         fn acquire(self: &Semaphore) -> Result<Box<Guard>>;
         fn try_acquire(self: &Semaphore) -> Result<Box<Guard>>;
         fn acquire_for(self: &Semaphore, wait_ms: i64) -> Result<Box<Guard>>;
+    }
+
+    // Several locks at once (Locker::lock_all): the names joined, with each one's length; the
+    // locks come back in the order taken, handed over one by one.
+    extern "Rust" {
+        type Guards;
+
+        fn lock_all(
+            self: &Locker,
+            joined: &[u8],
+            lengths: &[usize],
+            shared: bool,
+            default_wait: bool,
+            wait_ms: i64,
+        ) -> Result<Box<Guards>>;
+        fn count(self: &Guards) -> usize;
+        fn take(self: &mut Guards, index: usize) -> Result<Box<Guard>>;
+        fn name(self: &Guard) -> &str;
     }
 
     // Objects beside locks: unlocked calls on the locker, locked ones on an Object.
@@ -152,6 +171,7 @@ fn default_options() -> ffi::LockerOptions {
         consistency: String::new(),
         table: String::new(),
         keep_alive: true,
+        paths: false,
     }
 }
 
@@ -186,6 +206,7 @@ fn open_locker(url: &[u8], options: &ffi::LockerOptions) -> Result<Box<Locker>, 
             consistency: consistency.as_deref(),
             table: table.as_deref(),
             keep_alive: options.keep_alive,
+            paths: options.paths,
         };
         Ok(Box::new(Locker(shared::open(
             "baton::Locker",
@@ -248,6 +269,74 @@ impl Locker {
     }
 }
 
+impl Locker {
+    /// The names of `joined`, cut at `lengths`, taken all or nothing (`default_wait`: up to
+    /// the locker's wait timeout, else up to `wait_ms`).
+    fn lock_all(
+        &self,
+        joined: &[u8],
+        lengths: &[usize],
+        shared: bool,
+        default_wait: bool,
+        wait_ms: i64,
+    ) -> Result<Box<Guards>, Coded> {
+        guarded(|| {
+            let what = if shared {
+                "baton::Locker::lock_all_shared"
+            } else {
+                "baton::Locker::lock_all"
+            };
+            let attempt = if default_wait {
+                Attempt::Wait
+            } else {
+                Attempt::For(shared::millis(what, "the wait", wait_ms, true)?)
+            };
+            let mut names = Vec::with_capacity(lengths.len());
+            let mut rest = joined;
+            for &length in lengths {
+                if length > rest.len() {
+                    return Err(Error::internal(format!(
+                        "{what}: the names' lengths exceed their bytes"
+                    )));
+                }
+                let (name, after) = rest.split_at(length);
+                names.push(text("a lock name", name, ErrorKind::InvalidName)?);
+                rest = after;
+            }
+            let mode = shared.then_some(Mode::Shared);
+            let guards = shared::lock_all(&self.0, &names, mode, attempt)?;
+            Ok(Box::new(Guards(guards.into_iter().map(Some).collect())))
+        })
+    }
+}
+
+/// The locks `lock_all` took, in the order taken, until C++ takes each into a `baton::Lock`
+/// (any left are released when this is dropped).
+pub struct Guards(Vec<Option<BlockingGuard>>);
+
+impl Guards {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    fn take(&mut self, index: usize) -> Result<Box<Guard>, Coded> {
+        guarded(|| match self.0.get_mut(index).and_then(Option::take) {
+            Some(guard) => Ok(Box::new(Guard(Some(guard), false))),
+            None => Err(Error::internal(format!(
+                "lock_all's lock {index} was taken already or never was"
+            ))),
+        })
+    }
+}
+
+impl Drop for Guards {
+    fn drop(&mut self) {
+        for guard in self.0.drain(..).flatten() {
+            let _ = catch_unwind(AssertUnwindSafe(|| shared::finish(guard)));
+        }
+    }
+}
+
 /// A semaphore (inside `baton::Semaphore`).
 pub struct Semaphore(BlockingSemaphore);
 
@@ -306,6 +395,10 @@ impl Guard {
 
     fn token(&self) -> u64 {
         self.0.as_ref().map_or(0, BlockingGuard::token)
+    }
+
+    fn name(&self) -> &str {
+        self.0.as_ref().map_or("", BlockingGuard::name)
     }
 
     fn held(&self) -> bool {

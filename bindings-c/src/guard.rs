@@ -100,6 +100,39 @@ pub unsafe extern "C" fn baton_guard_token(lock: *const BatonGuard) -> u64 {
     unsafe { lock.as_ref() }.map_or(0, |l| l.guard().0.token())
 }
 
+/// The lock's name: `*name` points to its `*name_len` bytes (UTF-8, not NUL-terminated),
+/// owned by the lock and valid until it is freed with [`baton_guard_free`]. Which lock is
+/// which among those `baton_lock_all` gave. A NULL `lock`, `name` or `name_len` is
+/// `BATON_INVALID_OPTION`.
+///
+/// # Safety
+/// `lock` is NULL or a live lock; `name` and `name_len` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn baton_guard_name(
+    lock: *const BatonGuard,
+    name: *mut *const c_char,
+    name_len: *mut usize,
+) -> BatonCode {
+    const F: &str = "baton_guard_name";
+    call(|| {
+        // SAFETY: the caller's promise.
+        let this = unsafe { lock_ref(F, lock) }?;
+        if name.is_null() || name_len.is_null() {
+            return Err(invalid(F, "name or name_len is NULL"));
+        }
+        let guard = this.guard();
+        // The name's bytes belong to the guard, which no call changes: they stay where they
+        // are until the handle is freed.
+        let text = guard.0.name();
+        // SAFETY: both non-NULL and writable.
+        unsafe {
+            name.write(text.as_ptr().cast::<c_char>());
+            name_len.write(text.len());
+        }
+        Ok(())
+    })
+}
+
 /// How the lock is (or was) held: `*mode` is `BATON_MODE_EXCLUSIVE`, `BATON_MODE_SHARED` or
 /// `BATON_MODE_COUNTED`; `*permits` (NULL: not wanted) the semaphore's permits for a counted
 /// one, 1 otherwise. A NULL `lock` or `mode` is `BATON_INVALID_OPTION`.

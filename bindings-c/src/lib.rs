@@ -30,18 +30,19 @@ mod text;
 pub use call::{baton_clear_error, baton_last_error};
 pub use codes::{baton_code_name, BatonCode};
 pub use guard::{
-    baton_guard_check, baton_guard_free, baton_guard_held, baton_guard_mode, baton_guard_on_lost,
-    baton_guard_remaining_ms, baton_guard_token, baton_guard_wait_lost, baton_unlock, BatonGuard,
-    BatonLostCallback,
+    baton_guard_check, baton_guard_free, baton_guard_held, baton_guard_mode, baton_guard_name,
+    baton_guard_on_lost, baton_guard_remaining_ms, baton_guard_token, baton_guard_wait_lost,
+    baton_unlock, BatonGuard, BatonLostCallback,
 };
 pub use locker::{
     baton_lock, baton_lock_for, baton_locker_clone, baton_locker_free, baton_locker_open,
     baton_options_init, baton_try_lock, BatonLocker, BatonOptions,
 };
 pub use modes::{
-    baton_lock_shared, baton_lock_shared_for, baton_semaphore_acquire, baton_semaphore_acquire_for,
-    baton_semaphore_free, baton_semaphore_open, baton_semaphore_permits,
-    baton_semaphore_try_acquire, baton_try_lock_shared, BatonMode, BatonSemaphore,
+    baton_lock_all, baton_lock_all_shared, baton_lock_shared, baton_lock_shared_for,
+    baton_semaphore_acquire, baton_semaphore_acquire_for, baton_semaphore_free,
+    baton_semaphore_open, baton_semaphore_permits, baton_semaphore_try_acquire,
+    baton_try_lock_shared, BatonMode, BatonSemaphore,
 };
 pub use object::{
     baton_get, baton_get_and_lock, baton_get_and_lock_for, baton_insert, baton_insert_and_lock,

@@ -36,6 +36,13 @@ pub struct BatonOptions {
     pub table: *const c_char,
     /// Whether held locks renew their leases in the background (default true).
     pub keep_alive: bool,
+    /// Whether lock names are dot-separated paths (default false): a lock on `app.cache` then
+    /// conflicts with `app` and `app.cache.users` (either side exclusive), not with `app.db`
+    /// or `apple`. `"bakery"` and `"column-prefix"` only (unique insert is
+    /// `BATON_INVALID_OPTION` at open); `a..b`, `a.`, `.a` and names with `|` are
+    /// `BATON_INVALID_NAME`; objects (`baton_get_and_lock`, ...) are `BATON_INVALID_OPTION`.
+    /// Added last: code that fills the struct with `baton_options_init` keeps working.
+    pub paths: bool,
 }
 
 /// Fills `options` with the defaults. NULL is ignored.
@@ -55,6 +62,7 @@ pub unsafe extern "C" fn baton_options_init(options: *mut BatonOptions) {
         consistency: std::ptr::null(),
         table: std::ptr::null(),
         keep_alive: true,
+        paths: false,
     };
     // SAFETY: non-NULL, and the caller promises room for one BatonOptions.
     unsafe { options.write(filled) };
@@ -67,7 +75,8 @@ pub unsafe extern "C" fn baton_options_init(options: *mut BatonOptions) {
 /// is set to NULL.
 ///
 /// Errors: `BATON_INVALID_OPTION` for a NULL `url` or `out`, a malformed URL, an unknown
-/// strategy or consistency, or a TTL or timeout out of range (naming which).
+/// strategy or consistency, a TTL or timeout out of range (naming which), or `paths` with
+/// the unique-insert strategy.
 ///
 /// # Safety
 /// `url` is NULL or a NUL-terminated string; `options` is NULL or points to a
@@ -105,6 +114,7 @@ pub unsafe extern "C" fn baton_locker_open(
             consistency: unsafe { text::option(F, "options.consistency", options.consistency) }?,
             table: unsafe { text::option(F, "options.table", options.table) }?,
             keep_alive: options.keep_alive,
+            paths: options.paths,
         };
         let locker = Box::new(BatonLocker {
             locker: shared::open(F, url, &options)?,

@@ -211,6 +211,132 @@ pub unsafe extern "C" fn baton_semaphore_acquire_for(
     unsafe { acquire(F, semaphore, out, Attempt::For(wait)) }
 }
 
+/// Takes every lock of `names` (`count` names; name `i` is `name_lens[i]` bytes at
+/// `names[i]`, UTF-8, no NUL needed; `name_lens` NULL: each name is NUL-terminated), all or
+/// nothing, waiting up to `wait_ms` milliseconds in all (0: one attempt at each, giving
+/// `BATON_TIMED_OUT` if one is held; `INT64_MAX`: forever; negative: `BATON_INVALID_OPTION`).
+/// The names are taken one at a time in one global order, whatever order they are given in
+/// (`app`, `app.cache`, `app.cache.users`, `app.db`), so two callers never each hold what the
+/// other waits for. On success `out[0]` to `out[count - 1]` are the held locks in the order
+/// taken (`baton_guard_name` tells which is which), each a `baton_guard` unlocked with
+/// `baton_unlock` and freed with `baton_guard_free` like any other. On an error every lock
+/// already taken has been released before the call returns, and every `out[i]` is NULL.
+///
+/// Errors: `BATON_INVALID_OPTION` for no names (`count` 0), a name given twice, or (on a
+/// paths locker) a path given with one of its ancestors, or a NULL `names` or `out`;
+/// `BATON_INVALID_NAME` for any name that is NULL, not UTF-8 or breaks the rules (checked
+/// before anything is taken); `BATON_TIMED_OUT` when the wait ran out; the store's codes.
+///
+/// # Safety
+/// `locker` is NULL or live; `names` is NULL or `count` readable pointers, each NULL or
+/// `name_lens[i]` readable bytes (a NUL-terminated string when `name_lens` is NULL);
+/// `name_lens` is NULL or `count` readable lengths; `out` is NULL or `count` writable pointers.
+#[no_mangle]
+pub unsafe extern "C" fn baton_lock_all(
+    locker: *const BatonLocker,
+    names: *const *const c_char,
+    name_lens: *const usize,
+    count: usize,
+    wait_ms: i64,
+    out: *mut *mut BatonGuard,
+) -> BatonCode {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        lock_all(
+            "baton_lock_all",
+            locker,
+            names,
+            name_lens,
+            count,
+            None,
+            wait_ms,
+            out,
+        )
+    }
+}
+
+/// [`baton_lock_all`] as a reader: every lock shared (beside other readers, never beside a
+/// writer). Needs `"bakery"` or `"column-prefix"`, as [`baton_lock_shared`] does.
+///
+/// # Safety
+/// As [`baton_lock_all`].
+#[no_mangle]
+pub unsafe extern "C" fn baton_lock_all_shared(
+    locker: *const BatonLocker,
+    names: *const *const c_char,
+    name_lens: *const usize,
+    count: usize,
+    wait_ms: i64,
+    out: *mut *mut BatonGuard,
+) -> BatonCode {
+    let (f, shared) = ("baton_lock_all_shared", Some(Mode::Shared));
+    // SAFETY: the caller's promises, passed on.
+    unsafe { lock_all(f, locker, names, name_lens, count, shared, wait_ms, out) }
+}
+
+/// # Safety
+/// As [`baton_lock_all`].
+#[allow(clippy::too_many_arguments)] // the C function's own, plus its name and mode
+unsafe fn lock_all(
+    function: &str,
+    locker: *const BatonLocker,
+    names: *const *const c_char,
+    name_lens: *const usize,
+    count: usize,
+    mode: Option<Mode>,
+    wait_ms: i64,
+    out: *mut *mut BatonGuard,
+) -> BatonCode {
+    call(|| {
+        if out.is_null() {
+            return Err(invalid(function, "out is NULL"));
+        }
+        // Arrays of `count` pointers or lengths must fit in memory at all.
+        if count > isize::MAX as usize / std::mem::size_of::<usize>() {
+            return Err(invalid(function, "count is larger than any array"));
+        }
+        // SAFETY: `out` is non-NULL with room for `count` pointers (the caller's promise).
+        let out = unsafe { std::slice::from_raw_parts_mut(out, count) };
+        out.fill(std::ptr::null_mut());
+        let wait = shared::millis(function, "wait_ms", wait_ms, true)?;
+        // SAFETY: the caller's promise.
+        let this = unsafe { locker_ref(function, locker) }?;
+        let names: &[*const c_char] = match (names.is_null(), count) {
+            (_, 0) => &[],
+            (true, _) => return Err(invalid(function, "names is NULL")),
+            // SAFETY: non-NULL, `count` readable pointers (the caller's promise).
+            (false, _) => unsafe { std::slice::from_raw_parts(names, count) },
+        };
+        let lens: Option<&[usize]> = match (name_lens.is_null(), count) {
+            (true, _) | (_, 0) => None,
+            // SAFETY: non-NULL, `count` readable lengths (the caller's promise).
+            (false, _) => Some(unsafe { std::slice::from_raw_parts(name_lens, count) }),
+        };
+        let texts = names
+            .iter()
+            .enumerate()
+            .map(|(i, &name)| match lens {
+                // SAFETY: the caller's promise about `names[i]` and `name_lens[i]`.
+                Some(lens) => unsafe { text::name(name, lens[i]) },
+                // SAFETY: the caller's promise: NULL or NUL-terminated.
+                None => unsafe { text::c_name(name) },
+            })
+            .collect::<Result<Vec<&str>, Error>>()?;
+        let guards = shared::lock_all(&this.locker, &texts, mode, Attempt::For(wait))?;
+        if guards.len() != out.len() {
+            return Err(Error::internal(format!(
+                "{function}: {} locks for {} names",
+                guards.len(),
+                out.len()
+            )));
+        }
+        for (slot, guard) in out.iter_mut().zip(guards) {
+            *slot = BatonGuard::boxed(guard);
+        }
+        Ok(())
+    })
+}
+
 /// Fails with `e`, `*out` set to NULL as on every error.
 ///
 /// # Safety

@@ -19,6 +19,8 @@ pub(crate) struct Options<'a> {
     pub consistency: Option<&'a str>,
     pub table: Option<&'a str>,
     pub keep_alive: bool,
+    /// Names are dot-separated paths (`LockerSpec::paths`).
+    pub paths: bool,
 }
 
 /// The defaults: the kernel's lease and wait, keep-alive on.
@@ -70,8 +72,7 @@ pub(crate) fn open(
         table: options.table,
         keep_alive: options.keep_alive,
         password_file: None,
-        // Dot-separated paths are not offered to C and C++ yet: names are flat, as before.
-        paths: false,
+        paths: options.paths,
     };
     Ok(spec.open()?.blocking())
 }
@@ -108,6 +109,26 @@ pub(crate) fn lock(
     let request = attempt.request();
     locker.lock_with(
         name,
+        match mode {
+            Some(mode) => request.mode(mode),
+            None => request,
+        },
+    )
+}
+
+/// Takes every name of `names` on `locker` in `mode` (`None`: the locker's default), all or
+/// nothing, in the `baton` crate's one global order ([`BlockingLocker::lock_all`]): the guards
+/// come back in the order taken; on an error nothing is left held. `attempt` is the budget
+/// for the whole call.
+pub(crate) fn lock_all(
+    locker: &BlockingLocker,
+    names: &[&str],
+    mode: Option<Mode>,
+    attempt: Attempt,
+) -> Result<Vec<BlockingGuard>, Error> {
+    let request = attempt.request();
+    locker.lock_all(
+        names,
         match mode {
             Some(mode) => request.mode(mode),
             None => request,

@@ -27,6 +27,21 @@ pub(crate) unsafe fn name<'a>(name: *const c_char, len: usize) -> Result<&'a str
     })
 }
 
+/// The NUL-terminated lock name at `name`: NULL or bytes that are not UTF-8 are
+/// [`ErrorKind::InvalidName`], as in [`name`].
+///
+/// # Safety
+/// `name` is NULL or points to a NUL-terminated string that stays unchanged during the call.
+pub(crate) unsafe fn c_name<'a>(name: *const c_char) -> Result<&'a str, Error> {
+    if name.is_null() {
+        return Err(Error::new(ErrorKind::InvalidName, "the lock name is NULL"));
+    }
+    // SAFETY: the caller promises a NUL-terminated string at a non-NULL `name`.
+    let bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    // SAFETY: `bytes` is readable, `bytes.len()` long, for as long as the caller's string.
+    unsafe { self::name(bytes.as_ptr().cast::<c_char>(), bytes.len()) }
+}
+
 /// The NUL-terminated string at `text`, or `None` for NULL; not UTF-8 is
 /// [`ErrorKind::InvalidOption`] naming `what`.
 ///

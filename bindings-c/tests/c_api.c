@@ -1,6 +1,7 @@
 /*
  * The C API against the memory store (and a store nobody listens on): locking, fencing,
- * unlocking, objects beside locks, shared locks and semaphores, and every kind of bad input,
+ * unlocking, objects beside locks, shared locks and semaphores, dot-separated paths, several
+ * locks at once (baton_lock_all), and every kind of bad input,
  * each reported with its code and never crashed on.
  */
 #define _POSIX_C_SOURCE 200809L /* getpid, clock_gettime */
@@ -729,6 +730,237 @@ static void modes_refuse_bad_input(void) {
     baton_locker_free(locker);
 }
 
+static baton_locker *open_paths(const char *strategy) {
+    baton_options options;
+    baton_options_init(&options);
+    CHECK(!options.paths);  /* flat names by default */
+    options.wait_timeout_ms = 200;
+    options.strategy = strategy;
+    options.paths = true;
+    baton_locker *locker = NULL;
+    CHECK_CODE(baton_locker_open(store_url(), &options, &locker), BATON_OK);
+    CHECK(locker != NULL);
+    return locker;
+}
+
+/* The name of `lock` equals `want`. */
+static int named(const baton_guard *lock, const char *want) {
+    const char *name = NULL;
+    size_t len = 0;
+    if (baton_guard_name(lock, &name, &len) != BATON_OK) {
+        return 0;
+    }
+    return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+/* Whether `name` can be taken now, on `locker` (taken and given back). */
+static int free_now(const baton_locker *locker, const char *name) {
+    baton_guard *lock = NULL;
+    baton_code code = baton_try_lock(locker, name, strlen(name), &lock);
+    baton_guard_free(lock);
+    return code == BATON_OK;
+}
+
+static void paths_conflict_along_the_tree(const char *strategy) {
+    baton_locker *locker = open_paths(strategy);
+    baton_locker *other = NULL;
+    CHECK_CODE(baton_locker_clone(locker, &other), BATON_OK);
+    char root[64], mid[96], leaf[128], sibling[96], prefixed[96];
+    snprintf(root, sizeof root, "app%s%ld", strategy, (long)getpid());
+    snprintf(mid, sizeof mid, "%s.cache", root);
+    snprintf(leaf, sizeof leaf, "%s.cache.users", root);
+    snprintf(sibling, sizeof sibling, "%s.db", root);
+    snprintf(prefixed, sizeof prefixed, "%sle.cache", root);  /* "apple": no ancestor */
+
+    baton_guard *cache = NULL, *lock = (baton_guard *)0x1;
+    CHECK_CODE(baton_lock(locker, mid, strlen(mid), &cache), BATON_OK);
+    CHECK(named(cache, mid));
+    /* The ancestor and the descendant wait for it; a sibling and a longer root do not. */
+    CHECK_CODE(baton_try_lock(other, root, strlen(root), &lock), BATON_BUSY);
+    CHECK(lock == NULL);
+    CHECK_CODE(baton_lock_for(other, leaf, strlen(leaf), 50, &lock), BATON_TIMED_OUT);
+    CHECK_CODE(baton_try_lock_shared(other, leaf, strlen(leaf), &lock), BATON_BUSY);
+    CHECK(free_now(other, sibling));
+    CHECK(free_now(other, prefixed));
+    baton_guard_free(cache);
+    CHECK(free_now(other, root));
+
+    /* The other way: a descendant held keeps its ancestors out; readers share the tree. */
+    baton_guard *users = NULL, *r1 = NULL, *r2 = NULL;
+    CHECK_CODE(baton_lock(locker, leaf, strlen(leaf), &users), BATON_OK);
+    CHECK_CODE(baton_try_lock_shared(other, mid, strlen(mid), &lock), BATON_BUSY);
+    CHECK(!free_now(other, root));
+    CHECK(free_now(other, sibling));
+    baton_guard_free(users);
+    CHECK_CODE(baton_lock_shared(locker, root, strlen(root), &r1), BATON_OK);
+    CHECK_CODE(baton_lock_shared(other, leaf, strlen(leaf), &r2), BATON_OK);
+    CHECK(!free_now(other, mid));
+    baton_guard_free(r1);
+    baton_guard_free(r2);
+
+    /* Invalid paths are invalid names. */
+    const char *bad[] = {"a..b", "a.", ".a", "a|b", "a.b|c"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lock = (baton_guard *)0x1;
+        CHECK_CODE(baton_lock(locker, bad[i], strlen(bad[i]), &lock), BATON_INVALID_NAME);
+        CHECK(lock == NULL);
+        CHECK_CODE(baton_lock_shared_for(locker, bad[i], strlen(bad[i]), 10, &lock),
+                   BATON_INVALID_NAME);
+    }
+    /* Objects are not for paths lockers. */
+    baton_object *object = (baton_object *)0x1;
+    CHECK_CODE(baton_get_and_lock(locker, root, strlen(root), &object), BATON_INVALID_OPTION);
+    CHECK(object == NULL);
+    baton_locker_free(other);
+    baton_locker_free(locker);
+}
+
+static void lock_all_takes_all_or_nothing(const char *strategy, int paths) {
+    baton_locker *locker = paths ? open_paths(strategy) : open_store(strategy);
+    baton_locker *other = NULL;
+    CHECK_CODE(baton_locker_clone(locker, &other), BATON_OK);
+    char root[64], b[96], ax[96], c[96], bz[96];
+    snprintf(root, sizeof root, "all%s%d%ld", strategy, paths, (long)getpid());
+    snprintf(b, sizeof b, "%s.b", root);
+    snprintf(ax, sizeof ax, "%s.a.x", root);
+    snprintf(c, sizeof c, "%s.c", root);
+    snprintf(bz, sizeof bz, "%s.b.z", root);
+
+    /* Taken in one order whatever the order given; NUL-terminated names (lengths NULL). */
+    const char *names[] = {c, b, ax};
+    baton_guard *out[3] = {NULL, NULL, NULL};
+    CHECK_CODE(baton_lock_all(locker, names, NULL, 3, 1000, out), BATON_OK);
+    CHECK(named(out[0], ax) && named(out[1], b) && named(out[2], c));
+    for (int i = 0; i < 3; i++) {
+        CHECK(baton_guard_held(out[i]));
+        CHECK(!free_now(other, names[i]));
+    }
+    if (paths) {
+        CHECK(!free_now(other, root));  /* an ancestor of each */
+        CHECK(!free_now(other, bz));
+    }
+    CHECK_CODE(baton_unlock(out[1]), BATON_OK);  /* each an ordinary guard */
+    CHECK_CODE(baton_unlock(out[1]), BATON_NOT_OWNER);
+    CHECK(free_now(other, b));
+    for (int i = 0; i < 3; i++) {
+        baton_guard_free(out[i]);
+    }
+    CHECK(free_now(other, ax) && free_now(other, c));
+
+    /* One of them held elsewhere: a short wait times out and nothing stays held. */
+    baton_guard *held = NULL;
+    CHECK_CODE(baton_lock(other, c, strlen(c), &held), BATON_OK);
+    size_t lens[] = {strlen(c), strlen(b), strlen(ax)};
+    out[0] = out[1] = out[2] = (baton_guard *)0x1;
+    CHECK_CODE(baton_lock_all(locker, names, lens, 3, 60, out), BATON_TIMED_OUT);
+    CHECK(out[0] == NULL && out[1] == NULL && out[2] == NULL);
+    CHECK(free_now(other, ax) && free_now(other, b));
+    CHECK_CODE(baton_lock_all(locker, names, lens, 3, 0, out), BATON_TIMED_OUT);
+    CHECK(free_now(other, ax) && free_now(other, b));
+    baton_guard_free(held);
+
+    /* Readers together (unique insert has no shared locks). */
+    if (strcmp(strategy, "unique-insert") != 0) {
+        baton_guard *r[3] = {NULL, NULL, NULL}, *s[3] = {NULL, NULL, NULL};
+        CHECK_CODE(baton_lock_all_shared(locker, names, lens, 3, 1000, r), BATON_OK);
+        CHECK_CODE(baton_lock_all_shared(other, names, lens, 3, 1000, s), BATON_OK);
+        baton_mode mode = BATON_MODE_EXCLUSIVE;
+        CHECK_CODE(baton_guard_mode(s[2], &mode, NULL), BATON_OK);
+        CHECK(mode == BATON_MODE_SHARED && named(s[2], c));
+        CHECK(!free_now(other, b));
+        for (int i = 0; i < 3; i++) {
+            baton_guard_free(r[i]);
+            baton_guard_free(s[i]);
+        }
+    }
+
+    /* A name twice; with paths, a path beside its ancestor. */
+    const char *twice[] = {b, c, b};
+    CHECK_CODE(baton_lock_all(locker, twice, NULL, 3, 100, out), BATON_INVALID_OPTION);
+    CHECK(out[0] == NULL && out[1] == NULL && out[2] == NULL);
+    const char *related[] = {bz, c, b};
+    CHECK_CODE(baton_lock_all(locker, related, NULL, 3, 100, out),
+               paths ? BATON_INVALID_OPTION : BATON_OK);
+    for (int i = 0; i < 3; i++) {
+        baton_guard_free(out[i]);
+    }
+    CHECK(free_now(other, b) && free_now(other, bz) && free_now(other, c));
+    baton_locker_free(other);
+    baton_locker_free(locker);
+}
+
+static void lock_all_refuses_bad_input(int paths) {
+    baton_locker *locker = paths ? open_paths("bakery") : open_store("bakery");
+    char good[64];
+    snprintf(good, sizeof good, "bad%d%ld", paths, (long)getpid());
+    baton_guard *out[3];
+    const char *names[3] = {good, "x", "y"};
+    size_t lens[3] = {strlen(good), 1, 1};
+
+    /* No names. */
+    out[0] = (baton_guard *)0x1;
+    CHECK_CODE(baton_lock_all(locker, names, lens, 0, 100, out), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_all(locker, NULL, NULL, 0, 100, out), BATON_INVALID_OPTION);
+    CHECK(out[0] == (baton_guard *)0x1);  /* an array of 0: nothing written */
+
+    /* A NUL inside, not UTF-8, over 255 bytes, empty, NULL: each an invalid name, the good
+     * name (first in the order) left free. */
+    char huge[300];
+    memset(huge, 'h', sizeof huge);
+    const char *bad[] = {"a\0b", "\xff\xfe", huge, "", NULL};
+    size_t bad_lens[] = {3, 2, sizeof huge, 0, 1};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        names[1] = bad[i];
+        lens[1] = bad_lens[i];
+        out[0] = out[1] = (baton_guard *)0x1;
+        CHECK_CODE(baton_lock_all(locker, names, lens, 2, 100, out), BATON_INVALID_NAME);
+        CHECK(out[0] == NULL && out[1] == NULL);
+        CHECK(free_now(locker, good));
+    }
+    names[1] = NULL;
+    CHECK_CODE(baton_lock_all(locker, names, NULL, 2, 100, out), BATON_INVALID_NAME);
+    names[1] = "\xff\xfe";
+    CHECK_CODE(baton_lock_all_shared(locker, names, NULL, 2, 100, out), BATON_INVALID_NAME);
+    names[1] = "x";
+
+    /* NULL handles and arrays, a negative wait, a count no array has. */
+    CHECK_CODE(baton_lock_all(NULL, names, lens, 2, 100, out), BATON_INVALID_OPTION);
+    CHECK(out[0] == NULL && out[1] == NULL);
+    CHECK_CODE(baton_lock_all(locker, NULL, lens, 2, 100, out), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_all(locker, names, lens, 2, 100, NULL), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_all(locker, names, lens, 2, -1, out), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock_all(locker, names, lens, SIZE_MAX, 100, out), BATON_INVALID_OPTION);
+    CHECK(free_now(locker, good));
+    const char *name = NULL;
+    size_t len = 0;
+    CHECK_CODE(baton_guard_name(NULL, &name, &len), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_lock(locker, good, strlen(good), &out[0]), BATON_OK);
+    CHECK_CODE(baton_guard_name(out[0], NULL, &len), BATON_INVALID_OPTION);
+    CHECK_CODE(baton_guard_name(out[0], &name, NULL), BATON_INVALID_OPTION);
+    baton_guard_free(out[0]);
+    baton_locker_free(locker);
+
+    /* Shared needs bakery or column prefix, as one shared lock does. */
+    if (!paths) {
+        locker = open_store(NULL);
+        CHECK_CODE(baton_lock_all_shared(locker, names, lens, 2, 100, out), BATON_INVALID_OPTION);
+        CHECK(strstr(baton_last_error(), "bakery") != NULL);
+        baton_locker_free(locker);
+    }
+}
+
+static void unique_insert_refuses_paths(void) {
+    baton_options options;
+    baton_options_init(&options);
+    options.paths = true;
+    baton_locker *locker = (baton_locker *)0x1;
+    CHECK_CODE(baton_locker_open(store_url(), &options, &locker), BATON_INVALID_OPTION);
+    CHECK(locker == NULL);
+    options.strategy = "unique-insert";
+    CHECK_CODE(baton_locker_open(store_url(), &options, &locker), BATON_INVALID_OPTION);
+    CHECK(locker == NULL);
+}
+
 int main(void) {
     const char *strategies[] = {"unique-insert", "bakery", "column-prefix"};
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
@@ -738,6 +970,15 @@ int main(void) {
     shared_locks_and_semaphores("bakery");
     shared_locks_and_semaphores("column-prefix");
     modes_refuse_bad_input();
+    paths_conflict_along_the_tree("bakery");
+    paths_conflict_along_the_tree("column-prefix");
+    lock_all_takes_all_or_nothing("unique-insert", 0);
+    lock_all_takes_all_or_nothing("bakery", 0);
+    lock_all_takes_all_or_nothing("bakery", 1);
+    lock_all_takes_all_or_nothing("column-prefix", 1);
+    lock_all_refuses_bad_input(0);
+    lock_all_refuses_bad_input(1);
+    unique_insert_refuses_paths();
     bad_names_are_refused();
     bad_arguments_are_refused();
     objects_refuse_bad_input();

@@ -1,7 +1,8 @@
 // The C++ API (baton.hpp) with GoogleTest, on the store BATON_TEST_URL names (memory: when
 // unset), each strategy: Lock, Mutex with the standard lock types, errors, loss, objects
-// beside locks (baton::Object, Locker::get and the optimistic calls), and shared locks and
-// semaphores (baton::SharedMutex with std::shared_lock, baton::Semaphore).
+// beside locks (baton::Object, Locker::get and the optimistic calls), shared locks and
+// semaphores (baton::SharedMutex with std::shared_lock, baton::Semaphore), dot-separated paths
+// (Options::paths) and several locks at once (Locker::lock_all).
 #include <gtest/gtest.h>
 
 #include <baton.hpp>
@@ -205,6 +206,12 @@ std::size_t store_limit() {
 
 // Bytes that are not text: NUL inside, and no UTF-8.
 const std::vector<std::uint8_t> kOdd = {'1', 0, 0xff, 0xfe, '\n', 0x80, 0};
+
+// Whether `name` can be taken now (taken and given back).
+bool free_now(const baton::Locker& l, const std::string& name) {
+    baton::Lock probe(l);
+    return probe.try_lock(name);
+}
 
 template <class F>
 baton::ErrorKind kind_of(F&& f) {
@@ -507,6 +514,65 @@ TEST(CppErrors, ASilentStoreFailsTheWaitAtItsTimeout) {
     }
 }
 
+// Locker::lock_all on every strategy, flat names and (bakery, column prefix) paths.
+TEST_P(CppApi, LockAllTakesAllInOrderOrNothing) {
+    auto l = locker();
+    baton::Locker other(l);
+    const std::string root = fresh("all");
+    const std::vector<std::string> names = {root + ".c", root + ".b", root + ".a.x"};
+    {
+        std::vector<baton::Lock> locks = l.lock_all(names);
+        ASSERT_EQ(locks.size(), 3u);
+        EXPECT_EQ(locks[0].name(), root + ".a.x");          // one order, whatever is given
+        EXPECT_EQ(locks[1].name(), root + ".b");
+        EXPECT_EQ(locks[2].name(), root + ".c");
+        for (const auto& lock : locks) {
+            EXPECT_TRUE(lock.held());
+            EXPECT_GT(lock.token(), 0u);
+            EXPECT_FALSE(free_now(other, lock.name()));
+        }
+        locks[1].unlock();                                   // each an ordinary Lock
+        EXPECT_THROW(locks[1].check(), baton::NotOwner);
+        EXPECT_TRUE(free_now(other, root + ".b"));
+        baton::Lock moved = std::move(locks[2]);
+        EXPECT_TRUE(moved.held());
+    }
+    for (const auto& name : names) {
+        EXPECT_TRUE(free_now(other, name)) << name;
+    }
+    // One held elsewhere: the wait runs out and nothing stays held.
+    {
+        baton::Lock c(other, root + ".c");
+        auto started = std::chrono::steady_clock::now();
+        EXPECT_THROW(l.lock_all_for(names, 80ms), baton::TimedOut);
+        EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+        EXPECT_THROW(l.lock_all(names), baton::TimedOut);   // the locker's wait
+        EXPECT_THROW(l.lock_all_for(names, 0ms), baton::TimedOut);
+        EXPECT_TRUE(free_now(other, root + ".a.x"));
+        EXPECT_TRUE(free_now(other, root + ".b"));
+    }
+    EXPECT_THROW(l.lock_all({}), baton::InvalidOption);
+    EXPECT_THROW(l.lock_all({root + ".b", root + ".c", root + ".b"}), baton::InvalidOption);
+    EXPECT_THROW(l.lock_all_for(names, -1ms), baton::InvalidOption);
+    // Bad names anywhere in the list: typed errors, before anything is taken.
+    for (const std::string& bad : {std::string(""), std::string("a\0b", 3), std::string("\xff\xfe"),
+                                   std::string(300, 'h'), std::string(1 << 20, 'x')}) {
+        EXPECT_THROW(l.lock_all({root + ".a.x", bad}), baton::InvalidName);
+        EXPECT_THROW(l.lock_all({bad, root + ".b"}), baton::InvalidName);
+        EXPECT_TRUE(free_now(other, root + ".a.x"));
+        EXPECT_TRUE(free_now(other, root + ".b"));
+    }
+    if (std::string(GetParam()) == "unique-insert") {
+        EXPECT_THROW(l.lock_all_shared(names), baton::InvalidOption);
+        return;
+    }
+    auto readers = l.lock_all_shared(names);
+    auto more = other.lock_all_shared_for(names, 1s);
+    EXPECT_EQ(readers.size(), 3u);
+    EXPECT_EQ(more.size(), 3u);
+    EXPECT_FALSE(free_now(other, root + ".b"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Strategies, CppApi,
                          ::testing::Values("unique-insert", "bakery", "column-prefix"));
 
@@ -717,6 +783,87 @@ TEST(CppModesUniqueInsert, SharedAndCountedAreRefused) {
     EXPECT_THROW(std::shared_lock<baton::SharedMutex>{m}, baton::InvalidOption);
     std::unique_lock<baton::SharedMutex> w(m);
     EXPECT_TRUE(w.owns_lock());
+}
+
+// Dot-separated paths (Options::paths): bakery and column prefix.
+class CppPaths : public ::testing::TestWithParam<const char*> {
+protected:
+    baton::Locker locker(bool paths = true) {
+        baton::Options options;
+        EXPECT_FALSE(options.paths);  // flat names by default
+        options.strategy = GetParam();
+        options.wait_timeout = 300ms;
+        options.ttl = 5s;
+        options.paths = paths;
+        return baton::Locker(store_url(), options);
+    }
+};
+
+TEST_P(CppPaths, AncestorsAndDescendantsConflictSiblingsDoNot) {
+    auto l = locker();
+    baton::Locker other(l);
+    const std::string root = fresh("app");
+    {
+        baton::Lock cache(l, root + ".cache");
+        EXPECT_FALSE(free_now(other, root));
+        baton::Lock leaf(other);
+        EXPECT_FALSE(leaf.lock_for(root + ".cache.users", 50ms));
+        baton::SharedMutex reader(other, root + ".cache.users");
+        EXPECT_FALSE(reader.try_lock_shared());
+        EXPECT_TRUE(free_now(other, root + ".db"));
+        EXPECT_TRUE(free_now(other, root + "le"));          // "apple": not a descendant
+        EXPECT_TRUE(free_now(other, root + "le.cache"));
+    }
+    EXPECT_TRUE(free_now(other, root));
+    {
+        baton::Lock users(l, root + ".cache.users");         // a descendant keeps ancestors out
+        EXPECT_FALSE(free_now(other, root + ".cache"));
+        EXPECT_FALSE(free_now(other, root));
+        EXPECT_TRUE(free_now(other, root + ".cache.groups"));
+    }
+    {
+        baton::SharedMutex top(l, root), down(other, root + ".cache.users");
+        std::shared_lock<baton::SharedMutex> a(top), b(down);  // readers share the tree
+        EXPECT_FALSE(free_now(other, root + ".cache"));
+    }
+}
+
+TEST_P(CppPaths, InvalidPathsAreInvalidNamesAndObjectsAreRefused) {
+    auto l = locker();
+    for (const char* bad : {"a..b", "a.", ".a", "a|b", "a.b|c"}) {
+        EXPECT_THROW(baton::Lock(l, bad), baton::InvalidName) << bad;
+        baton::SharedMutex m(l, bad);
+        EXPECT_THROW(m.try_lock_shared(), baton::InvalidName) << bad;
+        EXPECT_THROW(l.lock_all({fresh("ok"), bad}), baton::InvalidName) << bad;
+    }
+    EXPECT_THROW(l.get_and_lock(fresh("quote")), baton::InvalidOption);
+    // The same names are fine flat.
+    auto flat = locker(false);
+    baton::Lock dots(flat, fresh("a") + "..b");
+    EXPECT_TRUE(dots.held());
+}
+
+TEST_P(CppPaths, LockAllRefusesAPathBesideItsAncestor) {
+    auto l = locker();
+    const std::string root = fresh("tree");
+    EXPECT_THROW(l.lock_all({root + ".b.z", root + ".c", root + ".b"}), baton::InvalidOption);
+    EXPECT_THROW(l.lock_all({root + ".c", root + ".c"}), baton::InvalidOption);
+    EXPECT_TRUE(free_now(l, root));
+    auto locks = l.lock_all({root + ".b.z", root + ".a"});
+    ASSERT_EQ(locks.size(), 2u);
+    EXPECT_EQ(locks[0].name(), root + ".a");
+    EXPECT_FALSE(free_now(l, root + ".b"));                 // an ancestor of one held
+    EXPECT_TRUE(free_now(l, root + ".b.y"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, CppPaths, ::testing::Values("bakery", "column-prefix"));
+
+TEST(CppPathsUniqueInsert, IsRefusedAtOpen) {
+    baton::Options options;
+    options.paths = true;
+    EXPECT_THROW(baton::Locker(store_url(), options), baton::InvalidOption);
+    options.strategy = "unique-insert";
+    EXPECT_THROW(baton::Locker(store_url(), options), baton::InvalidOption);
 }
 
 }  // namespace
