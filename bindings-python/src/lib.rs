@@ -95,7 +95,7 @@ fn lock_request(timeout: Option<f64>, blocking: bool, shared: bool) -> Result<Lo
 #[pymethods]
 impl Locker {
     #[new]
-    #[pyo3(signature = (url, *, strategy=None, ttl=None, timeout=None, consistency=None, table=None, keep_alive=true, password_file=None))]
+    #[pyo3(signature = (url, *, strategy=None, ttl=None, timeout=None, consistency=None, table=None, keep_alive=true, password_file=None, paths=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         url: &str,
@@ -106,6 +106,7 @@ impl Locker {
         table: Option<&str>,
         keep_alive: bool,
         password_file: Option<&str>,
+        paths: bool,
     ) -> PyResult<Self> {
         let open = || -> Result<baton::Locker, Error> {
             LockerSpec {
@@ -117,6 +118,7 @@ impl Locker {
                 table,
                 keep_alive,
                 password_file,
+                paths,
             }
             .open()
         };
@@ -156,6 +158,52 @@ impl Locker {
         let future = async move { locker.lock_with(&name, request).await };
         Ok(Pending::new(call::settle(done, future, |py, guard| {
             Ok(Py::new(py, Guard::new(guard))?.into_any())
+        })?))
+    }
+
+    /// Takes every name in `names` as `lock` takes one, all or nothing, in baton's one global
+    /// order (`Locker::lock_all`): the guards in the order taken. `timeout` is the budget of
+    /// the whole call; on any error every lock already taken is released before it is raised.
+    #[pyo3(signature = (names, timeout=None, blocking=true, shared=false))]
+    fn lock_all(
+        &self,
+        py: Python<'_>,
+        names: Vec<String>,
+        timeout: Option<f64>,
+        blocking: bool,
+        shared: bool,
+    ) -> PyResult<Vec<Guard>> {
+        let request = lock_request(timeout, blocking, shared).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let future = async move {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            locker.lock_all(&names, request).await
+        };
+        call::wait(py, future).map(|guards| guards.into_iter().map(Guard::new).collect())
+    }
+
+    /// The asyncio form of `lock_all`, as `lock_async`: `done` gets the list of guards.
+    #[pyo3(signature = (names, done, timeout=None, blocking=true, shared=false))]
+    fn lock_all_async(
+        &self,
+        names: Vec<String>,
+        done: PyObject,
+        timeout: Option<f64>,
+        blocking: bool,
+        shared: bool,
+    ) -> PyResult<Pending> {
+        let request = lock_request(timeout, blocking, shared).map_err(|e| to_py(&e))?;
+        let locker = self.inner.clone();
+        let future = async move {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            locker.lock_all(&names, request).await
+        };
+        Ok(Pending::new(call::settle(done, future, |py, guards| {
+            let guards = guards
+                .into_iter()
+                .map(|g| Py::new(py, Guard::new(g)))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(guards.into_pyobject(py)?.into_any().unbind())
         })?))
     }
 

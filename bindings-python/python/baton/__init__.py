@@ -16,6 +16,13 @@ Shared locks and semaphores (on a locker whose strategy is ``"bakery"`` or
     with encoders:
         encode()
 
+Several names at once, all or nothing, in one global order (no two callers deadlock); with
+``paths=True`` names are dot-separated paths, and ``app.cache`` covers ``app.cache.users``::
+
+    tree = baton.Locker(url, strategy="bakery", paths=True)
+    with tree.lock_all(["app.cache", "app.db"], timeout=5) as leases:
+        rebuild()
+
 Objects (ScaleOut StateServer's): a named object is an opaque ``bytes`` value with a version,
 kept beside its lock. Read and write it under the lock, or optimistically::
 
@@ -41,7 +48,7 @@ import functools
 import inspect
 import os
 import threading
-from typing import Any, Awaitable, Callable, List, NamedTuple, Optional, Tuple, TypeVar, Union, cast
+from typing import Any, Awaitable, Callable, Iterable, List, NamedTuple, Optional, Tuple, TypeVar, Union, cast
 
 from . import _baton
 from ._errors import (
@@ -174,6 +181,45 @@ def _shared(shared: object) -> bool:
     if not isinstance(shared, bool):
         raise InvalidOption(f"shared must be a bool, not {type(shared).__name__}")
     return shared
+
+
+def _names(names: object) -> List[str]:
+    """``names`` as the native module takes them: a list of valid names (an iterable of them;
+    a lone ``str`` or ``bytes`` is refused, not read as its characters). The rest (none, a name
+    twice, a path with its ancestor) is baton's to refuse."""
+    if isinstance(names, (str, bytes, bytearray, memoryview)):
+        raise InvalidOption(f"lock_all takes a list of names, not one {type(names).__name__}")
+    try:
+        items = list(cast(Iterable[object], names))
+    except TypeError:
+        raise InvalidOption(f"lock_all takes a list of names, not {type(names).__name__}") from None
+    return [_name(name) for name in items]
+
+
+def _leave_all(leases: List["Lease"], failing: bool) -> None:
+    """End of a ``lock_all`` block: release every lease, last taken first, even when one
+    release fails; then raise the first failure (a loss only unless an exception is leaving)."""
+    first: Optional[BaseException] = None
+    for lease in reversed(leases):
+        try:
+            lease._leave(failing)
+        except BaseException as e:  # noqa: BLE001 - the others are released before it is raised
+            if first is None:
+                first = e
+    if first is not None:
+        raise first
+
+
+async def _leave_all_async(leases: List["Lease"], failing: bool) -> None:
+    first: Optional[BaseException] = None
+    for lease in reversed(leases):
+        try:
+            await lease._leave_async(failing)
+        except BaseException as e:  # noqa: BLE001
+            if first is None:
+                first = e
+    if first is not None:
+        raise first
 
 
 def _versioned(got: Optional[Tuple[bytes, int]]) -> Optional[Versioned]:
@@ -579,6 +625,37 @@ class _LockContext:
             await self._lease._leave_async(failing=kind is not None)
 
 
+class _LockAllContext:
+    """What ``locker.lock_all(names)`` returns: a context manager, sync or async, whose block
+    holds every lock and sees their leases (in the order taken)."""
+
+    __slots__ = ("_locker", "_names", "_timeout", "_shared", "_leases")
+
+    def __init__(self, locker: "Locker", names: List[str], timeout: Optional[float], shared: bool) -> None:
+        self._locker = locker
+        self._names = names
+        self._timeout = timeout
+        self._shared = shared
+        self._leases: List[Lease] = []
+
+    def __enter__(self) -> List[Lease]:
+        guards = self._locker._native.lock_all(self._names, self._timeout, True, self._shared)
+        self._leases = [Lease(guard) for guard in guards]
+        return list(self._leases)
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        leases, self._leases = self._leases, []
+        _leave_all(leases, failing=kind is not None)
+
+    async def __aenter__(self) -> List[Lease]:
+        self._leases = await self._locker._acquire_all_async(self._names, self._timeout, self._shared)
+        return list(self._leases)
+
+    async def __aexit__(self, kind: object, value: object, traceback: object) -> None:
+        leases, self._leases = self._leases, []
+        await _leave_all_async(leases, failing=kind is not None)
+
+
 class Locker:
     """A lock store and default options, opened from a URL.
 
@@ -591,8 +668,12 @@ class Locker:
     60 s), ``timeout`` (how long :meth:`lock` waits; default 30 s), ``consistency``
     (Cassandra: ``"quorum"`` by default), ``table`` (the lock table), ``password_file`` (a
     file holding the store's password, so that the URL holds none; the URL may also carry TLS
-    settings such as ``sslmode=verify-full&sslrootcert=/path/ca.pem``). Durations are seconds
-    or ``timedelta``s. A Locker is safe to share between threads.
+    settings such as ``sslmode=verify-full&sslrootcert=/path/ca.pem``), ``paths`` (names are
+    dot-separated paths: a lock on ``app.cache`` also conflicts with ``app`` and with
+    ``app.cache.users``, when either side is exclusive, and not with ``app.db`` or ``apple``;
+    bakery or column prefix only, and every user of a tree must turn it on; objects are
+    refused on such a locker). Durations are seconds or ``timedelta``s. A Locker is safe to
+    share between threads.
 
     Shared locks (``lock(name, shared=True)``) and semaphores (:meth:`semaphore`) need the
     ``"bakery"`` or ``"column-prefix"`` strategy (:class:`InvalidOption` on unique insert).
@@ -611,9 +692,12 @@ class Locker:
         table: Optional[str] = None,
         keep_alive: bool = True,
         password_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+        paths: bool = False,
     ) -> None:
         if not isinstance(url, str):
             raise InvalidOption(f"the store URL must be a str, not {type(url).__name__}")
+        if not isinstance(paths, bool):
+            raise InvalidOption(f"paths must be a bool, not {type(paths).__name__}")
         if password_file is not None and not isinstance(password_file, (str, os.PathLike)):
             raise InvalidOption(
                 f"password_file must be a path, not {type(password_file).__name__}"
@@ -627,6 +711,7 @@ class Locker:
             table=table,
             keep_alive=keep_alive,
             password_file=None if password_file is None else os.fspath(password_file),
+            paths=paths,
         )
 
     def lock(self, name: str, timeout: Optional[Seconds] = None, *, shared: bool = False) -> _LockContext:
@@ -661,6 +746,31 @@ class Locker:
     async def _acquire_async(self, name: str, timeout: Optional[float], blocking: bool, shared: bool) -> Lease:
         guard = await _waited(lambda done: self._native.lock_async(name, done, timeout, blocking, shared))
         return Lease(cast(_baton.Guard, guard))
+
+    def lock_all(self, names: Iterable[str], timeout: Optional[Seconds] = None, *, shared: bool = False) -> _LockAllContext:
+        """Take every name in ``names``, all or nothing:
+        ``with locker.lock_all(["a", "b"]) as leases`` (or ``async with``); the leases come in
+        the order taken, and leaving the block releases them all (last taken first).
+
+        The names are taken one at a time in one global order, whatever order they are given in
+        (``foo``, ``foo.bar``, ``foo.bar.woof``, ``foo.baz``), so two callers never each hold
+        what the other waits for. ``timeout`` (default: the locker's) is the budget of the
+        whole call; on any error (:class:`TimedOut` included) every lock already taken is
+        released before it is raised: nothing is left held. ``shared=True`` takes each as a
+        reader. :class:`InvalidOption` for no names, a name given twice, or (with paths) a
+        path given with one of its ancestors; :class:`InvalidName` for a bad name.
+        """
+        return _LockAllContext(self, _names(names), _seconds("timeout", timeout), _shared(shared))
+
+    def acquire_all(self, names: Iterable[str], timeout: Optional[Seconds] = None, *, shared: bool = False) -> List[Lease]:
+        """:meth:`lock_all` without a ``with`` block: the leases, in the order taken (release
+        each yourself)."""
+        checked, wait = _names(names), _seconds("timeout", timeout)
+        return [Lease(guard) for guard in self._native.lock_all(checked, wait, True, _shared(shared))]
+
+    async def _acquire_all_async(self, names: List[str], timeout: Optional[float], shared: bool) -> List[Lease]:
+        guards = await _waited(lambda done: self._native.lock_all_async(names, done, timeout, True, shared))
+        return [Lease(guard) for guard in cast(List[_baton.Guard], guards)]
 
     def semaphore(self, name: str, permits: int) -> "Semaphore":
         """A semaphore of ``permits`` on ``name``, shared by every process on the store: at

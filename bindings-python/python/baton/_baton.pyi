@@ -74,6 +74,7 @@ class Locker:
         table: Optional[str] = ...,
         keep_alive: bool = ...,
         password_file: Optional[str] = ...,
+        paths: bool = ...,
     ) -> None: ...
     def lock(
         self, name: str, timeout: Optional[float] = ..., blocking: bool = ..., shared: bool = ...
@@ -82,6 +83,17 @@ class Locker:
         self,
         name: str,
         done: Callable[[object], None],
+        timeout: Optional[float] = ...,
+        blocking: bool = ...,
+        shared: bool = ...,
+    ) -> Pending: ...
+    def lock_all(
+        self, names: List[str], timeout: Optional[float] = ..., blocking: bool = ..., shared: bool = ...
+    ) -> List[Guard]: ...
+    def lock_all_async(
+        self,
+        names: List[str],
+        done: Done,
         timeout: Optional[float] = ...,
         blocking: bool = ...,
         shared: bool = ...,
