@@ -126,6 +126,9 @@ struct Sim {
     queue: BinaryHeap<Reverse<(u64, u64, usize)>>,
     events: Vec<Option<Event>>,
     rng: SplitMix64,
+    /// The operator's choices of one holder to break (`ForceRelease::holder`), drawn apart so
+    /// that seeds found before that choice existed replay as they did until it is made.
+    holder_rng: SplitMix64,
     store: Box<dyn SimStore>,
     clients: Vec<Client>,
     names: Vec<LockName>,
@@ -233,6 +236,7 @@ fn run_inner(cfg: Config, seed: u64, traced: bool) -> (Outcome, Vec<String>) {
         queue: BinaryHeap::new(),
         events: Vec::new(),
         rng,
+        holder_rng: SplitMix64::new(seed ^ 0x0E4E_401D_E400_0043),
         store,
         clients,
         names,

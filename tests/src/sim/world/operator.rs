@@ -50,9 +50,15 @@ impl Sim {
         self.clients[i].op += 1;
         if self.rng.below(10) < 3 {
             // Half the forced releases break one holder a grant named (`--holder`): one
-            // reader or permit among others, or the only holder.
-            let one = (!self.grants.is_empty() && self.rng.below(2) == 0).then(|| {
-                let g = self.rng.below(self.grants.len() as u64) as usize;
+            // reader or permit among others, or the only holder (a writer).
+            // In runs with shared or counted holders, among grants not released yet, so that
+            // it often breaks one live holder among others.
+            let live: Vec<usize> = (0..self.grants.len())
+                .filter(|&g| self.grants[g].released.is_none())
+                .collect();
+            let modes = self.cfg.modes != super::super::Modes::Exclusive;
+            let one = (modes && !live.is_empty() && self.holder_rng.below(2) == 0).then(|| {
+                let g = live[self.holder_rng.below(live.len() as u64) as usize];
                 (self.grants[g].name.clone(), self.owners[g].owner.clone())
             });
             let op = match one.and_then(|(n, owner)| Some((LockName::new(&n).ok()?, owner))) {
