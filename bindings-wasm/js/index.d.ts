@@ -43,7 +43,21 @@ export interface LockerOptions {
    * entry instead of deleting it; default false.
    */
   failOnStaleLock?: boolean;
+  /**
+   * Names are dot-separated paths: a lock on `app.cache` also conflicts with `app` and with
+   * `app.cache.users` (when either side is exclusive), not with `app.db` or `apple`. Bakery or
+   * column prefix only (InvalidOptionError on unique insert); every user of a tree must turn
+   * it on. `a..b`, `a.`, `.a` and names with `|` are InvalidNameError; objects are refused
+   * (InvalidOptionError). Default false.
+   */
+  paths?: boolean;
 }
+
+/**
+ * What `lockAll` resolves to: the locks in the order taken; `await using` releases them all,
+ * last taken first.
+ */
+export type Locks = Lock[] & { [Symbol.asyncDispose](): Promise<void> };
 
 /** One acquisition's options. */
 export interface LockOptions {
@@ -159,6 +173,13 @@ export class Locker {
   lock(name: string, options?: LockOptions): Promise<Lock>;
   /** One attempt: the lock, or null if someone else holds it. */
   tryLock(name: string, options?: Omit<LockOptions, 'timeout'>): Promise<Lock | null>;
+  /**
+   * Acquires every name of `names`, all or nothing, in baton's one global order (`foo`,
+   * `foo.bar`, `foo.bar.woof`, `foo.baz`): no two callers deadlock. `timeout` is the budget
+   * of the whole call; on any error every lock already taken is released before it rejects.
+   * InvalidOptionError for no names, a name twice, or (paths) a path with one of its ancestors.
+   */
+  lockAll(names: readonly string[], options?: LockOptions): Promise<Locks>;
   /** Runs `critical` holding `name`, and releases the lock whatever it does. */
   withLock<T>(name: string, critical: (signal: AbortSignal, lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
   /**

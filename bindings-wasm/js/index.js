@@ -84,7 +84,9 @@ export class Locker {
    * @param {MemoryStore | object} store a MemoryStore, or an adapter (`postgresStore`,
    *   `cassandraStore`, or your own: see the README)
    * @param {{ strategy?: string, ttl?: number, timeout?: number, consistency?: string,
-   *   keepAlive?: boolean, host?: string, commandTimeout?: number }} [options]
+   *   keepAlive?: boolean, host?: string, commandTimeout?: number, paths?: boolean }} [options]
+   *   `paths: true`: names are dot-separated paths, a lock covering every path below it
+   *   (bakery or column prefix only)
    */
   constructor(store, options) {
     const kind = store !== null && typeof store === 'object' ? /** @type {any} */ (store).kind : undefined;
@@ -116,6 +118,42 @@ export class Locker {
    */
   async lock(name, options) {
     return this.#acquire(name, options, false);
+  }
+
+  /**
+   * Acquires every name of `names`, all or nothing: one at a time in baton's one global order
+   * (`foo`, `foo.bar`, `foo.bar.woof`, `foo.baz`), whatever order they are given in, so two
+   * callers never each hold what the other waits for. `timeout` is the budget of the whole
+   * call. On any error (TimedOutError, an aborted `signal`'s CancelledError...) every lock
+   * already taken is released before the promise rejects. Resolves to the locks in the order
+   * taken, an array that `await using` releases (last first). InvalidOptionError for no names,
+   * a name twice, or (with paths) a path given with one of its ancestors.
+   * @param {string[]} names
+   * @param {{ timeout?: number, ttl?: number, signal?: AbortSignal, mode?: 'exclusive' | 'shared' }} [options]
+   * @returns {Promise<Lock[] & { [Symbol.asyncDispose](): Promise<void> }>}
+   */
+  async lockAll(names, options) {
+    const { signal, rest } = splitSignal(options);
+    if (signal?.aborted) {
+      throw new CancelledError('the wait for the locks was cancelled before it started', { cause: signal.reason });
+    }
+    const acquisition = core(() => this.#core.lockAll(names, rest));
+    const cancel = () => acquisition.cancel();
+    signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      const held = /** @type {import('./wasm/baton_wasm.js').CoreLock[]} */ (await acquisition.result());
+      const locks = held.map((one) => new Lock(one));
+      if (signal?.aborted) {
+        // Aborted between the grant and now: the cancellation released them all.
+        throw new CancelledError('the wait for the locks was cancelled as they were granted; they were released', { cause: signal.reason });
+      }
+      return disposableLocks(locks);
+    } catch (e) {
+      throw toBatonError(e, signal?.aborted ? signal.reason : undefined);
+    } finally {
+      signal?.removeEventListener('abort', cancel);
+      acquisition.free();
+    }
   }
 
   /**
@@ -383,6 +421,27 @@ export class Semaphore {
     }
     return holding(await this.acquire(options), critical);
   }
+}
+
+/**
+ * `locks` with `[Symbol.asyncDispose]`: `await using` releases each (unless released), last
+ * taken first, every one even when one fails, then rejects with the first failure.
+ * @param {Lock[]} locks
+ * @returns {Lock[] & { [Symbol.asyncDispose](): Promise<void> }}
+ */
+function disposableLocks(locks) {
+  Object.defineProperty(locks, asyncDispose, {
+    value: async () => {
+      /** @type {unknown[]} */
+      const failures = [];
+      for (const lock of [...locks].reverse()) {
+        await lock[asyncDispose]().catch((/** @type {unknown} */ e) => failures.push(e));
+      }
+      if (failures.length > 0) throw failures[0];
+    },
+    enumerable: false,
+  });
+  return /** @type {Lock[] & { [Symbol.asyncDispose](): Promise<void> }} */ (locks);
 }
 
 /**

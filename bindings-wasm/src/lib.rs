@@ -28,7 +28,7 @@ mod slots;
 mod store;
 mod wake;
 
-pub use locker::{Acquisition, CoreLock, CoreLocker, CoreSemaphore};
+pub use locker::{Acquisition, AllAcquisition, CoreLock, CoreLocker, CoreSemaphore};
 pub use store::memory::MemoryStore;
 
 use wasm_bindgen::prelude::*;

@@ -2,13 +2,16 @@
 //! progress, and a held lock. Each forwards to the lock's life machine ([`crate::life`]) or to
 //! a one-shot kernel operation; the package's JavaScript wraps them in its idiomatic classes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::time::Duration;
 
 use baton_kernel::host::{fresh_acquisition, waits_forever, ChangeWatch, FenceHints};
 use baton_kernel::{
     Acquire, Error, ErrorKind, ForceRelease, Instant, LifeEvent, LifeStatus, ListLocks, LockInfo,
-    LockLife, LockName, LockOptions, Mode, Operation, OwnerId, Poll, Purge, Result,
+    LockLife, LockName, LockOptions, LockPath, Mode, Operation, OwnerId, Poll, Purge, Result, Wait,
 };
 use js_sys::{Array, BigInt, Function, Object, Promise};
 use wasm_bindgen::prelude::*;
@@ -17,7 +20,7 @@ use wasm_bindgen_futures::future_to_promise;
 use crate::errors::{in_context, to_js};
 use crate::js::{self, Sleep};
 use crate::life::Life;
-use crate::options::{lock_name, lock_options, locker_options, permits, LockerOptions};
+use crate::options::{lock_name, lock_names, lock_options, locker_options, permits, LockerOptions};
 use crate::slots::Slots;
 use crate::store::cql::CqlHost;
 use crate::store::memory::MemoryStore;
@@ -112,6 +115,17 @@ impl CoreLocker {
         let start = || {
             let name = lock_name(&name)?;
             let opts = lock_options(&self.inner.defaults, &options, try_once, None)?;
+            if object && opts.paths {
+                // As the tokio host's `get_and_lock_with`: a path's row holds its whole tree.
+                return Err(Error::new(
+                    ErrorKind::InvalidOption,
+                    format!(
+                        "lock {:?} is a path: objects live beside flat names only (a root's row holds its whole tree)",
+                        name.as_str()
+                    ),
+                )
+                .with_lock(name.as_str()));
+            }
             if object && !opts.mode.is_exclusive() {
                 // As the tokio host's `get_and_lock_with`: an object is its holder's alone.
                 return Err(Error::new(
@@ -125,6 +139,47 @@ impl CoreLocker {
             self.start(name, opts)
         };
         start().map_err(|e| to_js(&e))
+    }
+
+    /// Starts acquiring every name of the array `names`, all or nothing, as the tokio host's
+    /// `Locker::lock_all` does: one at a time in the one global order of [`LockPath::order`]
+    /// (so two callers never each hold what the other waits for), `options` as
+    /// [`CoreLocker::acquire`]'s, their timeout the budget of the whole call. On any error, a
+    /// cancellation included, every lock already taken is released (last first) before the
+    /// result rejects. Throws `InvalidOption` for no names, a name twice, or (with paths) a
+    /// path given with one of its ancestors; `InvalidName` for a bad name.
+    #[wasm_bindgen(js_name = lockAll)]
+    pub fn lock_all(
+        &self,
+        names: JsValue,
+        options: JsValue,
+    ) -> std::result::Result<AllAcquisition, JsValue> {
+        let prepare = || {
+            let opts = lock_options(&self.inner.defaults, &options, false, None)?;
+            opts.validate()?;
+            let ordered = lock_order(lock_names(&names)?, opts.paths)?;
+            Ok::<_, Error>((ordered, opts))
+        };
+        let (ordered, opts) = prepare().map_err(|e| to_js(&e))?;
+        let state = Rc::new(AllState::default());
+        let locker = CoreLocker {
+            inner: Rc::clone(&self.inner),
+        };
+        let progress = Rc::clone(&state);
+        let promise = future_to_promise(async move {
+            match locker.take_all(ordered, opts, &progress).await {
+                Ok(locks) => Ok(locks
+                    .into_iter()
+                    .map(JsValue::from)
+                    .collect::<Array>()
+                    .into()),
+                Err(e) => Err(to_js(&e)),
+            }
+        });
+        Ok(AllAcquisition {
+            state,
+            promise: Some(promise),
+        })
     }
 
     /// A semaphore of `permits` on `name` (see [`CoreSemaphore`]). Throws `InvalidOption` for
@@ -211,6 +266,79 @@ impl CoreLocker {
 
 impl CoreLocker {
     fn start(&self, name: LockName, opts: LockOptions) -> Result<Acquisition> {
+        let (life, granted) = self.begin(name, opts)?;
+        let promise =
+            future_to_promise(
+                async move { granted.await.map(JsValue::from).map_err(|e| to_js(&e)) },
+            );
+        Ok(Acquisition {
+            life,
+            promise: Some(promise),
+        })
+    }
+
+    /// Takes `ordered` one at a time (see [`CoreLocker::lock_all`]); on any error releases
+    /// what it took, last first, and returns the error.
+    async fn take_all(
+        &self,
+        ordered: Vec<LockPath>,
+        opts: LockOptions,
+        state: &AllState,
+    ) -> Result<Vec<CoreLock>> {
+        let deadline = match opts.wait {
+            Wait::Timeout(t) if t != Duration::MAX => Some(js::now().saturating_add(t)),
+            _ => None,
+        };
+        let mut taken: Vec<CoreLock> = Vec::with_capacity(ordered.len());
+        for path in ordered {
+            let outcome = if state.cancelled.get() {
+                Err(Error::new(
+                    ErrorKind::Cancelled,
+                    format!("lock_all was cancelled before it took {:?}", path.as_str()),
+                ))
+            } else {
+                let mut one = opts.clone();
+                if let Some(deadline) = deadline {
+                    one.wait = Wait::Timeout(deadline.saturating_duration_since(js::now()));
+                }
+                match self.begin(path.name().clone(), one) {
+                    Ok((life, granted)) => {
+                        *state.current.borrow_mut() = Some(life);
+                        let outcome = granted.await;
+                        *state.current.borrow_mut() = None;
+                        outcome
+                    }
+                    Err(e) => Err(e),
+                }
+            };
+            match outcome {
+                Ok(lock) => {
+                    state.taken.borrow_mut().push(Rc::clone(&lock.life));
+                    taken.push(lock);
+                }
+                Err(e) => {
+                    release_all(taken).await;
+                    return Err(e);
+                }
+            }
+        }
+        if state.cancelled.get() {
+            release_all(taken).await;
+            return Err(Error::new(
+                ErrorKind::Cancelled,
+                "lock_all was cancelled as its last lock was granted; every lock was released",
+            ));
+        }
+        Ok(taken)
+    }
+
+    /// Starts the acquisition of `name`: its life, and the grant to come.
+    #[allow(clippy::type_complexity)]
+    fn begin(
+        &self,
+        name: LockName,
+        opts: LockOptions,
+    ) -> Result<(Rc<Life>, Pin<Box<dyn Future<Output = Result<CoreLock>>>>)> {
         let inner = &self.inner;
         let (seed, acquisition) = (js::random_u64(), js::random_u64());
         let opts = fresh_acquisition(&opts, seed, acquisition, js::unix_ms());
@@ -225,7 +353,7 @@ impl CoreLocker {
         );
         let driver = Rc::clone(&life);
         let locker = Rc::clone(inner);
-        let promise = future_to_promise(async move {
+        let granted = Box::pin(async move {
             let ended = driver.drive(LifeEvent::ends_acquisition).await;
             if let Some(LifeEvent::GaveUp(_)) = &ended {
                 // The wait ran out with the store silent: the caller hears it now, and the
@@ -235,27 +363,104 @@ impl CoreLocker {
                     let _ = cleaner.drive(|_| false).await;
                 });
             }
-            let grant =
-                LifeEvent::acquisition_outcome(ended, name.as_str()).map_err(|e| to_js(&e))?;
+            let grant = LifeEvent::acquisition_outcome(ended, name.as_str())?;
             locker.hints.borrow_mut().remember(&grant.lease);
             // The rest of the life (renewals, loss, release) runs on its own.
             let keeper = Rc::clone(&driver);
             wasm_bindgen_futures::spawn_local(async move {
                 let _ = keeper.drive(|_| false).await;
             });
-            Ok(CoreLock {
+            Ok::<_, Error>(CoreLock {
                 life: driver,
                 name: grant.lease.name().as_str().to_owned(),
                 mode: grant.lease.mode(),
                 token: grant.lease.token(),
                 owner: grant.lease.owner().key(),
-            }
-            .into())
+            })
         });
-        Ok(Acquisition {
-            life,
-            promise: Some(promise),
+        Ok((life, granted))
+    }
+}
+
+/// Releases `taken`, last first; a release's own failure (a lost lease) changes nothing: the
+/// lock is not held either way.
+async fn release_all(mut taken: Vec<CoreLock>) {
+    while let Some(lock) = taken.pop() {
+        let _ = lock.life.release().await;
+    }
+}
+
+/// `names` in the order [`CoreLocker::lock_all`] takes them (the tokio host's `lock_order`):
+/// `InvalidOption` for none, a repeated name, or (with `paths`) two related paths;
+/// `InvalidName` for a name that is not a valid path when `paths` is on.
+fn lock_order(names: Vec<LockName>, paths: bool) -> Result<Vec<LockPath>> {
+    if names.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidOption,
+            "lock_all needs at least one name",
+        ));
+    }
+    if paths {
+        let given = names
+            .into_iter()
+            .map(LockPath::from_name)
+            .collect::<Result<Vec<_>>>()?;
+        return LockPath::sorted_unrelated(given);
+    }
+    let mut ordered: Vec<LockPath> = names.into_iter().map(LockPath::flat_name).collect();
+    ordered.sort_by(LockPath::order);
+    if let Some(pair) = ordered.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(Error::new(
+            ErrorKind::InvalidOption,
+            format!(
+                "lock_all was given {:?} twice; each name once",
+                pair[0].as_str()
+            ),
+        ));
+    }
+    Ok(ordered)
+}
+
+/// What a `lockAll` in progress shares with its handle: the acquisition under way, the locks
+/// taken, and whether it was cancelled.
+#[derive(Default)]
+struct AllState {
+    current: RefCell<Option<Rc<Life>>>,
+    taken: RefCell<Vec<Rc<Life>>>,
+    cancelled: Cell<bool>,
+}
+
+/// A `lockAll` in progress (see [`CoreLocker::lock_all`]).
+#[wasm_bindgen]
+pub struct AllAcquisition {
+    state: Rc<AllState>,
+    promise: Option<Promise>,
+}
+
+#[wasm_bindgen]
+impl AllAcquisition {
+    /// Resolves to the array of held locks (in the order taken), or rejects with the error
+    /// once every lock it took is released (a `Cancelled` one after [`AllAcquisition::cancel`]).
+    /// Given once.
+    pub fn result(&mut self) -> Promise {
+        self.promise.take().unwrap_or_else(|| {
+            Promise::reject(&to_js(&Error::internal(
+                "internal error: a lockAll's result was taken twice",
+            )))
         })
+    }
+
+    /// Stops: the acquisition under way removes what it wrote, the locks taken are released,
+    /// and the result rejects with `Cancelled`; after the result resolved, the locks it gave
+    /// are released (as a cancelled [`Acquisition`] releases a lock granted meanwhile).
+    pub fn cancel(&self) {
+        self.state.cancelled.set(true);
+        if let Some(life) = self.state.current.borrow().as_ref() {
+            life.request(LockLife::cancel);
+        }
+        for life in self.state.taken.borrow().iter() {
+            life.request(LockLife::cancel);
+        }
     }
 }
 

@@ -34,6 +34,7 @@ const LOCKER_KEYS: &[&str] = &[
     "host",
     "commandTimeout",
     "failOnStaleLock",
+    "paths",
 ];
 
 /// `new Locker(store, options)`'s options.
@@ -93,6 +94,13 @@ pub(crate) fn locker_options(options: &JsValue) -> Result<LockerOptions> {
     }
     if let Some(v) = js::field(&options, "failOnStaleLock") {
         out.defaults.prefix.fail_on_stale_lock = fail_on_stale_lock(&v)?;
+    }
+    if let Some(v) = js::field(&options, "paths") {
+        // Names are dot-separated paths (the kernel's `LockOptions::paths`); its validation
+        // refuses them on unique insert.
+        out.defaults.paths = v
+            .as_bool()
+            .ok_or_else(|| invalid(format!("paths must be a boolean, got {}", type_of(&v))))?;
     }
     out.defaults.validate()?;
     Ok(out)
@@ -221,6 +229,21 @@ pub(crate) fn lock_name(value: &JsValue) -> Result<LockName> {
         ));
     }
     LockName::new(&String::from(text))
+}
+
+/// `lockAll`'s names: an array of lock names (each as [`lock_name`] reads one).
+pub(crate) fn lock_names(value: &JsValue) -> Result<Vec<LockName>> {
+    if !js_sys::Array::is_array(value) {
+        return Err(invalid(format!(
+            "lockAll takes an array of names, got {}",
+            type_of(value)
+        )));
+    }
+    value
+        .unchecked_ref::<js_sys::Array>()
+        .iter()
+        .map(|name| lock_name(&name))
+        .collect()
 }
 
 /// `value` as an options object with only `keys`, or `None` for undefined and null.

@@ -9,7 +9,7 @@ import cassandra from 'cassandra-driver';
 import {
   Locker, MemoryStore, Lock, BatonError, LostError, TimedOutError, CancelledError, errorClass,
   LockedObject, Versioned, VersionMismatchError, ObjectNotFoundError, AlreadyExistsError, type ObjectValue,
-  Semaphore, type LockMode, type LockOptions,
+  Semaphore, type LockMode, type LockOptions, type Locks,
   type LockInfo, type SqlAdapter, type CqlAdapter, type LockerOptions, type StatementAccess,
 } from 'baton-locks';
 import { postgresStore } from 'baton-locks/postgres';
@@ -169,4 +169,25 @@ export async function modes(locker: Locker): Promise<LockMode> {
   await reader.release();
   void [name, permits, done];
   return mode;
+}
+
+// Paths and several locks at once: a locker option, and lockAll's array of Locks.
+export async function paths(store: MemoryStore): Promise<bigint> {
+  const tree = new Locker(store, { strategy: 'bakery', paths: true });
+  const options: LockerOptions = { strategy: 'column-prefix', paths: false };
+  void options;
+  const names: readonly string[] = ['app.db', 'app.cache'];
+  const locks: Locks = await tree.lockAll(names, { timeout: 5_000, mode: 'shared', signal: new AbortController().signal });
+  const firstLock: Lock | undefined = locks[0];
+  await Promise.all(locks.map((l: Lock) => l.release()));
+  {
+    await using all = await tree.lockAll(['jobs.a', 'jobs.b']);
+    const tokens: bigint[] = all.map((l) => l.token);
+    void tokens;
+  }
+  // @ts-expect-error: names are an array
+  await tree.lockAll('app');
+  // @ts-expect-error: paths is a boolean
+  new Locker(store, { paths: 'yes' });
+  return firstLock?.token ?? 0n;
 }
