@@ -381,6 +381,12 @@ impl LockOptions {
                     "lock id {id:?} must be 1 to 128 bytes without NUL"
                 )));
             }
+            // `<prefix>|...` is a tree's counter (paths), and with paths `|` ends the path.
+            if id.contains(crate::strategy::PATH_END) {
+                return Err(Error::invalid_option(format!(
+                    "lock id {id:?} must not contain '|' (the lock table's separator of paths and owners)"
+                )));
+            }
         }
         // A prefix that a reserved name starts with would count that cell as one of its
         // entries (`_LOCK` sees `_LOCK_`, `lo` sees `lock`): inspect and forced release would

@@ -278,3 +278,25 @@ fn breaking_one_reader_leaves_the_others_holding() {
         assert_eq!(kind(w.renew(&d)), ErrorKind::Lost);
     }
 }
+
+/// A flat lock on a root's name after its tree was used: the tree's counters are no holders
+/// (they never expire: reading one as an entry blocked the flat lock for good on SQL stores).
+#[test]
+fn a_flat_lock_on_the_root_after_the_tree_is_free() {
+    for strategy in STRATEGIES {
+        let mut w = World::new();
+        let g = w
+            .lock(strategy, Mode::Exclusive, "app.cache")
+            .expect("path");
+        w.release(g).expect("intact");
+        let owner = OwnerId::new("flat", 1, 7).expect("owner");
+        let flat = LockOptions {
+            strategy,
+            wait: Wait::TryOnce,
+            ..LockOptions::default()
+        };
+        let mut op = Acquire::new(LockName::new("app").expect("name"), owner, flat).expect("valid");
+        let (r, _) = run(&mut w.table, &mut op, w.now);
+        r.expect("the root's flat lock is free");
+    }
+}

@@ -52,7 +52,10 @@ impl Locker {
     /// locker whose strategy is unique insert; [`ErrorKind::InvalidName`] for a bad name.
     pub fn semaphore(&self, name: &str, permits: u32) -> Result<Semaphore> {
         let mode = Mode::counted(i64::from(permits))?;
-        LockName::new(name)?;
+        let name_ok = LockName::new(name)?;
+        if self.defaults().paths {
+            LockPath::from_name(name_ok)?;
+        }
         // Validated now, so that a wrong strategy is found before the first acquire.
         LockRequest::new()
             .mode(mode)

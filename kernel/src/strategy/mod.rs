@@ -166,6 +166,9 @@ impl RowColumns {
                 column.len() > self.entries.len()
                     && column.starts_with(self.entries.as_str())
                     && !crate::reserved::is_reserved(column)
+                    // A tree's counter (`<counter>|<path>`) is never an entry, for a flat lock
+                    // on its root's name either: no owner key or lock id starts with `|`.
+                    && !column[self.entries.len()..].starts_with(PATH_END)
                     && self
                         .counters
                         .as_deref()
