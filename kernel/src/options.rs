@@ -261,12 +261,17 @@ pub enum Sabotage {
     /// Paths: a grant's token taken from its own path's counter alone, not above the related
     /// paths' (so a writer of `a` may take a token below an earlier writer of `a.b`'s).
     TokenIgnoresRelated,
+    /// Modes: a shared grant whose counter update missed retries from whatever grant moved the
+    /// counter, an exclusive one or one after a forced release included (the rule before
+    /// column prefix seed 849682), so a reader whose entry a forced release removed takes a
+    /// token beside a writer.
+    SharedRetriesAnyMove,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 24] = [
+    pub const ALL: [Sabotage; 25] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -291,6 +296,7 @@ impl Sabotage {
         Sabotage::PathIgnoresAncestors,
         Sabotage::PathIgnoresDescendants,
         Sabotage::TokenIgnoresRelated,
+        Sabotage::SharedRetriesAnyMove,
     ];
 }
 

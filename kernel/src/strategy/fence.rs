@@ -73,6 +73,8 @@ pub(crate) struct FenceBump {
     /// (`x=`), and the one holder it breaks (`fb=`), see [`FenceBump::forced`].
     carry: bool,
     breaking: Option<String>,
+    /// Deliberately broken variant ([`crate::Sabotage::SharedRetriesAnyMove`]).
+    loose: bool,
 }
 
 impl FenceBump {
@@ -104,6 +106,7 @@ impl FenceBump {
             floor: 0,
             carry: false,
             breaking: None,
+            loose: false,
         })
     }
 
@@ -231,12 +234,20 @@ impl FenceBump {
         self
     }
 
-    /// For a shared or counted grant: a fresh miss that shows another *grant* (not a forced
-    /// release) is retried from the value it shows, since co-holders are granted beside us.
-    /// Safety does not rest on it: an exclusive grant racing ours still sees our bump as a
-    /// move during its own grant, and abandons; a forced release still makes us abandon.
+    /// For a shared or counted grant: a fresh miss that shows only co-holders' grants since
+    /// the value we expected (shared grants: the same forced count and the same last
+    /// exclusive token, `x=`) is retried from the value it shows, since co-holders are granted
+    /// beside us. A move by an exclusive grant or a forced release abandons the attempt, as for
+    /// an exclusive grant.
     pub fn shared(mut self, shared: bool) -> Self {
         self.shared = shared;
+        self
+    }
+
+    /// The deliberately broken variant of [`FenceBump::shared`]'s retry (see
+    /// [`crate::Sabotage::SharedRetriesAnyMove`]).
+    pub fn loose(mut self, loose: bool) -> Self {
+        self.loose = loose;
         self
     }
 
@@ -255,10 +266,19 @@ impl FenceBump {
                     return Ok(Bumped::Token(self.next_token()));
                 }
                 let found = current.as_deref().map(Fence::decode).transpose()?;
+                // Only shared grants beside ours: no forced release and no exclusive grant
+                // since the value we expected (an exclusive grant, or a forced release that
+                // may have removed our entry, seen here as a co-holder's move, let a reader
+                // take a token beside a writer: column prefix seed 849682 of the
+                // readers-and-writers million).
                 let by_a_co_holder = self.shared
-                    && found
-                        .as_ref()
-                        .is_some_and(|f| f.owner != crate::record::FORCED);
+                    && found.as_ref().is_some_and(|f| {
+                        f.owner != crate::record::FORCED
+                            && (self.loose
+                                || self.expected.as_ref().is_some_and(|e| {
+                                    f.forced == e.forced && f.last_exclusive() == e.last_exclusive()
+                                }))
+                    });
                 if self.fresh && !by_a_co_holder {
                     return Ok(Bumped::Moved(current.unwrap_or_default()));
                 }
@@ -268,5 +288,62 @@ impl FenceBump {
             }
             other => Err(unexpected("fencing counter update", &other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    fn shared_bump(expected: &str) -> FenceBump {
+        FenceBump::new(
+            "jobs",
+            "_LOCK_",
+            "h2:1002:00000000000000aa".to_string(),
+            0,
+            Some(expected),
+            true,
+            Consistency::Quorum,
+            SerialConsistency::Serial,
+        )
+        .expect("valid counter")
+        .shared(true)
+    }
+
+    fn missed(bump: &mut FenceBump, current: &str) -> Bumped {
+        bump.on_reply(Reply::Conditional {
+            applied: false,
+            current: Some(current.to_string()),
+        })
+        .expect("decodes")
+    }
+
+    /// Column prefix seed 849682 of the readers-and-writers million: a reader's bump from a
+    /// forced release's value missed, and the counter showed a writer's grant after a second
+    /// forced count. Retrying from it let the reader take a token beside the writer.
+    #[test]
+    fn a_shared_bump_retries_only_after_co_holders() {
+        let forced = "token=17 owner=forced-release forced=3";
+        let writer = "token=19 owner=h1:1001:00000000000000bb forced=4";
+        assert_eq!(
+            missed(&mut shared_bump(forced), writer),
+            Bumped::Moved(writer.to_string())
+        );
+        let exclusive = "token=19 owner=h1:1001:00000000000000bb forced=3";
+        assert!(matches!(
+            missed(&mut shared_bump(forced), exclusive),
+            Bumped::Moved(_)
+        ));
+        let again = "token=18 owner=forced-release forced=4 x=17";
+        assert!(matches!(
+            missed(&mut shared_bump(forced), again),
+            Bumped::Moved(_)
+        ));
+        // A co-holder's grant: same forced count, same last exclusive token.
+        let reader = "token=18 owner=h3:1003:00000000000000cc forced=3 x=17";
+        let mut bump = shared_bump(forced);
+        assert_eq!(missed(&mut bump, reader), Bumped::Retry);
+        assert_eq!(bump.token(), 19);
     }
 }

@@ -595,6 +595,7 @@ impl Acquire {
                 let bump = bump
                     .blind(self.opts.sabotage() == Sabotage::FenceBlindWrite)
                     .shared(!self.opts.mode.is_exclusive())
+                    .loose(self.opts.sabotage() == Sabotage::SharedRetriesAnyMove)
                     .above(if self.opts.sabotage() == Sabotage::TokenIgnoresRelated {
                         0
                     } else {
