@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod chaos;
 pub mod conformance;
 pub mod contention;
 pub mod multiproc;
