@@ -38,7 +38,7 @@ pub struct Report {
     pub sections: u64,
     /// Accepted writes that lost another's update: fencing failed (must be 0).
     pub fenced_violations: u64,
-    /// Pairs of sections open at the same time.
+    /// Sections that were open at the same time as another (each counted once).
     pub unfenced_overlaps: u64,
     /// The longest time two sections were open at once, in milliseconds.
     pub longest_overlap_ms: f64,
@@ -66,6 +66,26 @@ pub struct Report {
     pub by_kind: BTreeMap<String, u64>,
     /// Faults the nemesis marked (`mark fault:...`), in order.
     pub faults: Vec<String>,
+    /// The same figures within each fault's windows (from its `mark fault:KIND...` to the next
+    /// `mark calm`), by fault kind; `none` is the time between faults.
+    pub by_fault: BTreeMap<String, Window>,
+}
+
+/// The figures of the time one kind of fault was on.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Window {
+    /// How long the fault was on, in seconds, over all its windows.
+    pub seconds: f64,
+    /// Sections that began while it was on.
+    pub sections: u64,
+    /// Fenced violations (writes) while it was on.
+    pub fenced_violations: u64,
+    /// Sections that began while it was on and overlapped another.
+    pub unfenced_overlaps: u64,
+    /// Token regressions of sections that began while it was on.
+    pub token_regressions: u64,
+    /// The share of its time during which some section was open.
+    pub availability: f64,
 }
 
 impl Report {
@@ -84,6 +104,27 @@ impl Report {
     }
 }
 
+/// The time within `[from, to)` covered by the union of `spans` (sorted by start), and the
+/// longest stretch in it that none covers, both in nanoseconds.
+fn coverage(spans: &[(u64, u64)], from: u64, to: u64) -> (u64, u64) {
+    let mut covered = 0u64;
+    let mut cursor = from;
+    let mut longest_gap = 0u64;
+    for &(b, e) in spans {
+        let (b, e) = (b.max(from), e.min(to));
+        if e <= cursor || b >= e {
+            continue;
+        }
+        if b > cursor {
+            longest_gap = longest_gap.max(b - cursor);
+            cursor = b;
+        }
+        covered += e - cursor;
+        cursor = e;
+    }
+    (covered, longest_gap.max(to.saturating_sub(cursor)))
+}
+
 /// Judges a history.
 pub fn check(entries: &[Entry]) -> Report {
     let mut report = Report::default();
@@ -97,6 +138,11 @@ pub fn check(entries: &[Entry]) -> Report {
     let mut open: BTreeMap<String, usize> = BTreeMap::new();
     // Every section of each (client, token), for releases reported after the section.
     let mut by_key: BTreeMap<(String, u64), usize> = BTreeMap::new();
+    // Fault windows: (kind, from, to); the open one while parsing.
+    let mut windows: Vec<(String, u64, u64)> = Vec::new();
+    let mut fault_on: Option<(String, u64)> = None;
+    // When each fenced violation happened.
+    let mut violations_at: Vec<u64> = Vec::new();
     for e in entries {
         let request = match &e.what {
             What::Closed => {
@@ -142,6 +188,7 @@ pub fn check(entries: &[Entry]) -> Report {
                 }
                 if e.note.starts_with("stale-value") {
                     report.fenced_violations += 1;
+                    violations_at.push(e.t_ns);
                 }
             }
             Request::End { client, token } => {
@@ -170,16 +217,30 @@ pub fn check(entries: &[Entry]) -> Report {
             Request::Error { code, .. } => {
                 *report.lock_errors.entry(code.clone()).or_insert(0) += 1;
             }
-            Request::Mark { label } => match label.as_str() {
-                "start" => start = start.or(Some(e.t_ns)),
-                "stop" => stop = Some(e.t_ns),
-                fault => report.faults.push(fault.to_owned()),
-            },
+            Request::Mark { label } => {
+                if let Some((kind, from)) = fault_on.take() {
+                    windows.push((kind, from, e.t_ns));
+                }
+                match label.as_str() {
+                    "start" => start = start.or(Some(e.t_ns)),
+                    "stop" => stop = Some(e.t_ns),
+                    "calm" => {}
+                    fault => {
+                        report.faults.push(fault.to_owned());
+                        let kind = fault.trim_start_matches("fault:");
+                        let kind = kind.split('=').next().unwrap_or(kind);
+                        fault_on = Some((kind.to_owned(), e.t_ns));
+                    }
+                }
+            }
             Request::Holders => {}
         }
     }
     let start = start.unwrap_or(first);
     let stop = stop.unwrap_or(last).max(start);
+    if let Some((kind, from)) = fault_on {
+        windows.push((kind, from, stop));
+    }
     for s in &mut sections {
         if s.end.is_none() {
             s.end = Some(stop.max(s.begin));
@@ -198,17 +259,21 @@ pub fn check(entries: &[Entry]) -> Report {
 
     // Overlaps: sweep in begin order, keeping the sections still open.
     let mut active: Vec<usize> = Vec::new();
+    let mut overlapping = std::collections::BTreeSet::new();
     for &i in &order {
         let begin = sections[i].begin;
         active.retain(|&a| end(&sections[a]) > begin);
         for &a in &active {
-            report.unfenced_overlaps += 1;
+            overlapping.insert(a);
+            overlapping.insert(i);
             let overlap = end(&sections[a]).min(end(&sections[i])) - begin;
             report.longest_overlap_ms = report.longest_overlap_ms.max(overlap as f64 / 1e6);
             sections[a].overtaken = true;
         }
         active.push(i);
     }
+    report.unfenced_overlaps = overlapping.len() as u64;
+    let overlaps_at: Vec<u64> = overlapping.iter().map(|&i| sections[i].begin).collect();
 
     // Tokens: one per grant, and larger than every section that ended before this one began
     // (checked only where the release said the lease held throughout: a section whose lease
@@ -217,6 +282,13 @@ pub fn check(entries: &[Entry]) -> Report {
     let mut by_token: BTreeMap<u64, u64> = BTreeMap::new();
     for s in &sections {
         *by_token.entry(s.token).or_insert(0) += 1;
+    }
+    let mut regressions_at: Vec<u64> = Vec::new();
+    let mut seen_tokens = std::collections::BTreeSet::new();
+    for &i in &order {
+        if !seen_tokens.insert(sections[i].token) {
+            regressions_at.push(sections[i].begin);
+        }
     }
     report.token_regressions += by_token.values().map(|n| n - 1).sum::<u64>();
     let mut ends: Vec<(u64, u64)> = sections.iter().map(|s| (end(s), s.token)).collect();
@@ -231,6 +303,7 @@ pub fn check(entries: &[Entry]) -> Report {
         }
         if s.token < max_ended && s.release.as_deref() == Some("ok") {
             report.token_regressions += 1;
+            regressions_at.push(s.begin);
         }
     }
 
@@ -246,27 +319,60 @@ pub fn check(entries: &[Entry]) -> Report {
     }
 
     // Availability: the union of the sections' intervals within the run.
-    let mut covered = 0u64;
-    let mut cursor = start;
-    let mut longest_gap = 0u64;
-    for &i in &order {
-        let (b, e) = (sections[i].begin.max(start), end(&sections[i]).min(stop));
-        if e <= cursor {
-            continue;
-        }
-        if b > cursor {
-            longest_gap = longest_gap.max(b - cursor);
-            cursor = b;
-        }
-        covered += e - cursor;
-        cursor = e;
-    }
-    longest_gap = longest_gap.max(stop.saturating_sub(cursor));
+    let spans: Vec<(u64, u64)> = order
+        .iter()
+        .map(|&i| (sections[i].begin, end(&sections[i])))
+        .collect();
+    let (covered, longest_gap) = coverage(&spans, start, stop);
     report.availability = if stop > start {
         covered as f64 / (stop - start) as f64
     } else {
         0.0
     };
+
+    // The same within each fault's windows, and between them (`none`).
+    let mut calm: Vec<(String, u64, u64)> = Vec::new();
+    let mut cursor = start;
+    let mut sorted = windows.clone();
+    sorted.sort_by_key(|w| w.1);
+    for (_, from, to) in &sorted {
+        if *from > cursor {
+            calm.push(("none".to_owned(), cursor, (*from).min(stop)));
+        }
+        cursor = cursor.max(*to);
+    }
+    if stop > cursor {
+        calm.push(("none".to_owned(), cursor, stop));
+    }
+    let within = |t: u64, from: u64, to: u64| t >= from && t < to;
+    for (kind, from, to) in windows.iter().chain(calm.iter()) {
+        let w = report.by_fault.entry(kind.clone()).or_default();
+        let length = to.saturating_sub(*from);
+        let (covered, _) = coverage(&spans, *from, *to);
+        // Accumulate covered time in `availability` as nanoseconds; divided below.
+        w.availability += covered as f64;
+        w.seconds += length as f64 / 1e9;
+        w.sections += spans.iter().filter(|s| within(s.0, *from, *to)).count() as u64;
+        w.fenced_violations += violations_at
+            .iter()
+            .filter(|&&t| within(t, *from, *to))
+            .count() as u64;
+        w.unfenced_overlaps += overlaps_at
+            .iter()
+            .filter(|&&t| within(t, *from, *to))
+            .count() as u64;
+        w.token_regressions += regressions_at
+            .iter()
+            .filter(|&&t| within(t, *from, *to))
+            .count() as u64;
+    }
+    for w in report.by_fault.values_mut() {
+        w.availability = if w.seconds > 0.0 {
+            w.availability / 1e9 / w.seconds
+        } else {
+            0.0
+        };
+    }
     report.longest_gap_ms = longest_gap as f64 / 1e6;
     report
 }
@@ -300,7 +406,7 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "unfenced overlaps        {} (longest {:.1} ms)",
+            "unfenced overlaps        {} sections (longest {:.1} ms)",
             self.unfenced_overlaps, self.longest_overlap_ms
         )?;
         writeln!(
@@ -394,7 +500,7 @@ mod tests {
             (100, 0, "mark stop", "ok", ""),
         ]));
         assert!(r.safe(), "{r}");
-        assert_eq!(r.unfenced_overlaps, 1);
+        assert_eq!(r.unfenced_overlaps, 2);
         assert_eq!((r.losses_happened, r.losses_happened_signalled), (1, 1));
     }
 
@@ -416,11 +522,35 @@ mod tests {
             (32, 3, "release c 4 ok", "ok", ""),
         ]));
         assert_eq!(r.fenced_violations, 1);
-        assert_eq!(r.unfenced_overlaps, 1);
+        assert_eq!(r.unfenced_overlaps, 2);
         // b and a share token 5; c began after both ended with 4 and says it held throughout.
         assert_eq!(r.token_regressions, 2);
         assert_eq!(r.false_ok_releases, 1);
         assert!(!r.safe());
+    }
+
+    #[test]
+    fn figures_are_split_by_the_fault_that_was_on() {
+        let r = check(&history(&[
+            (0, 0, "mark start", "ok", ""),
+            (10, 1, "begin a 1", "ok", ""),
+            (20, 0, "mark fault:pause=a", "ok", ""),
+            (40, 2, "begin b 2", "ok", ""),
+            (50, 2, "end b 2", "ok", ""),
+            (60, 0, "mark calm", "ok", ""),
+            (70, 1, "end a 1", "ok", ""),
+            (100, 0, "mark stop", "ok", ""),
+        ]));
+        let pause = &r.by_fault["pause"];
+        assert_eq!((pause.sections, pause.unfenced_overlaps), (1, 1));
+        assert_eq!(r.unfenced_overlaps, 2);
+        assert!((pause.seconds - 0.04).abs() < 1e-9);
+        assert!((pause.availability - 1.0).abs() < 1e-9);
+        let none = &r.by_fault["none"];
+        // a began before the pause: its part of the overlap counts where it began.
+        assert_eq!((none.sections, none.unfenced_overlaps), (1, 1));
+        // 0-20 (a from 10) and 60-100 (a until 70): 20 of 60 ms covered.
+        assert!((none.availability - 20.0 / 60.0).abs() < 1e-9, "{none:?}");
     }
 
     #[test]
