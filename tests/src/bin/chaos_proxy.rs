@@ -49,7 +49,11 @@ impl Mode {
             ["normal"] => 0,
             ["delay", v] => DELAY | ms(v)?,
             ["late", v] => LATE | ms(v)?,
-            _ => return Err(format!("unknown mode {line:?}: normal, delay MS or late MS")),
+            _ => {
+                return Err(format!(
+                    "unknown mode {line:?}: normal, delay MS or late MS"
+                ))
+            }
         };
         self.0.store(packed, Ordering::SeqCst);
         Ok(())
