@@ -55,6 +55,11 @@ pub(crate) struct FenceBump {
     owner: String,
     acq: u64,
     expected: Option<Fence>,
+    /// `expected` as the store holds it, byte for byte: what a compare-and-set expects. Never
+    /// `expected` encoded again, which differs from a value another version of baton wrote (a
+    /// field this one does not know) or a person edited (another spacing): the counter would
+    /// never match, and the lock could never be taken again.
+    expected_text: Option<String>,
     /// Whether `expected` was read after our lock cell was in place (so a different value
     /// found now was written during our grant).
     fresh: bool,
@@ -98,6 +103,7 @@ impl FenceBump {
             owner,
             acq,
             expected,
+            expected_text: current.map(String::from),
             fresh,
             consistency,
             serial,
@@ -120,7 +126,10 @@ impl FenceBump {
     pub fn next_value(&self) -> String {
         let forced = self.expected.as_ref().map_or(0, |f| f.forced);
         let forced = if self.owner == crate::record::FORCED {
-            forced + 1
+            // Wrapping: the count is only ever compared for equality (a forced release
+            // happened since), so even past u64::MAX (a counter edited by hand) every forced
+            // release still changes it.
+            forced.wrapping_add(1)
         } else {
             forced
         };
@@ -156,7 +165,7 @@ impl FenceBump {
                 consistency: self.consistency,
             };
         }
-        match &self.expected {
+        match &self.expected_text {
             None => Command::InsertIfAbsent {
                 row: self.row.clone(),
                 column: self.column.clone(),
@@ -168,7 +177,7 @@ impl FenceBump {
             Some(current) => Command::CompareAndSet {
                 row: self.row.clone(),
                 column: self.column.clone(),
-                expected: current.encode(),
+                expected: current.clone(),
                 new: Some(next),
                 ttl: None,
                 serial: self.serial,
@@ -200,7 +209,7 @@ impl FenceBump {
             value,
             ttl: Some(ttl),
             counter: self.column.clone(),
-            counter_expected: self.expected.as_ref().map(Fence::encode),
+            counter_expected: self.expected_text.clone(),
             counter_next: self.next_value(),
             serial: self.serial,
             consistency: self.consistency,
@@ -283,6 +292,7 @@ impl FenceBump {
                     return Ok(Bumped::Moved(current.unwrap_or_default()));
                 }
                 self.expected = found;
+                self.expected_text = current;
                 self.fresh = true;
                 Ok(Bumped::Retry)
             }
@@ -345,5 +355,89 @@ mod tests {
         let mut bump = shared_bump(forced);
         assert_eq!(missed(&mut bump, reader), Bumped::Retry);
         assert_eq!(bump.token(), 19);
+    }
+
+    /// Found by the fuzzer (fuzz/corpus/lock_table/counter-future-field): a counter holding a
+    /// field this version does not know (written by a later version, which the encodings allow,
+    /// or by hand) was expected re-encoded, without the field, so no compare-and-set of it ever
+    /// applied and no strategy could take the lock again. The bump expects the text as read.
+    #[test]
+    fn a_bump_expects_the_counter_as_read() {
+        let read = "token=42 owner=web-1:4242:00000000deadbeef acq=5f0e1d2c3b4a6978 future=1";
+        let mut bump = shared_bump(read);
+        let expected = |c: Command| match c {
+            Command::CompareAndSet { expected, .. } => Some(expected),
+            Command::Claim {
+                counter_expected, ..
+            } => counter_expected,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(expected(bump.command()).as_deref(), Some(read));
+        let claim = bump.claim("lock", "v".to_string(), core::time::Duration::from_secs(1));
+        assert_eq!(expected(claim).as_deref(), Some(read));
+        // Retried from a value read in a reply: that text, too.
+        let co_holder = "token=43 owner=h3:1003:00000000000000cc  x=42";
+        assert_eq!(missed(&mut bump, co_holder), Bumped::Retry);
+        assert_eq!(expected(bump.command()).as_deref(), Some(co_holder));
+    }
+
+    #[test]
+    fn every_strategy_takes_a_lock_whose_counter_has_an_unknown_field() {
+        use crate::{Acquire, Instant, LockName, LockOptions, MemoryTable, Operation, OwnerId};
+        use crate::{Poll, Strategy, Wait};
+        for strategy in Strategy::ALL {
+            let mut table = MemoryTable::new();
+            let now = Instant::from_nanos(1_000_000_000);
+            let counter = "token=42 owner=web-1:4242:00000000deadbeef future=1";
+            let _ = table.apply(
+                &Command::Put {
+                    row: "job".into(),
+                    column: "_LOCK_".into(),
+                    value: counter.into(),
+                    ttl: None,
+                    consistency: Consistency::Quorum,
+                },
+                now,
+            );
+            let opts = LockOptions {
+                strategy,
+                wait: Wait::TryOnce,
+                ..LockOptions::default()
+            };
+            let owner = OwnerId::new("me", 1, 1).expect("valid");
+            let name = LockName::new("job").expect("valid");
+            let mut op = Acquire::new(name, owner, opts).expect("valid");
+            let grant = loop {
+                match op.poll(now) {
+                    Poll::Execute(id, command) => op.handle(id, table.apply(&command, now)),
+                    Poll::WaitUntil(_) => panic!("{strategy}: waits on a free lock"),
+                    Poll::Ready(result) => break result,
+                }
+            };
+            let grant = grant.unwrap_or_else(|e| panic!("{strategy}: {e}"));
+            assert_eq!(grant.lease.token(), 43, "{strategy}");
+        }
+    }
+
+    /// Found by the fuzzer (fuzz/corpus/lock_table/largest): a forced release of a lock whose
+    /// counter says `forced=18446744073709551615` overflowed counting itself (a panic in a
+    /// build with overflow checks). The count wraps, so it still changes.
+    #[test]
+    fn a_forced_release_counts_past_the_largest_count() {
+        let read = "token=18446744073709551615 owner=forced-release forced=18446744073709551615 x=18446744073709551615";
+        let bump = FenceBump::new(
+            "job",
+            "_LOCK_",
+            crate::record::FORCED.to_string(),
+            0,
+            Some(read),
+            true,
+            Consistency::Quorum,
+            SerialConsistency::Serial,
+        )
+        .expect("valid counter")
+        .forced(true, None);
+        let next = Fence::decode(&bump.next_value()).expect("decodes");
+        assert_eq!((next.token, next.forced), (u64::MAX, 0));
     }
 }
