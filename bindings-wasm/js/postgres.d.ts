@@ -21,6 +21,15 @@ export interface PgResult {
 export interface PgClientLike {
   query(query: PgQuery): Promise<PgResult>;
   query(text: string): Promise<unknown>;
+  /**
+   * `pg.Client`'s, as an EventEmitter's: the adapter listens to 'error' while the connection is
+   * in its use (from a pool, until it gives it back; a single client, only while one of its
+   * statements or transactions runs), since pg emits a broken connection's error there when no
+   * statement is out, and Node ends a process whose 'error' nobody listens to. A client without
+   * them is used as it is.
+   */
+  on?(event: 'error', listener: (err: Error) => void): unknown;
+  removeListener?(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 /** A connection checked out of a pool, given back with `release` (an error discards it). */
@@ -31,6 +40,11 @@ export interface PgPoolClientLike extends PgClientLike {
 /** What the adapter uses of a `pg.Pool`: a connection of its own for each statement or transaction. */
 export interface PgPoolLike {
   query(query: PgQuery): Promise<PgResult>;
+  /**
+   * The adapter passes a callback, `(err, client) => void`, which `pg.Pool` calls at once as it
+   * hands the connection over (so that the adapter listens to its errors from then on); a pool
+   * that ignores it and returns a promise works too.
+   */
   connect(): Promise<PgPoolClientLike>;
   /** How a pool is told from a client. */
   readonly totalCount: number;

@@ -46,10 +46,117 @@ function classified(e, phase) {
   const error = e instanceof Error ? e : new Error(String(e));
   const code = /** @type {any} */ (error).code;
   let cause;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) cause = 'database';
+  if (hasSqlState(error)) cause = 'database';
   else if (phase === 'connect' || NOT_CONNECTED.has(code)) cause = 'noConnection';
   else cause = 'connection';
   return Object.assign(error, { batonCause: cause });
+}
+
+/**
+ * @typedef {object} Ear
+ * @property {Error | undefined} heard the first error the connection emitted, if any
+ * @property {() => void} stop stop listening
+ */
+
+/**
+ * Listens to `c`'s 'error' event until `stop()`. While a statement is out, pg gives a broken
+ * connection's error (a socket error, or PostgreSQL's FATAL as its backend is terminated or its
+ * postmaster dies) to that statement; at any other moment (between connect() and the first
+ * statement, between a transaction's statements, after the last one) it emits it as 'error' on
+ * the client, which without a listener kills the process. A pool stops listening to a client it
+ * lends out, so the adapter listens while the connection is its own: from a pool, until it is
+ * given back; a single `pg.Client` of the application's, only while one of our statements or
+ * transactions runs on it, so that its own listeners, if any, get every error as before (they
+ * are called as well), and none is taken from it outside our use. The work needs no nudge: a
+ * client that emitted an error fails the statements it had and every later one.
+ * @param {any} c
+ * @returns {Ear}
+ */
+function listen(c) {
+  /** @type {Error | undefined} */
+  let heard;
+  const onError = (/** @type {unknown} */ e) => { heard ??= e instanceof Error ? e : new Error(String(e)); };
+  const can = typeof c?.on === 'function' && typeof c?.removeListener === 'function';
+  if (can) c.on('error', onError);
+  return {
+    get heard() { return heard; },
+    stop() { if (can) c.removeListener('error', onError); },
+  };
+}
+
+/**
+ * Checks a connection out of `pool`, and calls `take` with it as soon as the pool hands it over.
+ * A pg.Pool calls a callback given to connect() synchronously, at once after it stops listening
+ * to the client's errors; a new connection is handed over in the middle of reading the server's
+ * bytes, which may hold an error right after the ones that completed the connection. A promise
+ * would hand it over only once all of them are read, with nobody listening. A pool that ignores
+ * the callback and returns a promise (a wrapper's) works too.
+ * @param {any} pool
+ * @param {(c: any) => void} take
+ * @returns {Promise<any>}
+ */
+function checkOut(pool, take) {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (/** @type {unknown} */ err, /** @type {any} */ c) => {
+      if (settled) return;
+      settled = true;
+      if (err) {
+        reject(err);
+        return;
+      }
+      take(c);
+      resolve(c);
+    };
+    let returned;
+    try {
+      returned = pool.connect(settle);
+    } catch (e) {
+      settle(e);
+      return;
+    }
+    if (returned !== null && typeof returned?.then === 'function') {
+      returned.then((/** @type {any} */ c) => settle(undefined, c), (/** @type {unknown} */ e) => settle(e ?? new Error('pool.connect() failed')));
+    }
+  });
+}
+
+/**
+ * The error a piece of work failed with, classified. If the connection emitted an error while it
+ * ran, that one, unless the work failed with a database error of its own: what the work then got
+ * from pg instead ("Client has encountered a connection error and is not queryable", made
+ * before sending anything) says less. PostgreSQL's FATAL heard while no statement was out (its
+ * backend terminated, its postmaster gone: 57P01, 57P02) comes between statements, when the
+ * transaction, never committed, is rolled back.
+ * @param {unknown} e
+ * @param {Error | undefined} heard
+ */
+function failure(e, heard) {
+  return classified(heard !== undefined && !hasSqlState(e) ? heard : e, 'statement');
+}
+
+/** @param {unknown} e */
+function hasSqlState(e) {
+  const code = /** @type {any} */ (e)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
+ * Whether a classified error leaves its connection unusable: a broken connection, or a database
+ * error that ends the session (FATAL or PANIC; as the severity may be translated, also by the
+ * SQLSTATEs of an ended session). Such a connection must not go back to the pool: it would
+ * emit its error there when its socket closes, on the pool's 'error' event (fatal to a process
+ * without a listener for it), or be lent out again.
+ * @param {Error} error
+ */
+function dead(error) {
+  const any = /** @type {any} */ (error);
+  if (any.batonCause !== 'database') return true;
+  if (any.severity === 'FATAL' || any.severity === 'PANIC') return true;
+  const code = String(any.code);
+  // connection exceptions; admin shutdown, crash shutdown, cannot connect now, database
+  // dropped, idle session timeout; idle in transaction session timeout.
+  return code.startsWith('08') || /^57P0[1-5]$/.test(code) || code === '25P03';
 }
 
 /**
@@ -72,32 +179,58 @@ export function postgresStore(client, options = {}) {
   let queue = Promise.resolve();
 
   /**
-   * Runs `work` on a connection of its own.
+   * Runs `work` on a connection of its own, listening to the connection's errors meanwhile (see
+   * `listen`). From a pool, the connection is given back afterwards, as broken (the pool then
+   * closes it) if it failed.
    * @template T
    * @param {(c: import('pg').ClientBase) => Promise<T>} work
    * @returns {Promise<T>}
    */
   async function withConnection(work) {
     if (!isPool) {
-      const run = queue.then(() => work(/** @type {import('pg').Client} */ (client)).catch((e) => { throw classified(e, 'statement'); }));
+      const own = /** @type {import('pg').Client} */ (client);
+      const run = queue.then(async () => {
+        // A client that lost its connection, or was ended, never connects again: pg fails each
+        // statement given to it at once, before sending it. Said as what it is (no connection,
+        // nothing sent), not as a statement that may have been applied. (`_queryable` and
+        // `_ending` are pg's, which pg's own Pool reads too; a client without them is not checked.)
+        const state = /** @type {any} */ (own);
+        if (state._queryable === false || state._ending === true) {
+          throw classified(new Error('the pg.Client given to postgresStore has lost its connection or was ended, and a pg.Client does not reconnect (a pg.Pool replaces broken connections)'), 'connect');
+        }
+        const ear = listen(own);
+        try {
+          return await work(own);
+        } catch (e) {
+          throw failure(e, ear.heard);
+        } finally {
+          ear.stop();
+        }
+      });
       queue = run.catch(() => {});
       return run;
     }
+    /** @type {Ear | undefined} */
+    let ear;
     let connection;
     try {
-      connection = await /** @type {import('pg').Pool} */ (client).connect();
+      connection = await checkOut(/** @type {import('pg').Pool} */ (client), (c) => { ear = listen(c); });
     } catch (e) {
       throw classified(e, 'connect');
     }
+    const heard = /** @type {Ear} */ (ear);
+    /** @type {Error | undefined} */
     let broken;
     try {
       return await work(connection);
     } catch (e) {
-      const error = classified(e, 'statement');
-      if (/** @type {any} */ (error).batonCause !== 'database') broken = error;
+      const error = failure(e, heard.heard);
+      if (dead(error)) broken = error;
       throw error;
     } finally {
-      connection.release(broken);
+      heard.stop();
+      // Even after the work succeeded: an error heard after its last statement broke it too.
+      connection.release(broken ?? heard.heard);
     }
   }
 
