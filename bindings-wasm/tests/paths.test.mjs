@@ -192,7 +192,8 @@ for (const target of targetsClosedAfter()) {
           const blocker = await b.lock(`${r}.b`);
           const controller = new AbortController();
           const pending = a.lockAll([`${r}.b`, `${r}.a`], { signal: controller.signal });
-          await until('the first lock taken', async () => (await b.tryLock(`${r}.a`)) === null);
+          // Watched, not raced for: a tryLock here could take r.a before lockAll wrote it.
+          await until('the first lock taken', async () => (await a.locks()).some((e) => e.name === `${r}.a` && e.state === 'held'));
           controller.abort(new Error('enough'));
           await assert.rejects(pending, (e) => isBaton(e, CancelledError));
           await until('the first lock released', () => free(b, `${r}.a`));

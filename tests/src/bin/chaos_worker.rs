@@ -9,8 +9,9 @@
 //! Each section: lock (keep-alive on), `begin`, fenced `read`, a pause of up to `--hold-ms`,
 //! fenced `write`, `lost` if the guard learnt meanwhile that its lease was lost, `end`, then the
 //! release and `release` with its outcome. A failed lock call is reported (`error CODE`) and
-//! retried. `--fake` takes no lock at all: every client enters at once, with tokens 1, 2, 3...
-//! of its own (the checker's own test: it must see violations). Prints a summary line at the
+//! retried. `--fake` takes no lock at all: every client enters at once, all with token 1 (the
+//! checker's own test: the register never refuses an equal token, so every overlap of two
+//! sections loses an update, and the checker must see it). Prints a summary line at the
 //! end; exits 0 unless the register could not be reached.
 
 use std::process::ExitCode;
@@ -154,7 +155,6 @@ async fn run(args: &Args) -> Result<Tally, String> {
     let mut rng = Rng(u64::from(std::process::id()) | 1);
     let mut tally = Tally::default();
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
-    let mut fake_token = 0u64;
     while Instant::now() < deadline {
         let mut guard = match &locker {
             None => None,
@@ -174,10 +174,7 @@ async fn run(args: &Args) -> Result<Tally, String> {
         };
         let token = match &guard {
             Some(g) => g.token(),
-            None => {
-                fake_token += 1;
-                fake_token
-            }
+            None => 1,
         };
         reg.request(&format!("begin {c} {token}")).await?;
         let read = reg.request(&format!("read {c} {token}")).await?;
