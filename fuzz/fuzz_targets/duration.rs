@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
-use baton::baton_kernel::host::{duration_from, TimeUnit};
-use baton::ErrorKind;
+use baton_kernel::host::{duration_from, TimeUnit};
+use baton_kernel::ErrorKind;
 use libfuzzer_sys::fuzz_target;
 
 #[path = "../../cli/src/duration.rs"]
