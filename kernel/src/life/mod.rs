@@ -47,7 +47,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::lease::{Grant, Lease};
+use crate::lease::Lease;
 use crate::model::{Command, Reply, Write};
 use crate::object::Object;
 use crate::op::{
@@ -56,152 +56,12 @@ use crate::op::{
 use crate::options::Sabotage;
 use crate::time::Instant;
 
-/// What the machine wants next.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[must_use = "a LifePoll tells the host what to do next"]
-pub enum LifePoll {
-    /// Execute this command on the store, and pass its reply to [`LockLife::handle`].
-    Execute(CommandId, Command),
-    /// Something the holder should hear about.
-    Event(LifeEvent),
-    /// Nothing to do before this instant, a reply, a request or a store change
-    /// ([`Instant::MAX`]: only those can help).
-    WaitUntil(Instant),
-    /// The life is over (released, failed, cancelled) and every event has been given.
-    Done,
-}
+mod event;
+mod held;
 
-/// What happened to the lock, for its holder. Each life gives exactly one of `Granted`,
-/// `Failed`, `GaveUp` or `Cancelled` first; after `Granted`, at most one `Lost` and exactly one
-/// `Released` (a cancellation of a held lock releases it); after the others, nothing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LifeEvent {
-    /// The lock was acquired.
-    Granted(Box<Grant>),
-    /// The acquisition failed (busy, timed out, store errors): nothing of it is left held.
-    Failed(Error),
-    /// The acquisition's wait ended with a command still on its way
-    /// ([`Acquire::gives_up_at`]): it failed with this error ([`ErrorKind::StoreUnavailable`],
-    /// or the store error it was already cleaning up after), and nothing of it is held; but
-    /// what it may have written is still to be removed, as for a cancellation. The host gives the caller the error now and keeps driving the life until
-    /// [`LifePoll::Done`], and keeps the owner-id slot until then.
-    GaveUp(Error),
-    /// The acquisition was cancelled by [`LockLife::cancel`], and its cell removed (or left to
-    /// expire if the store could not be reached).
-    Cancelled,
-    /// A renewal moved the deadline.
-    Renewed(Instant),
-    /// A renewal failed for store reasons; it is retried until the deadline.
-    RenewalFailed(Error),
-    /// The lease is lost ([`ErrorKind::Lost`]): taken over, broken by an operator, or its
-    /// deadline passed without a successful renewal. The holder must stop acting as the owner.
-    Lost(Error),
-    /// The release finished: `Ok` means the lease was intact until the release started (see
-    /// [`Release`]); a lost lease gives its loss again.
-    Released(Result<()>),
-    /// A holder's object call ([`LockLife::object`]) finished: the object as it now is, or
-    /// why the call failed (a [`ErrorKind::Lost`] failure comes after its `Lost` event, and
-    /// nothing was written).
-    Object(Result<Object>),
-    /// The release the holder asked to run elsewhere ([`LockLife::release_elsewhere`]): the host
-    /// runs [`Release::new`]`(&lease)` there (the caller's database transaction), and reports
-    /// `lost` if it is `Some`, whatever the release answers. No renewal runs from now on.
-    ReleaseElsewhere {
-        /// The lease to release.
-        lease: Box<Lease>,
-        /// The lease was lost before.
-        lost: Option<Error>,
-    },
-}
-
-impl LifeEvent {
-    /// Whether the life has no cell of its own left to write after this event (released,
-    /// failed, cancelled): a host frees the acquisition's owner-id slot then
-    /// ([`crate::host::SlotTable`]), before anyone waiting for that outcome hears of it, so the
-    /// next acquisition of the name reuses the column. Safe whatever the outcome: values
-    /// carry a fresh acquisition id.
-    ///
-    /// Not [`LifeEvent::GaveUp`]: its cleanup is still to be sent, and the next acquisition
-    /// of the name must not reuse the column it removes.
-    pub fn frees_the_slot(&self) -> bool {
-        matches!(
-            self,
-            LifeEvent::Released(_) | LifeEvent::Failed(_) | LifeEvent::Cancelled
-        )
-    }
-
-    /// Whether this event ends an acquisition ([`LifeEvent::Granted`], [`LifeEvent::Failed`],
-    /// [`LifeEvent::GaveUp`], [`LifeEvent::Cancelled`]): a host drives a new life until one,
-    /// then hands the outcome to [`LifeEvent::acquisition_outcome`].
-    pub fn ends_acquisition(&self) -> bool {
-        matches!(
-            self,
-            LifeEvent::Granted(_)
-                | LifeEvent::Failed(_)
-                | LifeEvent::GaveUp(_)
-                | LifeEvent::Cancelled
-        )
-    }
-
-    /// Whether the life goes on after this event, which ended its acquisition, with a cleanup
-    /// to send ([`LifeEvent::GaveUp`]), or with the held lock ([`LifeEvent::Granted`]): the
-    /// host keeps driving it until [`LifePoll::Done`].
-    pub fn life_goes_on(&self) -> bool {
-        matches!(self, LifeEvent::Granted(_) | LifeEvent::GaveUp(_))
-    }
-
-    /// The grant an acquisition of lock `name` ended with, from the event that ended it (a
-    /// life's first event; `None` when the machine ended without one, a kernel bug). The error
-    /// names the lock.
-    pub fn acquisition_outcome(event: Option<LifeEvent>, name: &str) -> Result<Grant> {
-        LifeEvent::outcome(event).map_err(|e| e.about_lock(name))
-    }
-
-    fn outcome(event: Option<LifeEvent>) -> Result<Grant> {
-        match event {
-            Some(LifeEvent::Granted(grant)) => Ok(*grant),
-            Some(LifeEvent::Failed(e) | LifeEvent::GaveUp(e)) => Err(e),
-            Some(LifeEvent::Cancelled) => Err(Error::new(
-                ErrorKind::Cancelled,
-                "the wait for the lock was cancelled; what it wrote was removed (had the store been unreachable, it would expire with its TTL)",
-            )),
-            other => Err(Error::internal(format!(
-                "internal error: an acquisition ended with {other:?}"
-            ))),
-        }
-    }
-
-    /// The event with `f` applied to the error it carries, if any (a host adds its store's
-    /// context, see [`Error::in_store`]).
-    pub fn map_error(self, f: impl FnOnce(Error) -> Error) -> LifeEvent {
-        match self {
-            LifeEvent::Failed(e) => LifeEvent::Failed(f(e)),
-            LifeEvent::GaveUp(e) => LifeEvent::GaveUp(f(e)),
-            LifeEvent::RenewalFailed(e) => LifeEvent::RenewalFailed(f(e)),
-            LifeEvent::Lost(e) => LifeEvent::Lost(f(e)),
-            LifeEvent::Released(Err(e)) => LifeEvent::Released(Err(f(e))),
-            LifeEvent::Object(Err(e)) => LifeEvent::Object(Err(f(e))),
-            other => other,
-        }
-    }
-}
-
-/// Where the lock stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LifeStatus {
-    /// Being acquired.
-    Acquiring,
-    /// Held until the deadline, unless renewed.
-    Held(Instant),
-    /// Lost, and why; still to be released (which removes what is left of it).
-    Lost(Error),
-    /// Being released, or released.
-    Released,
-    /// The acquisition failed, and why.
-    Failed(Error),
-    /// The acquisition was cancelled.
-    Cancelled,
-}
+pub use event::{LifeEvent, LifePoll, LifeStatus};
+pub use held::renewal_retry_delay;
+use held::Held;
 
 /// Which operation an outstanding command belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,32 +118,6 @@ enum Phase {
     Over,
 }
 
-#[derive(Debug)]
-struct Held {
-    lease: Lease,
-    renewal: Option<Renew>,
-    /// Failed renewals in a row, and when the next retry is due.
-    failures: u32,
-    retry_at: Option<Instant>,
-    last_error: Option<Error>,
-    /// Lost (the holder has been told), not yet released.
-    lost: Option<Error>,
-    /// A renewal the holder asked for ([`LockLife::renew_now`]).
-    renew_requested: bool,
-    /// A release the holder asked for, waiting for the renewal in flight to finish.
-    release_requested: Option<Vec<Write>>,
-    /// A release to run elsewhere, waiting likewise.
-    elsewhere_requested: bool,
-    /// An object call the holder asked for, waiting for the renewal in flight to finish.
-    object_requested: Option<(ObjectRequest, AfterObject)>,
-    /// The object call on its way, and what follows its success.
-    object_call: Option<(ObjectCall, AfterObject)>,
-    /// The object cell as this holder last saw it (`Some(None)`: none), if known.
-    object_cell: Option<Option<alloc::string::String>>,
-    /// Object writes made so far (each write's cell names its number).
-    object_writes: u64,
-}
-
 /// One lock's life. See the [module docs](self) for the driving contract.
 #[derive(Debug)]
 pub struct LockLife {
@@ -293,15 +127,6 @@ pub struct LockLife {
     outstanding: Option<Outstanding>,
     events: VecDeque<LifeEvent>,
     status: LifeStatus,
-}
-
-/// The wait before retrying a renewal that failed for store reasons: short, growing, and well
-/// inside the validity so several retries fit before the deadline.
-pub fn renewal_retry_delay(failures: u32, validity: Duration) -> Duration {
-    let grown = Duration::from_millis(10).saturating_mul(1 << failures.min(10));
-    grown
-        .min(Duration::from_secs(1))
-        .min((validity / 10).max(Duration::from_millis(1)))
 }
 
 impl LockLife {
@@ -986,52 +811,6 @@ enum Step {
     Out(LifePoll),
 }
 
-impl Held {
-    /// When the next renewal falls due by itself (the retry of a failed one, or the lease's
-    /// schedule); `None` without keep-alive.
-    fn scheduled_renewal(&self, keep_alive: bool) -> Option<Instant> {
-        keep_alive.then(|| self.retry_at.unwrap_or_else(|| self.lease.renew_at()))
-    }
-
-    fn new(lease: Lease) -> Self {
-        Held {
-            lease,
-            renewal: None,
-            failures: 0,
-            retry_at: None,
-            last_error: None,
-            lost: None,
-            renew_requested: false,
-            release_requested: None,
-            elsewhere_requested: false,
-            object_requested: None,
-            object_call: None,
-            object_cell: None,
-            object_writes: 0,
-        }
-    }
-
-    /// The loss of a lease whose deadline passed.
-    fn deadline_loss(&self, keep_alive: bool) -> Error {
-        let why = match &self.last_error {
-            Some(e) => format!("its deadline passed without a successful renewal; last error: {e}"),
-            None if keep_alive => {
-                alloc::string::String::from("its deadline passed without a successful renewal")
-            }
-            None => alloc::string::String::from("its deadline passed (keep-alive is off)"),
-        };
-        Error::new(
-            ErrorKind::Lost,
-            format!(
-                "lease on lock {:?} (token {}) is lost: {why}",
-                self.lease.name().as_str(),
-                self.lease.token()
-            ),
-        )
-        .with_lock(self.lease.name().as_str())
-    }
-}
-
 /// Whether a request writes (and takes a write number).
 fn request_writes(request: &ObjectRequest) -> bool {
     !matches!(request, ObjectRequest::Get)
@@ -1042,29 +821,4 @@ fn not_held(what: &str) -> Error {
         ErrorKind::NotOwner,
         format!("cannot {what}: the lock is not held (not granted yet, or already released)"),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renewal_retries_stay_short_and_inside_the_validity() {
-        let validity = Duration::from_millis(50);
-        for failures in 0..40 {
-            let d = renewal_retry_delay(failures, validity);
-            assert!(
-                d >= Duration::from_millis(1) && d <= Duration::from_millis(5),
-                "{d:?}"
-            );
-        }
-        assert_eq!(
-            renewal_retry_delay(0, Duration::from_secs(60)),
-            Duration::from_millis(10)
-        );
-        assert_eq!(
-            renewal_retry_delay(30, Duration::from_secs(60)),
-            Duration::from_secs(1)
-        );
-    }
 }
