@@ -14,7 +14,7 @@ trap 'rm -rf "$work"; kill $(jobs -p) 2>/dev/null || true' EXIT
 export BATON_STORE="sqlite://$work/locks.db"
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-test -f "$work/prefix/include/baton.h" && test -f "$work/prefix/include/baton.hpp"
+test -f "$work/prefix/include/baton.h" && test -f "$work/prefix/include/baton.hpp" && test -f "$work/prefix/include/baton/object.hpp"
 
 for how in package subdirectory; do
   args=(-DCMAKE_PREFIX_PATH="$work/prefix")
