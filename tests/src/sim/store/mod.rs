@@ -42,9 +42,9 @@ pub enum Fate {
     Minority,
 }
 
-/// A change of an object cell ([`OBJECT_COLUMN`]) in a store's history, for the object
-/// checker ([`super::objects`]): every object write the store applied, and every object cell a
-/// server crash took back.
+/// A change of an object cell ([`baton_kernel::OBJECT_COLUMN`]) in a store's history, for the
+/// object checker ([`super::objects`]): every object write the store applied, and every object
+/// cell a server crash took back.
 #[derive(Clone, Debug)]
 pub struct ObjectChange {
     /// The row.
