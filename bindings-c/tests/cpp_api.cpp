@@ -423,7 +423,9 @@ TEST(CppErrors, ObjectErrorsAreErrorsWithTheirCodes) {
 
 // StoreUnavailable within the store's timeout (250 ms, three attempts) or the wait (1 s); a write
 // in one step may instead be Ambiguous, where the kernel cannot rule out that a send reached the
-// store: a typed error either way.
+// store: a typed error either way. Each call must end in bounded time, not hang on the dead
+// store: at most the wait and one round of attempts (1.75 s), with slack for a loaded machine
+// (seen: 2.2 s for the optimistic update on 2 busy cores).
 TEST(CppErrors, ObjectsOnADeadStoreAreUnavailable) {
     if (store_url() != "memory:") {
         GTEST_SKIP() << "run once, with the memory store";
@@ -431,23 +433,24 @@ TEST(CppErrors, ObjectsOnADeadStoreAreUnavailable) {
     baton::Options options;
     options.wait_timeout = 1s;
     baton::Locker quotes("postgres://baton@127.0.0.1:9/baton?timeout=250ms", options);
+    const auto bound = 5s;
     auto started = std::chrono::steady_clock::now();
     EXPECT_THROW(quotes.get("GOOG"), baton::StoreUnavailable);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, bound);
     started = std::chrono::steady_clock::now();
     EXPECT_THROW(quotes.remove("GOOG"), baton::StoreUnavailable);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, bound);
     started = std::chrono::steady_clock::now();
     auto kind = kind_of([&] { quotes.update_optimistic("GOOG", "1", 1); });
     EXPECT_TRUE(kind == baton::ErrorKind::StoreUnavailable || kind == baton::ErrorKind::Ambiguous)
         << baton::kind_name(kind);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, bound);
     started = std::chrono::steady_clock::now();
     EXPECT_THROW(quotes.get_and_lock("GOOG"), baton::StoreUnavailable);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, bound);
     started = std::chrono::steady_clock::now();
     EXPECT_THROW(quotes.insert_and_lock("GOOG", "1"), baton::StoreUnavailable);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, bound);
 }
 
 TEST(CppErrors, ADeadStoreIsUnavailable) {
