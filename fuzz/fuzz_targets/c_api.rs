@@ -5,11 +5,12 @@
 //! and of held guards, objects and semaphores.
 //!
 //! Feeds: the input as a little program: a locker opened on the memory store with options of
-//! the fuzzer's choosing (strategy, keep-alive, paths; waits of at most 2 ms so nothing blocks
-//! long), then up to 48 calls chosen by the bytes: opening (and freeing) lockers on any URL with
-//! any options, every lock call (exclusive, shared, `lock_all` with lengths or NUL-terminated
-//! names, semaphores), every guard call, every object call (from outside the lock and as its
-//! holder), error messages and code names. Every handle left is freed at the end.
+//! the fuzzer's choosing (strategy, keep-alive, paths; waits mostly none and at most 1 ms, so
+//! that a run is not spent asleep), then up to 48 calls chosen by the bytes: opening (and
+//! freeing) lockers on any URL with any options, every lock call (exclusive, shared,
+//! `lock_all` with lengths or NUL-terminated names, semaphores), every guard call, every
+//! object call (from outside the lock and as its holder), error messages and code names.
+//! Every handle left is freed at the end.
 //!
 //! Asserts: no crash (built with AddressSanitizer, which also catches a read or write past a
 //! buffer the API was given); no call answers `BATON_INTERNAL` (a panic caught at the boundary,
@@ -84,14 +85,15 @@ impl Program<'_> {
         }
     }
 
-    /// A wait in milliseconds that never blocks long: short, zero, negative (refused), and
-    /// forever only for a name just made up (nobody holds it).
+    /// A wait in milliseconds that never blocks long: mostly zero (a try), negative (refused),
+    /// and now and then 1 ms, so that the waiting path runs without a run spending its time
+    /// asleep (a wait on a held name sleeps all of it).
     fn wait_ms(&mut self) -> i64 {
-        match self.u.int_in_range(0..=5).unwrap_or(0) {
+        match self.u.int_in_range(0..=7).unwrap_or(0) {
             0 => -1,
             1 => i64::MIN,
-            2 => 0,
-            _ => self.u.int_in_range(1..=2).unwrap_or(1),
+            7 => 1,
+            _ => 0,
         }
     }
 
@@ -272,10 +274,10 @@ impl Program<'_> {
                 }
                 6 => {
                     let mut lost = false;
-                    let timeout = if self.u.arbitrary().unwrap_or(false) {
-                        -1
-                    } else {
-                        1
+                    let timeout = match self.u.int_in_range(0..=3).unwrap_or(0) {
+                        0 => -1,
+                        1 => 1,
+                        _ => 0,
                     };
                     checked(baton_guard_wait_lost(g, timeout, &mut lost));
                 }
@@ -572,7 +574,8 @@ fuzz_target!(|data: &[u8]| {
     };
     options.strategy = strategy.as_ptr();
     options.ttl_ms = 60_000;
-    options.wait_timeout_ms = u.int_in_range(0..=2).unwrap_or(0);
+    // The locker's own wait (for `baton_lock`): mostly none, now and then 1 ms.
+    options.wait_timeout_ms = i64::from(u.ratio(1, 8).unwrap_or(false));
     options.keep_alive = u.arbitrary().unwrap_or(false);
     options.paths = paths;
     let mut locker: *mut BatonLocker = null_mut();
