@@ -1,7 +1,7 @@
 //! `simulate`: runs the deterministic simulator from the command line.
 //!
 //! ```text
-//! cargo run --release -p baton-tests --bin simulate -- [--strategy S|all] [--seed N | --seeds COUNT [--from N]]
+//! cargo run --release -p baton-sim --bin simulate -- [--strategy S|all] [--seed N | --seeds COUNT [--from N]]
 //!                                                      [--sabotage NAME] [--profile P] [--modes M] [--threads T] [--verbose]
 //! ```
 //! `--seeds 1000000` is the long mode: a progress bar on standard error, then a summary table
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant as WallInstant;
 
 use baton_kernel::{Sabotage, Strategy};
-use baton_tests::sim::{self, parse_sabotage, replay_command, FaultCounts, Tally};
+use baton_sim::{self as sim, parse_sabotage, replay_command, FaultCounts, Tally};
 
 struct Args {
     strategies: Vec<Strategy>,

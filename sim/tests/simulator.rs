@@ -2,10 +2,10 @@
 //! deliberately broken variant per safety rule, each of which must be caught, so the checker is
 //! known to be able to fail. `BATON_SIM_SEEDS` overrides the number of seeds per strategy
 //! (default 10 000); the long mode is
-//! `cargo run --release -p baton-tests --bin simulate -- --seeds 1000000`.
+//! `cargo run --release -p baton-sim --bin simulate -- --seeds 1000000`.
 
 use baton_kernel::{Sabotage, Strategy};
-use baton_tests::sim::{self, replay_command, Outcome, Tally, PROFILES};
+use baton_sim::{self as sim, replay_command, Outcome, Tally, PROFILES};
 
 fn seeds() -> u64 {
     std::env::var("BATON_SIM_SEEDS")

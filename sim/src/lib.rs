@@ -1,4 +1,16 @@
-//! The deterministic simulator.
+//! The deterministic simulator: the `simulate` command and the `simulator` test share it.
+//!
+//! It runs many clients against a simulated store on a simulated clock, with injected faults,
+//! and checks every run for its safety properties and one liveness property:
+//! - no two clients ever believe they hold the same lock at the same instant (each client's
+//!   belief ends at its lease deadline, as measured by its own drifting clock);
+//! - fencing tokens strictly increase in the order grants are delivered;
+//! - objects (on half the seeds): versions strictly increase, no update is lost, every locked
+//!   write applied while its writer's lease held the lock in the store and nobody else believed
+//!   it held it, and every acknowledged increment applied exactly once ([`objects`]);
+//! - with no faults, every client acquires every time it asks.
+//!
+//! Every run is a pure function of its seed: a failure prints the command that replays it.
 //!
 //! A run is a discrete-event simulation (the `world` module): each worker lives one lock at a
 //! time as every host does, as a [`LockLife`](baton_kernel::LockLife) driven by the host loop
@@ -39,6 +51,8 @@
 //! | waits cancelled midway, the command on the way kept or dropped | a caller's timeout around `lock()`, an aborted task |
 //! | a release in the holder's transaction, committed or rolled back | `Guard::release_in` and the bindings' equivalents |
 //! | a claim applied in two steps (the lock cell inserted whatever the counter holds, the counter then left when it does not match) | weaker than PostgreSQL's one statement, which inserts the lock cell alone only when the counter is created by someone else in the same instant |
+
+#![forbid(unsafe_code)]
 
 pub mod check;
 pub mod clock;
@@ -524,7 +538,7 @@ pub fn parse_sabotage(name: &str) -> Result<Sabotage, String> {
 /// The command that replays one run.
 pub fn replay_command(strategy: Strategy, sabotage: Sabotage, seed: u64) -> String {
     let mut cmd = format!(
-        "cargo run --release -p baton-tests --bin simulate -- --strategy {strategy} --seed {seed}"
+        "cargo run --release -p baton-sim --bin simulate -- --strategy {strategy} --seed {seed}"
     );
     if sabotage != Sabotage::None {
         cmd.push_str(&format!(" --sabotage {}", sabotage_name(sabotage)));
