@@ -308,6 +308,7 @@ fn the_blocking_api_runs_the_quote_example() {
 /// A store nobody answers at (a closed port): every object call is `StoreUnavailable`, never
 /// `Ambiguous`, since no statement ever left (the stores say `NotApplied`).
 #[tokio::test]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "cassandra"))]
 async fn a_dead_store_is_unavailable_not_ambiguous() {
     let urls = [
         "postgres://baton@127.0.0.1:1/none?connect_timeout=1",

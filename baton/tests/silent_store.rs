@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use baton::{
     Command, ErrorKind, LockRequest, Locker, MemoryStore, Reply, Store, StoreFuture, Strategy,
 };
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use common::within;
@@ -90,8 +89,11 @@ async fn a_silent_store_fails_the_wait_at_its_timeout_on_every_strategy() {
 
 /// A TCP server on loopback that accepts every connection and never writes a byte; connections
 /// are kept open (a reset would be an answer).
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "cassandra"))]
 async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let port = listener.local_addr().expect("address").port();
     let task = tokio::spawn(async move {
         let mut open = Vec::new();
@@ -102,6 +104,7 @@ async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
     (port, task)
 }
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "cassandra"))]
 async fn fails_within_the_wait(url: &str) {
     let started = Instant::now();
     let outcome = within(WAIT * 10, &format!("open and lock on {url}"), async {

@@ -10,6 +10,7 @@
 //!
 //! [`redact`]: crate::stores::url_text::redact
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "cassandra"))]
 use baton_kernel::{Error, ErrorKind, Result};
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "cassandra"))]

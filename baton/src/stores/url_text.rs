@@ -36,6 +36,7 @@ fn redact_userinfo(url: &str) -> String {
 }
 
 /// Whether the URL's user info carries a password (`user:password@`).
+#[cfg(any(feature = "postgres", feature = "mysql", test))]
 pub(crate) fn has_password(url: &str) -> bool {
     let Some((_, rest)) = url.split_once("://") else {
         return false;

@@ -134,11 +134,6 @@ impl SqlPool {
 /// store itself, so an unreachable server fails within a few of these).
 const MAX_CONNECT_WAIT: Duration = Duration::from_secs(2);
 
-/// A pool for `target` that opens no connection until first used, and needs no runtime until
-/// then: it has no idle timeout or maximum lifetime (those would start background tasks).
-/// Connections handed out for callers' transactions are pinged before use, so a dead one is
-/// replaced rather than failing the caller's statement; the store's own statements run on
-/// connections it detached from the pool, which are never pinged (see `detached`).
 /// The password to connect with when the URL `base` has none: from
 /// [`SqlOptions::password_file`], or with `env`, from `BATON_STORE_PASSWORD` (PostgreSQL's own
 /// `PGPASSWORD`, `PGPASSFILE` and `~/.pgpass` are read by the driver). A URL with a password
@@ -160,6 +155,11 @@ fn password(base: &str, options: &SqlOptions, env: bool) -> Result<Option<String
     }
 }
 
+/// A pool for `target` that opens no connection until first used, and needs no runtime until
+/// then: it has no idle timeout or maximum lifetime (those would start background tasks).
+/// Connections handed out for callers' transactions are pinged before use, so a dead one is
+/// replaced rather than failing the caller's statement; the store's own statements run on
+/// connections it detached from the pool, which are never pinged (see `detached`).
 pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> Result<SqlPool> {
     let not_built = |feature: &str| {
         Error::new(
