@@ -62,14 +62,20 @@ fn blocking_waiters_are_served_in_turn() {
 #[test]
 fn blocking_keep_alive_runs_in_the_background() {
     let locker = Locker::builder(baton::MemoryStore::new())
-        .ttl(Duration::from_millis(400))
+        .ttl(Duration::from_secs(2))
         .build()
         .expect("valid")
         .blocking();
     let guard = locker.lock("job").expect("lock");
     let first = guard.lease().deadline();
-    // Lost within 1.2 s would mean renewals did not happen (the TTL is 400 ms, real time).
-    assert_eq!(guard.wait_lost(Duration::from_millis(1200)), Ok(false));
+    // Lost within 2.5 s would mean renewals did not happen (the TTL is 2 s, real time; a
+    // renewal at each third of it leaves 1.3 s for a paused test process, seen here at 0.4 s).
+    assert_eq!(
+        guard.wait_lost(Duration::from_millis(2_500)),
+        Ok(false),
+        "{:?}",
+        guard.loss()
+    );
     assert!(guard.is_held());
     assert!(guard.lease().deadline() > first);
 }
@@ -195,7 +201,7 @@ fn a_cancel_raised_before_the_wait_cancels_it_at_once() {
 #[test]
 fn a_loss_calls_the_callback_and_a_release_does_not() {
     let locker = Locker::builder(baton::MemoryStore::new())
-        .ttl(Duration::from_millis(300))
+        .ttl(Duration::from_secs(2))
         .build()
         .expect("valid")
         .blocking();
@@ -212,12 +218,12 @@ fn a_loss_calls_the_callback_and_a_release_does_not() {
     assert_eq!(guard.remaining(), Duration::ZERO);
 
     let mut second = locker.lock("job").expect("lock again");
-    assert!(second.remaining() > Duration::from_millis(100));
+    assert!(second.remaining() > Duration::from_secs(1));
     second.on_lost(move |e| tx.send(e).expect("send"));
     second.release().expect("release");
-    // Past the released lease's deadline (300 ms), a wrong call would have come.
+    // Past the released lease's deadline (2 s), a wrong call would have come.
     assert!(
-        rx.recv_timeout(Duration::from_millis(700)).is_err(),
+        rx.recv_timeout(Duration::from_millis(2_500)).is_err(),
         "not called after a release"
     );
 }
