@@ -5,7 +5,7 @@
 //! variant, or a store that orders writes by arrival), where the scenario must go wrong, so the
 //! test is known to be able to fail.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

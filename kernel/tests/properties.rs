@@ -14,7 +14,7 @@
 //! `PROPERTY_SEED=<seed>` replays that one seed alone. The same checker, run against the
 //! deliberately broken variants (`Sabotage`), must find a violation: that shows it has teeth.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -18,10 +18,10 @@
 //!
 //! Every transcript was read against the strategy's documented algorithm and round-trip counts
 //! (see `baton_kernel::strategy`) before it was pinned. Regenerate one with
-//! `BLESS=/tmp/transcripts cargo test -p baton-kernel --test transcripts <name>`, which writes
-//! it to `/tmp/transcripts/<name>.txt`; read it before pasting it.
+//! `BLESS=/tmp/transcripts cargo test -p baton-kernel --test kernel transcripts::<name>`,
+//! which writes it to `/tmp/transcripts/<name>.txt`; read it before pasting it.
 
-mod support;
+use crate::support;
 
 use support::{assert_transcript, scenarios};
 

@@ -1,6 +1,6 @@
 //! Broken stores: dead, rejecting, timing out, losing replies.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 #[test]
 fn dead_store_gives_store_unavailable_after_store_attempts_sends() {

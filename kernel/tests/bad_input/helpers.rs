@@ -1,6 +1,6 @@
 //! Helpers shared by the bad-input tests: who locks with which options, and reading entries back.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 /// The options `who` ("a", "b", "c"...) uses for `strategy`, adjusted by `adjust`.
 pub(crate) fn options(

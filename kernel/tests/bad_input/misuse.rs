@@ -1,6 +1,6 @@
 //! Misused leases: renewing late, releasing twice, releasing a lock someone else holds or an operator broke.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 #[test]
 fn renew_after_the_deadline_is_lost_without_a_command() {

@@ -1,6 +1,6 @@
 //! Lock names: every validation rule, each with its error.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 #[track_caller]
 fn invalid_name(r: Result<LockName, Error>, rule: &[&str]) {

@@ -1,6 +1,6 @@
 //! The operator commands: inspect, purge, forced release, stale-lock detection.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 #[test]
 fn inspect_shows_holder_and_waiters() {

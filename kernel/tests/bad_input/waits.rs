@@ -1,6 +1,6 @@
 //! TTL ranges, zero and endless waits, and giving up after the most attempts.
 
-use crate::prelude::*;
+use super::prelude::*;
 
 #[test]
 fn ttl_range_is_checked_by_acquire_new() {

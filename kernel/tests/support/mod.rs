@@ -668,10 +668,12 @@ pub fn assert_transcript(h: &Harness, expected: &str) {
     let actual = h.transcript();
     let expected = dedent(expected);
     if let Some(dir) = std::env::var_os("BLESS") {
-        let test = std::thread::current()
+        // The test's own name, without its module's (`transcripts::`).
+        let thread = std::thread::current();
+        let test = thread
             .name()
-            .unwrap_or("transcript")
-            .replace("::", "-");
+            .and_then(|name| name.rsplit("::").next())
+            .unwrap_or("transcript");
         let path = std::path::Path::new(&dir).join(format!("{test}.txt"));
         std::fs::create_dir_all(&dir).expect("BLESS directory");
         std::fs::write(&path, format!("{actual}\n")).expect("write the transcript");

@@ -4,10 +4,7 @@
 //!
 //! Tests marked `#[ignore = "kernel bug: ..."]` show a behaviour that contradicts the kernel's
 //! own docs; each says which doc and what happens instead. Run them with
-//! `cargo test -p baton-kernel --test bad_input -- --ignored`.
-
-#[path = "../support/mod.rs"]
-mod support;
+//! `cargo test -p baton-kernel --test kernel bad_input:: -- --ignored`.
 
 mod broken_stores;
 mod helpers;
@@ -17,7 +14,7 @@ mod operator;
 mod waits;
 
 /// What every module of this test uses.
-mod prelude {
+pub(crate) mod prelude {
     pub(crate) use std::time::Duration;
 
     pub(crate) use baton_kernel::{
@@ -26,6 +23,6 @@ mod prelude {
         Write,
     };
 
-    pub(crate) use crate::helpers::*;
+    pub(crate) use super::helpers::*;
     pub(crate) use crate::support::*;
 }
