@@ -34,8 +34,8 @@ pub struct SqlOptions {
     /// it: a statement still queued before the server (in a connection pooler such as
     /// PgBouncer, or unread in a socket buffer) can start, and apply, after baton gave up. The
     /// write stamps make that harmless: a late put or delete never undoes a later write of the
-    /// same owner (see the [module docs](crate::stores::sql)). Also bounds the wait for a pooled connection
-    /// (at most 2 s per attempt).
+    /// same owner (see the [module docs](crate::stores::sql)). Also bounds the wait for a pooled connection,
+    /// opening it included (per attempt).
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
     pub pool: Option<u32>,
