@@ -1,7 +1,7 @@
 //! A `lock()` future dropped midway (a timeout around it, a `select!`, an aborted task) removes
 //! the cell it wrote, in the background, instead of leaving it to block others for its TTL.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

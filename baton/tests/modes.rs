@@ -2,7 +2,7 @@
 //! store, for both strategies that carry modes. The stores' own tests run the same shapes
 //! across processes (`tests/tests/modes.rs`).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

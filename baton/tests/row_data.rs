@@ -1,6 +1,6 @@
 //! Column prefix's read-modify-write: acquire-and-read-row and release-with-mutation.
 
-mod common;
+use crate::common;
 
 use baton::{Cell, Command, Consistency, ErrorKind, LockRequest, Reply, Strategy, Write};
 use baton_kernel::{ColumnFilter, ReadConsistency};

@@ -7,7 +7,7 @@
 //! strategy), and a TCP server on loopback that accepts connections and never says a word,
 //! named by a PostgreSQL or MariaDB URL (the clients' own connection handling included).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! What a holder and a waiter see when the store fails.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Lock behaviour every strategy must show through the Rust API, on the memory store.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Bad input gives clear errors of the right kind, never a panic.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::time::Duration;

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! every server store the test command exports. Values are bytes, read from standard input and
 //! written back exactly; the exit statuses are the documented ones.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::Stdio;

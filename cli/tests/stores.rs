@@ -7,7 +7,7 @@
 //! runs; and the lock can then be taken again with a larger fencing token. The databases outlive
 //! a test run, so every lock name is new.
 
-mod common;
+use crate::common;
 
 use common::*;
 
