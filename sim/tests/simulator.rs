@@ -1,7 +1,7 @@
 //! The simulator as tests: every strategy over many seeds with every fault class, and one
 //! deliberately broken variant per safety rule, each of which must be caught, so the checker is
 //! known to be able to fail. `BATON_SIM_SEEDS` overrides the number of seeds per strategy
-//! (default 3 000); the long mode is
+//! (default 1 000); the long mode is
 //! `cargo run --release -p baton-sim --bin simulate -- --seeds 1000000`.
 
 use baton_kernel::{Sabotage, Strategy};
@@ -11,7 +11,7 @@ fn seeds() -> u64 {
     std::env::var("BATON_SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3_000)
+        .unwrap_or(1_000)
 }
 
 fn describe(o: &Outcome) -> String {
