@@ -129,8 +129,10 @@ fn a_lost_lease_sends_sigterm_and_exits_70() {
         "trap 'echo term > \"{}\"; exit 0' TERM; touch \"$READY\"; while :; do sleep 0.02; done",
         marker.display()
     );
-    // A short TTL: the keep-alive renews every third of a second and finds the lock broken.
-    let holder = world.hold("job", &["--ttl", "1s", "--grace", "10s"], &script);
+    // The keep-alive renews every third of the TTL and finds the lock broken within it; 5 s,
+    // not less, so that renewals outlast a loaded machine (with 1 s the lease once expired by
+    // itself before the forced release: "not held: nothing to release").
+    let holder = world.hold("job", &["--ttl", "5s", "--grace", "10s"], &script);
     let broken = world.output(&["release", "--force", "job"]);
     broken
         .expect_code(0)
@@ -151,7 +153,7 @@ fn a_command_ignoring_sigterm_gets_sigkill_after_the_grace_period() {
         "trap '' TERM; echo $$ > \"{}\"; touch \"$READY\"; while :; do sleep 0.02; done",
         pid_file.display()
     );
-    let holder = world.hold("stubborn", &["--ttl", "1s", "--grace", "200ms"], &script);
+    let holder = world.hold("stubborn", &["--ttl", "5s", "--grace", "200ms"], &script);
     world
         .output(&["release", "--force", "stubborn"])
         .expect_code(0);

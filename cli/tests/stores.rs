@@ -38,9 +38,12 @@ fn every_command_on(var: &str, store: &str) {
 
     let first_token = run_for_token(&world, &lock);
 
-    // A short TTL, so the holder's keep-alive (every third of it) finds the break soon.
+    // A TTL the holder's keep-alive (every third of it) finds the break within, and long
+    // enough that its renewals outlast a slow store: with 2 s, a renewal on a new connection
+    // (seconds to open, over TLS, on the slow 2-core machines the suite runs on) came too late
+    // and the lease was gone before `locks` looked.
     let script = "trap 'exit 0' TERM; touch \"$READY\"; while :; do sleep 0.02; done";
-    let holder = world.hold(&lock, &["--ttl", "2s", "--grace", "5s"], script);
+    let holder = world.hold(&lock, &["--ttl", "10s", "--grace", "5s"], script);
     world
         .output(&["run", "--lock", &lock, "--no-wait", "--", "true"])
         .expect_code(75);

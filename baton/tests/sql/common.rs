@@ -1,8 +1,10 @@
 //! Which databases the tests run on, fresh tables, and raw SQL for setting up odd schemas.
 
 use std::collections::hash_map::RandomState;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use baton::sqlx::{self, AssertSqlSafe};
 use baton::{SqlPool, SqlStore};
@@ -36,6 +38,31 @@ impl Db {
             Db::Sqlite => cfg!(feature = "sqlite"),
             Db::Postgres | Db::PostgresTls => cfg!(feature = "postgres"),
             Db::MySql | Db::MySqlTls => cfg!(feature = "mysql"),
+        }
+    }
+}
+
+/// How long a test with a short time limit of its own waits for a store to serve it at all:
+/// opening a connection (a PostgreSQL backend, a TLS handshake) took up to 3.5 s on the slow
+/// 2-core machines the suite runs on, more than a 1 s limit lets one attempt wait for it.
+pub const REACHABLE_WITHIN: Duration = Duration::from_secs(60);
+
+/// `attempt()` again while it fails as [`baton::ErrorKind::StoreUnavailable`] (no connection in
+/// time), until it gives anything else or [`REACHABLE_WITHIN`] has passed: its last result.
+pub async fn while_unavailable<T, F, Fut>(mut attempt: F) -> Result<T, baton::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, baton::Error>>,
+{
+    let deadline = Instant::now() + REACHABLE_WITHIN;
+    loop {
+        match attempt().await {
+            Err(e)
+                if e.kind() == baton::ErrorKind::StoreUnavailable && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            result => return result,
         }
     }
 }

@@ -12,7 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::common::{base_url, drop_table, table, with_param, Db};
+use crate::common::{
+    base_url, drop_table, table, while_unavailable, with_param, Db, REACHABLE_WITHIN,
+};
 
 /// A TCP proxy on 127.0.0.1 to `upstream`, whose replies (server to client) are held while
 /// its switch is on. Requests always pass.
@@ -88,6 +90,10 @@ async fn a_server_that_stops_answering(db: Db) {
     let locker = baton::LockerBuilder::new(Arc::clone(&store))
         .build()
         .expect("valid");
+    // A connection first (opening one may take longer than the 1 s limit lets an attempt wait).
+    while_unavailable(|| async { locker.lock("stalled").await?.release().await })
+        .await
+        .expect("the store serves a lock and its release");
     // Statements that answer, for a second: each moves the connection's time limit on (a
     // limit left where the first statement set it would end the stalled one a second early).
     let busy = Instant::now();
@@ -137,9 +143,20 @@ async fn a_server_that_stops_answering(db: Db) {
         started.elapsed()
     );
 
-    // Answered again: the store serves the next command, on a new connection.
+    // Answered again: the store serves the next command, on a new connection (whose opening
+    // may take more than one attempt's second: "no connection in time" until then).
     proxy.stall.send_replace(false);
-    let reply = store.execute(read).await;
+    let deadline = Instant::now() + REACHABLE_WITHIN;
+    let reply = loop {
+        match store.execute(read.clone()).await {
+            Reply::Failed(Failure::NotApplied(m))
+                if m.starts_with("no connection became available") && Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            reply => break reply,
+        }
+    };
     assert!(
         matches!(reply, Reply::Cells(_)),
         "{db:?}: after the stall: {reply:?}"
