@@ -47,24 +47,34 @@ impl Db {
 /// 2-core machines the suite runs on, more than a 1 s limit lets one attempt wait for it.
 pub const REACHABLE_WITHIN: Duration = Duration::from_secs(60);
 
-/// `attempt()` again while it fails as [`baton::ErrorKind::StoreUnavailable`] (no connection in
-/// time), until it gives anything else or [`REACHABLE_WITHIN`] has passed: its last result.
-pub async fn while_unavailable<T, F, Fut>(mut attempt: F) -> Result<T, baton::Error>
+/// `attempt()` again while `unreachable` says its result is the store's not being reached yet,
+/// until it gives anything else or [`REACHABLE_WITHIN`] has passed: its last result.
+pub async fn retry_while<T, F, Fut>(mut attempt: F, unreachable: impl Fn(&T) -> bool) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = T>,
+{
+    let deadline = Instant::now() + REACHABLE_WITHIN;
+    loop {
+        let result = attempt().await;
+        if !unreachable(&result) || Instant::now() >= deadline {
+            return result;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// [`retry_while`] the attempt fails as [`baton::ErrorKind::StoreUnavailable`] (no connection
+/// in time).
+pub async fn while_unavailable<T, F, Fut>(attempt: F) -> Result<T, baton::Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, baton::Error>>,
 {
-    let deadline = Instant::now() + REACHABLE_WITHIN;
-    loop {
-        match attempt().await {
-            Err(e)
-                if e.kind() == baton::ErrorKind::StoreUnavailable && Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            result => return result,
-        }
-    }
+    retry_while(attempt, |result: &Result<T, baton::Error>| {
+        matches!(result, Err(e) if e.kind() == baton::ErrorKind::StoreUnavailable)
+    })
+    .await
 }
 
 /// 64 random bits.

@@ -12,9 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::common::{
-    base_url, drop_table, table, while_unavailable, with_param, Db, REACHABLE_WITHIN,
-};
+use crate::common::{base_url, drop_table, retry_while, table, while_unavailable, with_param, Db};
 
 /// A TCP proxy on 127.0.0.1 to `upstream`, whose replies (server to client) are held while
 /// its switch is on. Requests always pass.
@@ -146,17 +144,14 @@ async fn a_server_that_stops_answering(db: Db) {
     // Answered again: the store serves the next command, on a new connection (whose opening
     // may take more than one attempt's second: "no connection in time" until then).
     proxy.stall.send_replace(false);
-    let deadline = Instant::now() + REACHABLE_WITHIN;
-    let reply = loop {
-        match store.execute(read.clone()).await {
-            Reply::Failed(Failure::NotApplied(m))
-                if m.starts_with("no connection became available") && Instant::now() < deadline =>
-            {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            reply => break reply,
-        }
-    };
+    let reply = retry_while(
+        || store.execute(read.clone()),
+        |reply| {
+            matches!(reply, Reply::Failed(Failure::NotApplied(m))
+                if m.starts_with("no connection became available"))
+        },
+    )
+    .await;
     assert!(
         matches!(reply, Reply::Cells(_)),
         "{db:?}: after the stall: {reply:?}"
