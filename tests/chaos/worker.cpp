@@ -23,6 +23,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -273,6 +274,8 @@ struct Tally {
     std::uint64_t refused = 0;
     std::uint64_t lost = 0;
     std::uint64_t lock_errors = 0;
+    // The error codes seen so far: each one's first message goes to the log.
+    std::set<std::string> codes_seen;
 };
 
 Tally run(const Args& args) {
@@ -297,7 +300,12 @@ Tally run(const Args& args) {
             lock.emplace(locker, args.name);  // waits up to wait_timeout: TimedOut after it
         } catch (const baton::Error& e) {
             tally.lock_errors += 1;
-            reg.request("error " + c + " " + std::string(baton::kind_name(e.kind())));
+            const std::string code(baton::kind_name(e.kind()));
+            if (tally.codes_seen.insert(code).second) {
+                std::cerr << "worker.cpp " << c << ": first " << code << ": " << e.what()
+                          << std::endl;
+            }
+            reg.request("error " + c + " " + code);
             std::this_thread::sleep_for(milliseconds(20));
             continue;
         }

@@ -396,6 +396,8 @@ async function run(args, reg) {
   await reg.request(`hello ${c} node ${process.pid}`);
   const { locker, close } = await openLocker(args);
   const tally = { sections: 0, refused: 0, lost: 0, lockErrors: 0 };
+  /** @type {Set<string>} The error codes seen so far: each one's first message goes to the log. */
+  const codesSeen = new Set();
   try {
     const deadline = performance.now() + args.seconds * 1000;
     while (performance.now() < deadline) {
@@ -405,6 +407,10 @@ async function run(args, reg) {
       } catch (e) {
         if (!(e instanceof BatonError)) throw e;
         tally.lockErrors += 1;
+        if (!codesSeen.has(e.kind)) {
+          codesSeen.add(e.kind);
+          console.error(`worker.mjs ${c}: first ${e.kind}: ${e.message}`);
+        }
         await reg.request(`error ${c} ${e.kind}`);
         await sleep(20);
         continue;

@@ -25,8 +25,8 @@ import random
 import socket
 import sys
 import time
-from dataclasses import dataclass
-from typing import BinaryIO, List, Optional
+from dataclasses import dataclass, field
+from typing import BinaryIO, List, Optional, Set
 
 import baton
 
@@ -94,6 +94,8 @@ class Tally:
     refused: int = 0
     lost: int = 0
     lock_errors: int = 0
+    # The error codes seen so far: each one's first message goes to the log.
+    codes_seen: Set[str] = field(default_factory=set)
 
 
 def count(text: str) -> int:
@@ -149,6 +151,9 @@ def run(args: argparse.Namespace, reg: Register) -> Tally:
             lease = locker.acquire(args.name)  # waits up to the locker's timeout: TimedOut after
         except baton.BatonError as e:
             tally.lock_errors += 1
+            if e.kind not in tally.codes_seen:
+                tally.codes_seen.add(e.kind)
+                print(f"worker.py {c}: first {e.kind}: {e}", file=sys.stderr, flush=True)
             reg.request(f"error {c} {e.kind}")
             time.sleep(0.02)
             continue

@@ -98,6 +98,8 @@ struct Tally {
     refused: u64,
     lock_errors: u64,
     lost: u64,
+    /// The error codes seen so far: each one's first message goes to the log.
+    codes_seen: Vec<&'static str>,
 }
 
 fn main() -> ExitCode {
@@ -165,8 +167,12 @@ async fn run(args: &Args) -> Result<Tally, String> {
                 Ok(g) => Some(g),
                 Err(e) => {
                     tally.lock_errors += 1;
-                    reg.request(&format!("error {c} {}", e.kind().as_str()))
-                        .await?;
+                    let code = e.kind().as_str();
+                    if !tally.codes_seen.contains(&code) {
+                        tally.codes_seen.push(code);
+                        eprintln!("chaos_worker {c}: first {code}: {e}");
+                    }
+                    reg.request(&format!("error {c} {code}")).await?;
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
