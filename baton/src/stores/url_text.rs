@@ -30,7 +30,13 @@ fn redact_userinfo(url: &str) -> String {
         return url.to_owned();
     };
     match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
+        // The password's text wherever else it comes in the URL too (a URL pasted twice, say):
+        // found by fuzzing (`store_url`).
+        Some((user, password)) if !password.is_empty() => {
+            let tail = tail.replace(password, "***");
+            format!("{scheme}://{user}:***@{host}{tail}")
+        }
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
         None => url.to_owned(),
     }
 }
@@ -133,6 +139,10 @@ mod tests {
         assert_eq!(
             redact("mysql://u:pw@h/db?ssl-mode=REQUIRED&password=s3cret&Password=x"),
             "mysql://u:***@h/db?ssl-mode=REQUIRED&password=***&Password=***"
+        );
+        assert_eq!(
+            redact("postgresql://app:p%99ss@[::0]/a#postgresql://app:p%99ss@[::1]:5432/a"),
+            "postgresql://app:***@[::0]/a#postgresql://app:***@[::1]:5432/a"
         );
         assert!(has_password("postgres://app:pw@db/x?password_file=/p"));
         assert!(!has_password("postgres://app@db/x?password_file=/p"));
