@@ -29,16 +29,17 @@ fn redact_userinfo(url: &str) -> String {
     let Some((userinfo, host)) = authority.rsplit_once('@') else {
         return url.to_owned();
     };
-    match userinfo.split_once(':') {
-        // The password's text wherever else it comes in the URL too (a URL pasted twice, say):
-        // found by fuzzing (`store_url`).
-        Some((user, password)) if !password.is_empty() => {
-            let tail = tail.replace(password, "***");
-            format!("{scheme}://{user}:***@{host}{tail}")
-        }
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-        None => url.to_owned(),
-    }
+    let Some((user, password)) = userinfo.split_once(':') else {
+        return url.to_owned();
+    };
+    // The password's text wherever else it comes in the URL too (a URL pasted twice, say):
+    // found by fuzzing (`store_url`). An empty one has nothing to mask (and `replace` would
+    // put a mask between every two characters).
+    let tail = match password {
+        "" => tail.to_owned(),
+        _ => tail.replace(password, "***"),
+    };
+    format!("{scheme}://{user}:***@{host}{tail}")
 }
 
 /// Whether the URL's user info carries a password (`user:password@`).
