@@ -21,8 +21,8 @@ use std::time::Duration;
 use baton_kernel::{
     AfterObject, Cell, Command, Consistency, Error, ErrorKind, Failure, ForceRelease, Inspect,
     Instant, LifeEvent, LifePoll, ListLocks, LockLife, LockName, LockOptions, MemoryTable, Mode,
-    ObjectGuard, ObjectOp, ObjectRequest, Operation, OwnerId, Poll, Purge, Reply, Strategy, Wait,
-    Write, MAX_OBJECT_BYTES,
+    ObjectGuard, ObjectOp, ObjectRequest, Operation, OwnerId, Poll, Purge, Reply, Strategy, Turn,
+    Wait, Write, MAX_OBJECT_BYTES,
 };
 use libfuzzer_sys::arbitrary::Unstructured;
 
@@ -701,6 +701,11 @@ pub fn made_up_command(u: &mut Unstructured<'_>) -> Command {
             counter: made_up_key(u),
             counter_expected: maybe_value(u),
             counter_next: made_up_value(u),
+            turn: match u.int_in_range(0..=2).unwrap_or(0) {
+                0 => None,
+                1 => Some(Turn::Free),
+                _ => Some(Turn::Ours(made_up_value(u))),
+            },
             serial,
             consistency,
         },

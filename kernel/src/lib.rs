@@ -80,7 +80,7 @@ pub use life::{AfterObject, LifeEvent, LifePoll, LifeStatus, LockLife};
 pub use mode::Mode;
 pub use model::{
     Cell, ColumnFilter, Command, Consistency, Failure, MemoryTable, ObjectGuard, ReadConsistency,
-    Reply, SerialConsistency, Write,
+    Reply, SerialConsistency, Turn, Write,
 };
 pub use name::LockName;
 pub use object::{check_value, Object, MAX_OBJECT_BYTES, OBJECT_COLUMN};

@@ -161,6 +161,14 @@ pub struct LockOptions {
     ///
     /// [`LockPath`]: crate::LockPath
     pub paths: bool,
+    /// Unique insert: reserve the next grant for a waiter that was passed over (a *turn*, in
+    /// the row's `_NEXT_` cell), so that the client that releases and locks again at once
+    /// does not win every hand-off on a store that cannot wake waiters. Only for stores that
+    /// check a claim's [`Turn`](crate::Turn) condition; elsewhere the cell would be written
+    /// and never honoured. Decides only who claims when, never whether a claim is granted.
+    /// `None` (the default) is off for the kernel; a host fills it in from its store (the
+    /// Rust API: `Store::honours_turns`, true for Cassandra).
+    pub turns: Option<bool>,
     /// Wall-clock time of the acquisition in Unix milliseconds, recorded for people reading the
     /// lock table (age in `baton locks`). Never used to decide anything.
     pub created_unix_ms: u64,
@@ -266,12 +274,16 @@ pub enum Sabotage {
     /// column prefix seed 849682), so a reader whose entry a forced release removed takes a
     /// token beside a writer.
     SharedRetriesAnyMove,
+    /// Turns ([`LockOptions::turns`]): a waiter whose look finds the next grant reserved for
+    /// it takes the lock without the lock cell's condition (writes its record over the
+    /// holder's, then moves the counter), as if its turn were a grant.
+    TurnOverridesLock,
 }
 
 #[cfg_attr(not(feature = "sabotage"), allow(dead_code))]
 impl Sabotage {
     /// Every broken variant, for tests that each is caught.
-    pub const ALL: [Sabotage; 25] = [
+    pub const ALL: [Sabotage; 26] = [
         Sabotage::BakeryIgnoresEntering,
         Sabotage::UniqueBlindDelete,
         Sabotage::NoContinuity,
@@ -297,6 +309,7 @@ impl Sabotage {
         Sabotage::PathIgnoresDescendants,
         Sabotage::TokenIgnoresRelated,
         Sabotage::SharedRetriesAnyMove,
+        Sabotage::TurnOverridesLock,
     ];
 }
 
@@ -401,7 +414,7 @@ impl LockOptions {
         if p.prefix != reserved::COUNTER_COLUMN {
             if let Some(cell) = reserved::starting_with(&p.prefix) {
                 return Err(Error::invalid_option(format!(
-                    "column prefix {:?} is reserved: the cell {cell:?} ({}) starts with it, so the lock would take that cell for one of its own; choose a prefix that no cell named _LOCK_ or lock starts with",
+                    "column prefix {:?} is reserved: the cell {cell:?} ({}) starts with it, so the lock would take that cell for one of its own; choose a prefix that none of the reserved cells (_LOCK_, lock, _NEXT_, _OBJECT_) starts with",
                     p.prefix,
                     reserved::why(cell)
                 )));
@@ -449,6 +462,7 @@ impl Default for LockOptions {
             prefix: PrefixOptions::default(),
             mode: Mode::Exclusive,
             paths: false,
+            turns: None,
             created_unix_ms: 0,
             seed: 0,
             acquisition: 0,

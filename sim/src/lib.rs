@@ -179,6 +179,13 @@ pub struct Config {
     ///
     /// [`LockOptions::paths`]: baton_kernel::LockOptions::paths
     pub paths: bool,
+    /// Unique insert: the acquisitions reserve turns ([`LockOptions::turns`]), drawn apart
+    /// from everything else for half the unique-insert seeds on the replicated store (always
+    /// under its broken variant): Cassandra's, the one store that honours turns. The single
+    /// store, as the SQL stores, ignores a claim's turn condition.
+    ///
+    /// [`LockOptions::turns`]: baton_kernel::LockOptions::turns
+    pub turns: bool,
 }
 
 /// The modes of one run's acquisitions.
@@ -326,6 +333,10 @@ impl Config {
             paths: !objects
                 && strategy != Strategy::UniqueInsert
                 && SplitMix64::new(seed ^ 0x7A7E_5EED_0000_0043).below(2) == 0,
+            turns: strategy == Strategy::UniqueInsert
+                && faults.replicated
+                && (sabotage == Sabotage::TurnOverridesLock
+                    || SplitMix64::new(seed ^ 0x7E44_0000_0000_0045).below(2) == 0),
             modes: if objects || strategy == Strategy::UniqueInsert {
                 Modes::Exclusive
             } else {

@@ -500,6 +500,17 @@ fn a_shared_grant_retrying_over_any_move_is_caught_on_the_seeds_that_found_it() 
     }
 }
 
+/// Turns: a waiter that takes its turn for a grant writes over the holder.
+#[test]
+fn a_turn_taken_for_a_grant_is_caught() {
+    caught(
+        Strategy::UniqueInsert,
+        Sabotage::TurnOverridesLock,
+        None,
+        2_000,
+    );
+}
+
 #[test]
 fn every_broken_variant_has_a_test() {
     // The list above names each variant once; a new one must get a test here too.
@@ -529,6 +540,7 @@ fn every_broken_variant_has_a_test() {
         Sabotage::PathIgnoresDescendants,
         Sabotage::TokenIgnoresRelated,
         Sabotage::SharedRetriesAnyMove,
+        Sabotage::TurnOverridesLock,
     ];
     assert_eq!(tested, Sabotage::ALL);
 }

@@ -47,6 +47,8 @@ pub struct Contention {
     pub strategy: Strategy,
     /// The retry policy of every client.
     pub retry: RetryPolicy,
+    /// Whether every client reserves turns (`None`: as its store says).
+    pub turns: Option<bool>,
 }
 
 impl Contention {
@@ -61,7 +63,14 @@ impl Contention {
                 max_attempts: None,
                 ..RetryPolicy::default()
             },
+            turns: None,
         }
+    }
+
+    /// The same clients, reserving turns or not (`None`: as their store says).
+    pub fn turns(mut self, turns: Option<bool>) -> Contention {
+        self.turns = turns;
+        self
     }
 
     /// The same clients with `retry` as their policy.
@@ -74,13 +83,16 @@ impl Contention {
     /// commands the locker sends.
     fn counted_contender(&self) -> Result<(Locker, CountingStore), Error> {
         let store = CountingStore::new(baton::open_store(&self.url)?);
-        let locker = LockerBuilder::new(Arc::new(store.clone()))
+        let mut builder = LockerBuilder::new(Arc::new(store.clone()))
             .strategy(self.strategy)
             .keep_alive(false)
             .ttl(Duration::from_secs(60))
             .retry(self.retry)
-            .wait_timeout(Duration::from_secs(60))
-            .build()?;
+            .wait_timeout(Duration::from_secs(60));
+        if let Some(on) = self.turns {
+            builder = builder.turns(on);
+        }
+        let locker = builder.build()?;
         Ok((locker, store))
     }
 

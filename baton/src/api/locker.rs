@@ -416,6 +416,16 @@ impl LockerBuilder {
         self
     }
 
+    /// Unique insert: whether waiters passed over reserve the next grant (a *turn*, see
+    /// [`LockOptions::turns`]). Default: what the store says ([`Store::honours_turns`]): on
+    /// for Cassandra, which cannot wake waiters in other processes, off elsewhere (a store
+    /// that does not check turns would leave them in the way of every waiter but the
+    /// reserved one).
+    pub fn turns(mut self, on: bool) -> Self {
+        self.options.turns = Some(on);
+        self
+    }
+
     /// Whether guards renew their leases in the background (default true).
     pub fn keep_alive(mut self, keep_alive: bool) -> Self {
         self.keep_alive = keep_alive;
@@ -462,6 +472,15 @@ impl LockerBuilder {
         self.options.validate().map_err(|e| {
             Error::new(e.kind(), format!("invalid locker default: {}", e.message()))
         })?;
+        if self.options.turns == Some(true) && !self.store.honours_turns() {
+            return Err(Error::new(
+                ErrorKind::InvalidOption,
+                format!(
+                    "invalid locker default: turns on {}, which does not check them (only Cassandra's store does); leave turns to the store",
+                    self.store.describe()
+                ),
+            ));
+        }
         if !self.options.mode.is_exclusive() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
@@ -474,7 +493,10 @@ impl LockerBuilder {
         Ok(self.assemble())
     }
 
-    fn assemble(self) -> Locker {
+    fn assemble(mut self) -> Locker {
+        if self.options.turns.is_none() {
+            self.options.turns = Some(self.store.honours_turns());
+        }
         Locker {
             inner: Arc::new(Inner {
                 store: self.store,

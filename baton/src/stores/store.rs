@@ -63,6 +63,14 @@ pub trait Store: Send + Sync {
     /// A wrapper store forwards it along with `changes`.
     fn waiting(&self) {}
 
+    /// Whether the store checks a claim's turn condition ([`baton_kernel::Turn`]) in the
+    /// claim's own step, so that lockers on it reserve turns by default
+    /// ([`LockOptions::turns`](crate::LockOptions::turns)): Cassandra's does, which cannot wake
+    /// waiters in other processes; the others do not (the default). A wrapper store forwards it.
+    fn honours_turns(&self) -> bool {
+        false
+    }
+
     /// The largest object value this store's table takes, in bytes (see
     /// [`baton_statements::object_limit`]): a larger one is refused with
     /// [`ErrorKind::InvalidOption`](crate::ErrorKind::InvalidOption) before anything is sent.

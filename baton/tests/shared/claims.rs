@@ -57,6 +57,7 @@ fn claim_in(
         counter: COUNTER_COLUMN.into(),
         counter_expected: expected.map(String::from),
         counter_next: next.into(),
+        turn: None,
         serial: SerialConsistency::Serial,
         consistency: Consistency::Quorum,
     }

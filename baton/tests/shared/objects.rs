@@ -101,6 +101,7 @@ pub fn claim(
         counter: COUNTER_COLUMN.into(),
         counter_expected: expected.map(String::from),
         counter_next: next.into(),
+        turn: None,
         serial: SerialConsistency::Serial,
         consistency: Consistency::Quorum,
     }

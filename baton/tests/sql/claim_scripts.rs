@@ -113,6 +113,7 @@ per_db!(
                 counter: "_LOCK_".into(),
                 counter_expected: None,
                 counter_next: token.into(),
+                turn: None,
                 serial: SerialConsistency::Serial,
                 consistency: Consistency::Quorum,
             };
@@ -187,6 +188,7 @@ per_db!(
             counter: "_LOCK_".into(),
             counter_expected: expected,
             counter_next: format!("token {owner}"),
+            turn: None,
             serial: SerialConsistency::Serial,
             consistency: Consistency::Quorum,
         };

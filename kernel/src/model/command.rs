@@ -160,6 +160,24 @@ pub enum ObjectGuard {
     },
 }
 
+/// A [`Command::Claim`]'s condition on the row's turn cell ([`TURN_COLUMN`]), the reservation
+/// of the next grant for one waiter (see `Acquire`'s turns, [`LockOptions::turns`]).
+///
+/// A store honours both variants or neither: one that cannot check the cell in the claim's
+/// step ignores the condition (the SQL stores), which can only let more claims through, and
+/// the kernel never writes the cell there. The turn decides nothing about safety: a claim
+/// still applies only if the lock cell is absent and the counter as expected.
+///
+/// [`TURN_COLUMN`]: crate::reserved::TURN_COLUMN
+/// [`LockOptions::turns`]: crate::LockOptions::turns
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Turn {
+    /// Nobody's turn: the turn cell has no live value.
+    Free,
+    /// Ours: the turn cell holds exactly this value; a claim that applies also removes it.
+    Ours(String),
+}
+
 /// A storage command. Every command but [`Command::Scan`] and a table-wide [`Command::Purge`]
 /// addresses one row of the store's lock table. New commands may be added: a store answers
 /// one it does not know with `Reply::Failed(Failure::Rejected(..))`.
@@ -293,6 +311,10 @@ pub enum Command {
         counter_expected: Option<String>,
         /// The counter's new value.
         counter_next: String,
+        /// A condition on the row's turn cell, checked in the same step (`None`: none). A
+        /// claim refused by it alone is answered as not applied with the lock cell absent and
+        /// the counter as expected.
+        turn: Option<Turn>,
         /// Paxos consistency.
         serial: SerialConsistency,
         /// Commit consistency.

@@ -5,7 +5,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::command::{Cell, ColumnFilter, Command, ObjectGuard, Reply, Write};
+use super::command::{Cell, ColumnFilter, Command, ObjectGuard, Reply, Turn, Write};
+use crate::reserved::TURN_COLUMN;
 use crate::time::Instant;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,16 +141,26 @@ impl MemoryTable {
                 counter,
                 counter_expected,
                 counter_next,
+                turn,
                 ..
             } => {
                 let current = self.live(row, column, now).map(|e| e.value.clone());
                 let guard = self.live(row, counter, now).map(|e| e.value.clone());
-                if current.is_some() || guard != *counter_expected {
+                let found = self.live(row, TURN_COLUMN, now).map(|e| e.value.as_str());
+                let turn_holds = match turn {
+                    None => true,
+                    Some(Turn::Free) => found.is_none(),
+                    Some(Turn::Ours(ours)) => found == Some(ours.as_str()),
+                };
+                if current.is_some() || guard != *counter_expected || !turn_holds {
                     return Reply::Guarded {
                         applied: false,
                         current,
                         guard,
                     };
+                }
+                if matches!(turn, Some(Turn::Ours(_))) {
+                    self.cells.remove(&(row.clone(), TURN_COLUMN.into()));
                 }
                 self.put(row, column, value, *ttl, now, stamp);
                 self.put(row, counter, counter_next, None, now, stamp);

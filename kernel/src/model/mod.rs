@@ -32,6 +32,6 @@ mod memory;
 
 pub use command::{
     prefix_end, Cell, ColumnFilter, Command, Consistency, Failure, ObjectGuard, ReadConsistency,
-    Reply, SerialConsistency, Write,
+    Reply, SerialConsistency, Turn, Write,
 };
 pub use memory::MemoryTable;

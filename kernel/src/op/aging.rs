@@ -100,6 +100,12 @@ impl Aging {
         self.last_seen = holders;
     }
 
+    /// Whether the lock changed hands since we started waiting more often than we found the
+    /// same holder again: the waiter has been passed over.
+    pub(crate) fn passed_over(&self) -> bool {
+        self.passed_over > 0
+    }
+
     /// The wait before the next attempt of an acquisition that has `waited` so far: `backoff`
     /// (the policy's), shortened for a waiter passed over (see the module doc). `round_trip`
     /// is how long our last reply took.

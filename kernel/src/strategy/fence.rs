@@ -34,7 +34,7 @@ use alloc::string::String;
 
 use crate::error::unexpected;
 use crate::error::Result;
-use crate::model::{Command, Consistency, Reply, SerialConsistency};
+use crate::model::{Command, Consistency, Reply, SerialConsistency, Turn};
 use crate::record::Fence;
 
 /// What a reply to a counter update means.
@@ -195,14 +195,26 @@ impl FenceBump {
             .is_some_and(|f| f.owner == crate::record::FORCED)
     }
 
+    /// The counter's value this bump expects, as read (`None`: no counter cell yet).
+    pub fn expected_text(&self) -> Option<&str> {
+        self.expected_text.as_deref()
+    }
+
     /// The token this bump takes.
     pub fn token(&self) -> u64 {
         self.next_token()
     }
 
     /// Unique insert's fenced acquire in one step: insert `value` into `column` if no live cell
-    /// is there, and move the counter as [`FenceBump::command`] would, both or neither.
-    pub fn claim(&self, column: &str, value: String, ttl: core::time::Duration) -> Command {
+    /// is there, and move the counter as [`FenceBump::command`] would, both or neither, if
+    /// `turn` (a condition on the turn cell, see [`Turn`]) holds.
+    pub fn claim(
+        &self,
+        column: &str,
+        value: String,
+        ttl: core::time::Duration,
+        turn: Option<Turn>,
+    ) -> Command {
         Command::Claim {
             row: self.row.clone(),
             column: column.into(),
@@ -211,6 +223,7 @@ impl FenceBump {
             counter: self.column.clone(),
             counter_expected: self.expected_text.clone(),
             counter_next: self.next_value(),
+            turn,
             serial: self.serial,
             consistency: self.consistency,
         }
@@ -373,7 +386,12 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(expected(bump.command()).as_deref(), Some(read));
-        let claim = bump.claim("lock", "v".to_string(), core::time::Duration::from_secs(1));
+        let claim = bump.claim(
+            "lock",
+            "v".to_string(),
+            core::time::Duration::from_secs(1),
+            None,
+        );
         assert_eq!(expected(claim).as_deref(), Some(read));
         // Retried from a value read in a reply: that text, too.
         let co_holder = "token=43 owner=h3:1003:00000000000000cc  x=42";

@@ -85,7 +85,7 @@ use alloc::string::String;
 use crate::error::{Error, ErrorKind};
 use crate::record::LockRecord;
 
-pub use crate::reserved::LOCK_COLUMN;
+pub use crate::reserved::{LOCK_COLUMN, TURN_COLUMN};
 
 /// The error for an insert that found `current` in the way.
 pub(crate) fn busy(name: &str, current: Option<&str>) -> Error {

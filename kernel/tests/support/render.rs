@@ -159,6 +159,7 @@ pub fn render_command(c: &Command) -> String {
             counter,
             counter_expected,
             counter_next,
+            turn,
             serial: s,
             consistency,
         } => {
@@ -166,8 +167,13 @@ pub fn render_command(c: &Command) -> String {
                 Some(v) => format!("{v:?}"),
                 None => "absent".to_string(),
             };
+            let turn = match turn {
+                None => String::new(),
+                Some(baton_kernel::Turn::Free) => " if no turn".to_string(),
+                Some(baton_kernel::Turn::Ours(v)) => format!(" if turn {v:?} (taken)"),
+            };
             format!(
-                "claim {row:?}/{column:?} = {value:?} {} and {counter:?} if {expected} then {counter_next:?} {}/{}",
+                "claim {row:?}/{column:?} = {value:?} {} and {counter:?} if {expected} then {counter_next:?}{turn} {}/{}",
                 ttl(t),
                 serial(*s),
                 cl(*consistency)

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use baton_kernel::strategy::unique::TURN_COLUMN;
 use baton_kernel::{
     Cell, ColumnFilter, Command, Instant, MemoryTable, ObjectGuard, ReadConsistency, Reply,
-    SplitMix64, Write,
+    SplitMix64, Turn, Write,
 };
 
 use super::{shift, timeout, unavailable, Fate, ObjectChange, SimStore, MS, SEC};
@@ -269,9 +270,7 @@ impl Replicated {
                 match proposal {
                     Proposal::Command(command) => {
                         let command = whole_second_ttl(&command, now);
-                        let _ = self
-                            .paxos
-                            .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                        let _ = self.paxos_apply(&command, at, now, stamp, rng);
                     }
                     Proposal::Object { write, mut change } => {
                         let _ = self
@@ -284,6 +283,79 @@ impl Replicated {
                 self.completed += 1;
             }
         }
+    }
+
+    /// A Paxos round's step: `command` applied to the Paxos state at the coordinator's `now`.
+    /// A claim's turn condition ([`Turn`]) is on a plain cell (the turn is written with plain
+    /// puts): the round reads it from a quorum, and a claim that takes our turn deletes it on
+    /// every replica at the round's timestamp, as the batch's conditional delete does.
+    fn paxos_apply(
+        &mut self,
+        command: &Command,
+        at: u64,
+        now: u64,
+        stamp: u64,
+        rng: &mut SplitMix64,
+    ) -> Reply {
+        let Command::Claim {
+            row,
+            column,
+            counter,
+            turn: Some(turn),
+            ..
+        } = command
+        else {
+            return self
+                .paxos
+                .apply_stamped(command, Instant::from_nanos(now), stamp);
+        };
+        let skip = usize::try_from(at % 3).unwrap_or(0);
+        let found = self
+            .plain_cells(row, skip, at, now)
+            .into_iter()
+            .find(|c| c.column == TURN_COLUMN)
+            .map(|c| c.value);
+        let holds = match turn {
+            Turn::Free => found.is_none(),
+            Turn::Ours(ours) => found.as_deref() == Some(ours.as_str()),
+        };
+        if !holds {
+            let value_of = |c: &str| {
+                self.paxos
+                    .read(
+                        row,
+                        &ColumnFilter::Exact(c.to_string()),
+                        Instant::from_nanos(now),
+                    )
+                    .into_iter()
+                    .next()
+                    .map(|cell| cell.value)
+            };
+            return Reply::Guarded {
+                applied: false,
+                current: value_of(column),
+                guard: value_of(counter),
+            };
+        }
+        let mut unturned = command.clone();
+        if let Command::Claim { turn, .. } = &mut unturned {
+            *turn = None;
+        }
+        let reply = self
+            .paxos
+            .apply_stamped(&unturned, Instant::from_nanos(now), stamp);
+        if matches!(turn, Turn::Ours(_)) && matches!(reply, Reply::Guarded { applied: true, .. }) {
+            let row = row.clone();
+            let _ = self.write(
+                &row,
+                &[(TURN_COLUMN.to_string(), None, None)],
+                at,
+                stamp,
+                Fate::Normal,
+                rng,
+            );
+        }
+        reply
     }
 
     /// The live cells of `row` as a quorum (every replica but `skip`) has them at `at`, merged
@@ -567,9 +639,7 @@ impl SimStore for Replicated {
                 let coordinator = rng.below(3) as usize;
                 let now = self.node_now(coordinator, at);
                 let command = whole_second_ttl(command, now);
-                let mut reply = self
-                    .paxos
-                    .apply_stamped(&command, Instant::from_nanos(now), stamp);
+                let mut reply = self.paxos_apply(&command, at, now, stamp, rng);
                 // A serial read of a whole row reads the plain cells too (a Paxos round reads
                 // the partition from a quorum): what an object write's read-back judges its
                 // guard by.

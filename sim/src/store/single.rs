@@ -71,6 +71,19 @@ impl SingleCopy {
         stamp: u64,
         rng: &mut SplitMix64,
     ) -> Reply {
+        // The SQL stores ignore a claim's turn condition (`Turn`'s contract allows it).
+        let unturned;
+        let command = match command {
+            Command::Claim { turn: Some(_), .. } => {
+                let mut claim = command.clone();
+                if let Command::Claim { turn, .. } = &mut claim {
+                    *turn = None;
+                }
+                unturned = claim;
+                &unturned
+            }
+            _ => command,
+        };
         let split = matches!(command, Command::Claim { .. }) && chance(rng, self.split_chance);
         if self.crash_chance <= 0.0 {
             return self.commit_watched(command, now, stamp, split);
@@ -258,6 +271,8 @@ pub fn split_claim(table: &mut MemoryTable, command: &Command, now: Instant, sta
         counter_next,
         serial,
         consistency,
+        // The SQL stores do not honour turns (see `Turn`); `SingleCopy::apply` takes them off.
+        turn: _,
     } = command
     else {
         return table.apply_stamped(command, now, stamp);

@@ -526,6 +526,7 @@ impl Sim {
             ttl: self.cfg.ttl,
             mode,
             paths: self.cfg.paths,
+            turns: Some(self.cfg.turns),
             wait,
             retry: RetryPolicy {
                 initial: Duration::from_millis(5),

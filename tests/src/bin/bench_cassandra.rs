@@ -4,7 +4,7 @@
 //! bench_cassandra [--url URL] [--label NAME] [--iterations 300] [--contended-secs 10]
 //!                 [--clients 1,8,32] [--waiters 2,8,32] [--handoffs 100]
 //!                 [--strategies bakery,unique-insert,column-prefix] [--max-backoff-ms 1000]
-//!                 [--history 10000]
+//!                 [--history 10000] [--turns store|on|off[,...]] [--rounds 1]
 //! ```
 //!
 //! `--url` defaults to `BATON_CASSANDRA_URL`. For each strategy, on a fresh table:
@@ -29,6 +29,11 @@
 //! The contending clients retry as the locker does by default (10 ms doubling, with jitter)
 //! up to `--max-backoff-ms` (default 1 s, the default policy's cap).
 //!
+//! `--turns` lists variants of unique insert's turns (`LockOptions::turns`) to run one after
+//! the other for each strategy: `store` (the default: as the store says, on for Cassandra),
+//! `on` or `off`; each row's strategy column names its variant. `--rounds N` runs the whole
+//! list N times, alternating, so that a variant and its baseline share the run's conditions.
+//!
 //! Output: each strategy's table rows as it finishes, then the Markdown tables (those of
 //! docs/performance.md, "Cassandra").
 
@@ -52,6 +57,8 @@ struct Args {
     strategies: Vec<Strategy>,
     max_backoff: Duration,
     history: usize,
+    turns: Vec<Option<bool>>,
+    rounds: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -66,6 +73,8 @@ fn parse_args() -> Result<Args, String> {
         strategies: Strategy::ALL.to_vec(),
         max_backoff: RetryPolicy::default().max,
         history: 10_000,
+        turns: vec![None],
+        rounds: 1,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(flag) = argv.next() {
@@ -91,6 +100,18 @@ fn parse_args() -> Result<Args, String> {
             }
             "--max-backoff-ms" => args.max_backoff = Duration::from_millis(number()?.max(2)),
             "--history" => args.history = number()? as usize,
+            "--rounds" => args.rounds = number()?.max(1) as usize,
+            "--turns" => {
+                args.turns = value
+                    .split(',')
+                    .map(|v| match v {
+                        "store" => Ok(None),
+                        "on" => Ok(Some(true)),
+                        "off" => Ok(Some(false)),
+                        other => Err(format!("--turns: {other:?} is not store, on or off")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -126,6 +147,9 @@ impl Store for Recorder {
     fn waiting(&self) {
         self.inner.waiting()
     }
+    fn honours_turns(&self) -> bool {
+        self.inner.honours_turns()
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }
@@ -154,7 +178,8 @@ struct Contended {
 }
 
 struct Result1 {
-    strategy: Strategy,
+    /// The strategy, and the turns variant when it was chosen (`--turns`).
+    strategy: String,
     p50: Duration,
     p99: Duration,
     round_trips: usize,
@@ -202,7 +227,7 @@ impl Result1 {
             .join(", ");
         format!(
             "| {label} | {} | {} | {} | {} | {} / {} | {} | {:.2} | {per_s} | {jain} | {spread} | {} |",
-            self.strategy,
+            &self.strategy,
             self.wire.map_or("-".into(), |w| format!("{w:.1}")),
             self.round_trips,
             self.lwts,
@@ -219,7 +244,7 @@ impl Result1 {
         let (first, last, n) = self.history?;
         Some(format!(
             "| {label} | {} | {n} | {} | {} | {:.2} |",
-            self.strategy,
+            &self.strategy,
             ms(first),
             ms(last),
             last.as_secs_f64() / first.as_secs_f64()
@@ -338,7 +363,7 @@ fn rewrite(
         .collect()
 }
 
-async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
+async fn bench(args: &Args, strategy: Strategy, turns: Option<bool>) -> Result<Result1, String> {
     let url = table_url(&args.url);
     let store = CassandraStore::open(&url).map_err(|e| e.to_string())?;
     store.ensure_schema().await.map_err(|e| e.to_string())?;
@@ -347,12 +372,14 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         on: AtomicBool::new(false),
         log: Mutex::new(Vec::new()),
     });
-    let locker = baton::LockerBuilder::new(recorder.clone())
+    let mut builder = baton::LockerBuilder::new(recorder.clone())
         .strategy(strategy)
         .ttl(Duration::from_secs(10))
-        .retry(quick_retry(args.max_backoff))
-        .build()
-        .map_err(|e| e.to_string())?;
+        .retry(quick_retry(args.max_backoff));
+    if let Some(on) = turns {
+        builder = builder.turns(on);
+    }
+    let locker = builder.build().map_err(|e| e.to_string())?;
 
     // Record one uncontended cycle (after a warm-up) to learn its statements.
     let warm = 20;
@@ -438,7 +465,9 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
     };
 
     // Contended: clients on one name, each with its own session; then hand-offs.
-    let contention = Contention::new(&url, strategy).retry(quick_retry(args.max_backoff));
+    let contention = Contention::new(&url, strategy)
+        .retry(quick_retry(args.max_backoff))
+        .turns(turns);
     let mut throughput = Vec::with_capacity(args.clients.len());
     for &clients in &args.clients {
         let (counts, _) = contention
@@ -464,7 +493,11 @@ async fn bench(args: &Args, strategy: Strategy) -> Result<Result1, String> {
         }
     }
     Ok(Result1 {
-        strategy,
+        strategy: match turns {
+            None => strategy.to_string(),
+            Some(true) => format!("{strategy}, turns on"),
+            Some(false) => format!("{strategy}, turns off"),
+        },
         p50,
         p99,
         round_trips: cycle.len(),
@@ -497,8 +530,13 @@ fn main() {
         }
     };
     let mut results = Vec::new();
-    for strategy in args.strategies.clone() {
-        match runtime.block_on(bench(&args, strategy)) {
+    let runs = (0..args.rounds).flat_map(|_| {
+        args.strategies
+            .iter()
+            .flat_map(|&s| args.turns.iter().map(move |&t| (s, t)))
+    });
+    for (strategy, turns) in runs {
+        match runtime.block_on(bench(&args, strategy, turns)) {
             Ok(r) => {
                 // Progress: each strategy's rows as it finishes (the tables below repeat them).
                 println!("{}", r.row(&args.label));

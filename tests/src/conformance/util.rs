@@ -105,6 +105,10 @@ impl Store for CountingStore {
         self.inner.waiting()
     }
 
+    fn honours_turns(&self) -> bool {
+        self.inner.honours_turns()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

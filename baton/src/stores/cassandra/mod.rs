@@ -475,6 +475,12 @@ impl Store for CassandraStore {
         Some(self.inner.changes.subscribe())
     }
 
+    /// The claim's batch checks the turn cell (`probe` it, or delete ours): lockers on
+    /// Cassandra reserve turns, which keep a looping releaser from winning every hand-off.
+    fn honours_turns(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         self.inner.describe.clone()
     }

@@ -6,9 +6,11 @@
 
 mod bakery_queue;
 mod column_prefix;
+mod turns;
 mod unique_insert;
 
 use bakery_queue::BakeryAttempts;
+use turns::Turns;
 use unique_insert::UniqueClaims;
 
 use alloc::format;
@@ -59,8 +61,15 @@ enum Phase {
         until: Instant,
         then: Next,
     },
+    /// Unique insert with turns, a retry at the end of a back-off: the row read before the
+    /// claim (see `turns`).
+    UniqueLook,
     /// Unique insert's claim: the lock cell and the counter in one step.
     UniqueClaim(FenceBump),
+    /// Unique insert: our turn written, then a wait behind the holder (this busy error).
+    TurnTake(Error),
+    /// The broken variant `TurnOverridesLock`: our record written over the holder's.
+    UniqueOverride,
     /// Unique insert's insert alone (only under the blind-counter broken variant, which needs
     /// the counter written apart).
     UniqueInsert,
@@ -141,6 +150,8 @@ pub struct Acquire {
     fair: Fairness,
     /// Unique insert's state.
     unique: UniqueClaims,
+    /// Unique insert's turn (see `turns`).
+    turns: Turns,
     /// Bakery's state.
     bakery: BakeryAttempts,
     /// The holder the last contended attempt found, named by a [`ErrorKind::TimedOut`] that
@@ -238,6 +249,7 @@ impl Acquire {
             round_trip: core::time::Duration::ZERO,
             fair: Fairness::default(),
             unique: UniqueClaims::default(),
+            turns: Turns::default(),
             bakery: BakeryAttempts::default(),
             last_holder: None,
             result: None,
@@ -374,6 +386,9 @@ impl Acquire {
                         serial: self.opts.serial,
                         consistency: self.opts.consistency,
                     });
+                } else if self.uses_turns() && self.attempts > 1 && !self.fair.woke_attempt {
+                    // `attempts` counts this one: a retry that no wake-up started.
+                    self.look();
                 } else {
                     self.claim();
                 }
@@ -491,7 +506,9 @@ impl Acquire {
             .retry
             .delay(self.attempts.saturating_sub(1), &mut self.rng);
         // A store that wakes its waiters tells them when to try; aging is for polling ones.
-        let delay = if self.fair.herd.woken() {
+        let delay = if let Some(pace) = self.turn_pace() {
+            pace.min(backoff)
+        } else if self.fair.herd.woken() {
             backoff
         } else {
             let waited = self.waited(now);
@@ -570,6 +587,7 @@ impl Acquire {
             self.phase,
             Phase::UniqueInsert
                 | Phase::UniqueClaim(_)
+                | Phase::UniqueOverride
                 | Phase::BakeryEnter
                 | Phase::BakeryTicket(_)
                 | Phase::BakeryRefresh(_)
@@ -653,7 +671,10 @@ impl Acquire {
     fn on_reply(&mut self, reply: Reply, sent: Instant, now: Instant) {
         self.round_trip = now.saturating_duration_since(sent);
         match core::mem::replace(&mut self.phase, Phase::Done) {
-            phase @ (Phase::UniqueClaim(_)
+            phase @ (Phase::UniqueLook
+            | Phase::UniqueClaim(_)
+            | Phase::TurnTake(_)
+            | Phase::UniqueOverride
             | Phase::UniqueInsert
             | Phase::UniqueClearOwn
             | Phase::UniqueBlindDelete) => self.on_unique_reply(phase, reply, sent, now),

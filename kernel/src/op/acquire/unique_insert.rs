@@ -41,8 +41,9 @@ impl Acquire {
         );
         match bump {
             Ok(bump) => {
+                let turn = self.turn_condition();
                 self.io
-                    .send(bump.claim(&self.column, self.value.clone(), self.opts.ttl));
+                    .send(bump.claim(&self.column, self.value.clone(), self.opts.ttl, turn));
                 self.phase = Phase::UniqueClaim(bump);
             }
             // An unreadable counter value: let the store's own value replace it.
@@ -68,7 +69,7 @@ impl Acquire {
     /// Unique insert: the lock holds `current`, not our record. `seen` names the acquisition
     /// that got the lock, for aging: the fencing counter where the reply carries it (it moves
     /// exactly when the lock changes hands), else the holder's record.
-    fn unique_taken(&mut self, current: String, seen: Vec<String>, now: Instant) {
+    pub(super) fn unique_taken(&mut self, current: String, seen: Vec<String>, now: Instant) {
         let ours = LockRecord::decode(&current)
             .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
         if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
@@ -101,7 +102,7 @@ impl Acquire {
         }
         let busy = unique::busy(self.name.as_str(), Some(&current));
         self.fair.aging.found(seen);
-        self.contended(now, busy);
+        self.wait_behind(busy, now);
     }
 
     /// A reply to one of unique insert's commands.
@@ -113,6 +114,24 @@ impl Acquire {
         now: Instant,
     ) {
         match (phase, reply) {
+            (Phase::UniqueLook, Reply::Cells(cells)) => self.on_look(cells, now),
+            (Phase::TurnTake(busy), Reply::Written) => self.turn_taken(busy, now),
+            (Phase::UniqueOverride, Reply::Written) => {
+                self.cell_written(sent);
+                self.read_fence();
+            }
+            (
+                Phase::UniqueClaim(bump),
+                Reply::Guarded {
+                    current: None,
+                    guard,
+                    ..
+                },
+            ) if self.turn_condition().is_some() && guard.as_deref() == bump.expected_text() => {
+                // Free, the counter as we expected: only the turn condition refused the claim.
+                self.wrote = false;
+                self.turn_refused(now);
+            }
             (Phase::UniqueClaim(bump), Reply::Guarded { current, guard, .. }) => {
                 if current.as_deref() == Some(self.value.as_str()) {
                     // Our record is the lock's: inserted by this claim (or by an earlier send of

@@ -15,9 +15,10 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use baton_kernel::model::prefix_end;
+use baton_kernel::strategy::unique::TURN_COLUMN;
 use baton_kernel::{
     Cell, ColumnFilter, Command, Consistency, Failure, ReadConsistency, Reply, SerialConsistency,
-    Write,
+    Turn, Write,
 };
 
 use super::Statement;
@@ -478,6 +479,7 @@ impl<'c> Operation<'c> {
                 counter,
                 counter_expected,
                 counter_next,
+                turn,
                 serial,
                 consistency,
             } => {
@@ -492,14 +494,28 @@ impl<'c> Operation<'c> {
                         (Statement::CompareAndSet, values)
                     }
                 };
+                let mut statements = vec![
+                    (
+                        Statement::InsertIfAbsent,
+                        put_values(row, column, value, *ttl),
+                    ),
+                    counter,
+                ];
+                // The turn: a probe of its cell (nobody's), or the delete of ours. A table
+                // without the probe column takes neither: the turn is then not honoured, which
+                // costs fairness only (`Turn`'s contract).
+                match turn {
+                    _ if self.probe_refusal.is_some() => {}
+                    None => {}
+                    Some(Turn::Free) => statements
+                        .push((Statement::ProbeAbsent, vec![text(row), text(TURN_COLUMN)])),
+                    Some(Turn::Ours(ours)) => statements.push((
+                        Statement::CompareAndDelete,
+                        vec![text(row), text(TURN_COLUMN), text(ours)],
+                    )),
+                }
                 Step::Batch {
-                    statements: vec![
-                        (
-                            Statement::InsertIfAbsent,
-                            put_values(row, column, value, *ttl),
-                        ),
-                        counter,
-                    ],
+                    statements,
                     consistency: levels.plain(*consistency),
                     serial: Some(levels.serial(*serial)),
                 }

@@ -159,6 +159,7 @@ fn claim(expected: Option<&str>) -> Command {
         counter: "_LOCK_".into(),
         counter_expected: expected.map(String::from),
         counter_next: "token=2".into(),
+        turn: None,
         serial: SerialConsistency::Serial,
         consistency: Consistency::default(),
     }

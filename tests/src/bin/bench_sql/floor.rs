@@ -274,6 +274,7 @@ impl Replay {
                     counter,
                     counter_expected,
                     counter_next,
+                    turn,
                     serial,
                     consistency,
                 } => Command::Claim {
@@ -288,6 +289,7 @@ impl Replay {
                     column,
                     ttl,
                     counter,
+                    turn,
                     serial,
                     consistency,
                 },
