@@ -163,10 +163,11 @@ pub enum ObjectGuard {
 /// A [`Command::Claim`]'s condition on the row's turn cell ([`TURN_COLUMN`]), the reservation
 /// of the next grant for one waiter (see `Acquire`'s turns, [`LockOptions::turns`]).
 ///
-/// A store honours both variants or neither: one that cannot check the cell in the claim's
-/// step ignores the condition (the SQL stores), which can only let more claims through, and
-/// the kernel never writes the cell there. The turn decides nothing about safety: a claim
-/// still applies only if the lock cell is absent and the counter as expected.
+/// A store that cannot check the cell in the claim's step may ignore the condition: the SQL
+/// stores ignore both variants (and the kernel writes no turn there), Cassandra on a table
+/// without the `probe` column ignores [`Turn::Free`]. Ignoring it can only let more claims
+/// through. The turn decides nothing about safety: a claim still applies only if the lock
+/// cell is absent and the counter as expected.
 ///
 /// [`TURN_COLUMN`]: crate::reserved::TURN_COLUMN
 /// [`LockOptions::turns`]: crate::LockOptions::turns

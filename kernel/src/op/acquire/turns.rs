@@ -206,3 +206,182 @@ impl Acquire {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Consistency, Reply, SerialConsistency};
+    use crate::{
+        Grant, LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll, Release, Wait,
+    };
+
+    const T0: Instant = Instant::from_nanos(1_000_000_000);
+
+    fn at(ms: u64) -> Instant {
+        T0.saturating_add(Duration::from_millis(ms))
+    }
+
+    fn claim(turn: Option<Turn>, expected: Option<&str>) -> Command {
+        Command::Claim {
+            row: "job".into(),
+            column: "lock".into(),
+            value: "owner=a".into(),
+            ttl: Some(Duration::from_secs(60)),
+            counter: "_LOCK_".into(),
+            counter_expected: expected.map(String::from),
+            counter_next: "token=1 owner=a".into(),
+            turn,
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        }
+    }
+
+    fn put_turn(table: &mut MemoryTable, value: &str, now: Instant) {
+        let put = Command::Put {
+            row: "job".into(),
+            column: TURN_COLUMN.into(),
+            value: value.into(),
+            ttl: Some(TURN_TTL),
+            consistency: Consistency::Quorum,
+        };
+        assert_eq!(table.apply(&put, now), Reply::Written);
+    }
+
+    fn applied(reply: &Reply) -> bool {
+        matches!(reply, Reply::Guarded { applied: true, .. })
+    }
+
+    #[test]
+    fn the_memory_table_checks_a_claims_turn_and_removes_ours() {
+        let mut table = MemoryTable::new();
+        put_turn(&mut table, "b acq=1", T0);
+        let refused = Reply::Guarded {
+            applied: false,
+            current: None,
+            guard: None,
+        };
+        assert_eq!(table.apply(&claim(Some(Turn::Free), None), T0), refused);
+        let other = claim(Some(Turn::Ours("c acq=2".into())), None);
+        assert_eq!(table.apply(&other, T0), refused);
+        // No condition: the turn is not looked at (a store that ignores turns).
+        let mut ignoring = table.clone();
+        assert!(applied(&ignoring.apply(&claim(None, None), T0)));
+        // Ours: applied, and the turn is gone with it.
+        let ours = claim(Some(Turn::Ours("b acq=1".into())), None);
+        assert!(applied(&table.apply(&ours, T0)));
+        assert!(table
+            .read("job", &crate::ColumnFilter::All, T0)
+            .iter()
+            .all(|c| c.column != TURN_COLUMN));
+        // A turn nobody refreshes stops counting when its TTL ends.
+        let mut table = MemoryTable::new();
+        put_turn(&mut table, "b acq=1", T0);
+        assert!(!applied(
+            &table.apply(&claim(Some(Turn::Free), None), at(999))
+        ));
+        assert!(applied(
+            &table.apply(&claim(Some(Turn::Free), None), at(1_000))
+        ));
+    }
+
+    /// Where an operation stopped: waiting until an instant, or done.
+    enum Stop<T> {
+        Waits(Instant),
+        Done(crate::Result<T>),
+    }
+
+    fn drive<O: Operation>(op: &mut O, table: &mut MemoryTable, now: Instant) -> Stop<O::Output> {
+        loop {
+            match op.poll(now) {
+                Poll::Execute(id, command) => op.handle(id, table.apply(&command, now)),
+                Poll::WaitUntil(until) => return Stop::Waits(until),
+                Poll::Ready(result) => return Stop::Done(result),
+            }
+        }
+    }
+
+    fn acquire(owner: u32, wait: Wait, acquisition: u64) -> Acquire {
+        let opts = LockOptions {
+            wait,
+            turns: Some(true),
+            acquisition,
+            seed: u64::from(owner),
+            ..LockOptions::default()
+        };
+        let owner = OwnerId::new("h", owner, 7).expect("valid");
+        Acquire::new(LockName::new("job").expect("valid"), owner, opts).expect("valid")
+    }
+
+    fn granted(op: &mut Acquire, table: &mut MemoryTable, now: Instant) -> Grant {
+        match drive(op, table, now) {
+            Stop::Done(Ok(grant)) => grant,
+            Stop::Done(Err(e)) => panic!("not granted: {e}"),
+            Stop::Waits(_) => panic!("not granted: waits"),
+        }
+    }
+
+    fn release(grant: &Grant, table: &mut MemoryTable, now: Instant) {
+        let mut op = Release::new(&grant.lease);
+        assert!(matches!(drive(&mut op, table, now), Stop::Done(Ok(_))));
+    }
+
+    fn turn_of(table: &MemoryTable, now: Instant) -> Option<String> {
+        table
+            .read("job", &crate::ColumnFilter::All, now)
+            .into_iter()
+            .find(|c| c.column == TURN_COLUMN)
+            .map(|c| c.value)
+    }
+
+    /// A waiter that saw the lock change hands takes the turn, the releaser's next claim is
+    /// refused by it, and the waiter takes the lock, removing its turn.
+    #[test]
+    fn a_passed_over_waiter_takes_the_turn_and_the_next_grant() {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
+        let mut waiter = acquire(2, wait, 21);
+        let Stop::Waits(mut next) = drive(&mut waiter, &mut table, at(0)) else {
+            panic!("the waiter waits");
+        };
+        // The holder hands the lock to itself again while the waiter sleeps: the waiter's next
+        // look finds another holder (passed over) and no turn, and takes it.
+        release(&first, &mut table, at(1));
+        let mut again = granted(&mut acquire(1, wait, 13), &mut table, at(1));
+        let mut reserved = false;
+        for _ in 0..20 {
+            let Stop::Waits(until) = drive(&mut waiter, &mut table, next) else {
+                panic!("the waiter waits while the lock is held");
+            };
+            next = until;
+            if turn_of(&table, next).is_some() {
+                reserved = true;
+                break;
+            }
+            release(&again, &mut table, next);
+            again = granted(&mut acquire(1, wait, 15), &mut table, next);
+        }
+        assert!(reserved, "the passed-over waiter never took the turn");
+        assert!(waiter.turns.holding);
+        // The waiter polls about once a round trip (none here: the minimum).
+        let Stop::Waits(until) = drive(&mut waiter, &mut table, next) else {
+            panic!("still held");
+        };
+        assert!(until <= next.saturating_add(TURN_POLL_MIN), "{until:?}");
+        // The holder releases and tries again at once: the turn refuses it.
+        release(&again, &mut table, until);
+        match drive(&mut acquire(1, Wait::TryOnce, 17), &mut table, until) {
+            Stop::Done(Err(e)) => {
+                assert_eq!(e.kind(), crate::ErrorKind::Busy);
+                assert!(e.message().contains("reserved for another waiter"), "{e}");
+            }
+            _ => panic!("the releaser took the lock reserved for the waiter"),
+        }
+        let grant = granted(&mut waiter, &mut table, until);
+        assert_eq!(
+            grant.lease.owner().key(),
+            OwnerId::new("h", 2, 7).unwrap().key()
+        );
+        assert_eq!(turn_of(&table, until), None, "the turn outlived its grant");
+    }
+}

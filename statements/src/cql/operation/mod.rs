@@ -237,10 +237,14 @@ impl<'c> Operation<'c> {
 
     /// Says that the table has no `probe` column ([`PROBE_COLUMN`](super::PROBE_COLUMN)), for
     /// the reason `why` ([`SchemaSetup::probe_refusal`](super::SchemaSetup::probe_refusal)):
-    /// an object write is then answered with [`Failure::Rejected`] before any statement.
-    /// Other commands run as before.
+    /// an object write is then answered with [`Failure::Rejected`] before any statement, and
+    /// a claim leaves out the probe of an absent turn (a condition the store may ignore, see
+    /// [`Turn`]). Other commands run as before.
     pub fn without_probe(mut self, why: &str) -> Self {
-        if matches!(self.command, Command::SetObject { .. }) {
+        if matches!(
+            self.command,
+            Command::SetObject { .. } | Command::Claim { .. }
+        ) {
             self.probe_refusal = Some(String::from(why));
         }
         self
@@ -502,11 +506,12 @@ impl<'c> Operation<'c> {
                     counter,
                 ];
                 // The turn: a probe of its cell (nobody's), or the delete of ours. A table
-                // without the probe column takes neither: the turn is then not honoured, which
-                // costs fairness only (`Turn`'s contract).
+                // without the probe column cannot take the probe: a claim then goes in
+                // whoever's turn it is, which costs fairness only (`Turn`'s contract); the
+                // delete of ours needs no probe.
                 match turn {
-                    _ if self.probe_refusal.is_some() => {}
                     None => {}
+                    Some(Turn::Free) if self.probe_refusal.is_some() => {}
                     Some(Turn::Free) => statements
                         .push((Statement::ProbeAbsent, vec![text(row), text(TURN_COLUMN)])),
                     Some(Turn::Ours(ours)) => statements.push((

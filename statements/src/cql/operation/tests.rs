@@ -394,3 +394,76 @@ fn without_the_probe_column_object_writes_are_refused_and_others_run() {
         .without_probe("no probe");
     assert!(matches!(op.step(), Step::Execute { .. }));
 }
+
+fn claim(turn: Option<Turn>) -> Command {
+    Command::Claim {
+        row: "r".into(),
+        column: "lock".into(),
+        value: "owner=a".into(),
+        ttl: Some(Duration::from_secs(60)),
+        counter: "_LOCK_".into(),
+        counter_expected: Some("token=1".into()),
+        counter_next: "token=2 owner=a".into(),
+        turn,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::Quorum,
+    }
+}
+
+/// The statements of a claim's batch, on a table with or without the `probe` column.
+fn claim_batch(command: &Command, probe: bool) -> Vec<(Statement, Vec<Value<'_>>)> {
+    let op = Operation::new(command, Levels::default(), |_| unreachable!()).expect("valid");
+    let mut op = if probe {
+        op
+    } else {
+        op.without_probe("no probe")
+    };
+    match op.step() {
+        Step::Batch { statements, .. } => statements,
+        other => panic!("a claim is one batch: {other:?}"),
+    }
+}
+
+#[test]
+fn a_claims_turn_is_a_probe_of_the_turn_cell_or_the_delete_of_ours() {
+    let names = |s: &[(Statement, Vec<Value<'_>>)]| s.iter().map(|(s, _)| *s).collect::<Vec<_>>();
+    let base = [Statement::InsertIfAbsent, Statement::CompareAndSet];
+    let (none, free, ours) = (
+        claim(None),
+        claim(Some(Turn::Free)),
+        claim(Some(Turn::Ours("a acq=1".into()))),
+    );
+    assert_eq!(names(&claim_batch(&none, true)), base);
+    let batch = claim_batch(&free, true);
+    assert_eq!(names(&batch)[..2], base);
+    assert_eq!(
+        batch[2],
+        (Statement::ProbeAbsent, vec![text("r"), text("_NEXT_")])
+    );
+    assert_eq!(
+        claim_batch(&ours, true)[2],
+        (
+            Statement::CompareAndDelete,
+            vec![text("r"), text("_NEXT_"), text("a acq=1")]
+        )
+    );
+    // Without the probe column: no probe (the store ignores `Free`), the delete of ours kept.
+    assert_eq!(names(&claim_batch(&free, false)), base);
+    assert_eq!(
+        names(&claim_batch(&ours, false))[2],
+        Statement::CompareAndDelete
+    );
+    // Refused by the turn alone: the lock free and the counter as expected, as the kernel reads
+    // it; the turn's row is not part of the reply.
+    let mut op = Operation::new(&free, Levels::default(), |_| unreachable!()).expect("valid");
+    assert!(matches!(op.step(), Step::Batch { .. }));
+    op.rows(not_applied(&[("_LOCK_", "token=1"), ("_NEXT_", "b acq=2")]));
+    assert_eq!(
+        op.step(),
+        Step::Reply(Reply::Guarded {
+            applied: false,
+            current: None,
+            guard: Some("token=1".into()),
+        })
+    );
+}
