@@ -32,14 +32,22 @@ fn redact_userinfo(url: &str) -> String {
     let Some((user, password)) = userinfo.split_once(':') else {
         return url.to_owned();
     };
-    // The password's text wherever else it comes in the URL too (a URL pasted twice, say):
-    // found by fuzzing (`store_url`). An empty one has nothing to mask (and `replace` would
-    // put a mask between every two characters).
-    let tail = match password {
-        "" => tail.to_owned(),
-        _ => tail.replace(password, "***"),
+    // The password's text wherever else it comes in the URL too: in the rest of it (a URL
+    // pasted twice, say), in the host, in the user name. Found by fuzzing (`store_url`: a
+    // password that came again after the host, then one that came again as the host). An
+    // empty one has nothing to mask (and `replace` would put a mask between every two
+    // characters).
+    let mask = |text: &str| match password {
+        "" => text.to_owned(),
+        _ => text.replace(password, "***"),
     };
-    format!("{scheme}://{user}:***@{host}{tail}")
+    format!(
+        "{}://{}:***@{}{}",
+        scheme,
+        mask(user),
+        mask(host),
+        mask(tail)
+    )
 }
 
 /// Whether the URL's user info carries a password (`user:password@`).
@@ -144,6 +152,16 @@ mod tests {
         assert_eq!(
             redact("postgresql://app:p%99ss@[::0]/a#postgresql://app:p%99ss@[::1]:5432/a"),
             "postgresql://app:***@[::0]/a#postgresql://app:***@[::1]:5432/a"
+        );
+        // The password again as the host, or as the user name (fuzz/artifacts/store_url/
+        // crash-1bb39739…: an undecodable password, `p%99ss`, shown in the host).
+        assert_eq!(
+            redact("postgresql://app:p%99ss@p%99ss=one"),
+            "postgresql://app:***@***=one"
+        );
+        assert_eq!(
+            redact("postgres://s3cret:s3cret@db/x"),
+            "postgres://***:***@db/x"
         );
         assert!(has_password("postgres://app:pw@db/x?password_file=/p"));
         assert!(!has_password("postgres://app@db/x?password_file=/p"));
