@@ -81,6 +81,8 @@ pub(crate) struct Aging {
     /// Up to [`MAX_HALVINGS`]: one more each time an attempt finds that the lock changed hands
     /// since our previous attempt, one fewer each time it finds the same holder.
     passed_over: u32,
+    /// Whether the lock changed hands between two of our attempts at least once.
+    hot: bool,
 }
 
 impl Aging {
@@ -94,6 +96,7 @@ impl Aging {
             self.passed_over = if holders.iter().any(|h| self.last_seen.contains(h)) {
                 self.passed_over.saturating_sub(1)
             } else {
+                self.hot = true;
                 self.passed_over.saturating_add(1).min(MAX_HALVINGS)
             };
         }
@@ -104,6 +107,22 @@ impl Aging {
     /// same holder again: the waiter has been passed over.
     pub(crate) fn passed_over(&self) -> bool {
         self.passed_over > 0
+    }
+
+    /// The wait of a waiter on a hot lock (one that changed hands while we waited) whose polls
+    /// are plain reads (unique insert's looks with turns): at most half the hot scale
+    /// (jittered), whether or not the holder changed since our last look, so that a waiter is
+    /// there to take the next turn. `None` on a lock that has not changed hands while we
+    /// waited: a long holder costs no more reads than before.
+    pub(crate) fn hot_look(
+        &self,
+        round_trip: Duration,
+        policy: &RetryPolicy,
+        rng: &mut SplitMix64,
+    ) -> Option<Duration> {
+        self.hot.then(|| {
+            RetryPolicy::jitter(hot_scale(round_trip, policy) / 2, rng).max(policy.initial)
+        })
     }
 
     /// The wait before the next attempt of an acquisition that has `waited` so far: `backoff`

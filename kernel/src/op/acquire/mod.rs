@@ -266,6 +266,9 @@ impl Acquire {
         self.unique.counter_seen = hint.as_ref().map(|h| h.value.clone());
         self.fair.courtesy = hint.as_ref().and_then(|h| h.courtesy);
         self.fair.courtesies = hint.as_ref().map_or(0, |h| h.courtesies);
+        // After a contended lease, the first attempt looks before it claims (with turns):
+        // a claim would be refused by the turn a waiter took meanwhile.
+        self.turns.look_first = self.fair.courtesies > 0;
         self.fence_hint = hint;
         self
     }
@@ -386,8 +389,12 @@ impl Acquire {
                         serial: self.opts.serial,
                         consistency: self.opts.consistency,
                     });
-                } else if self.uses_turns() && self.attempts > 1 && !self.fair.woke_attempt {
-                    // `attempts` counts this one: a retry that no wake-up started.
+                } else if self.uses_turns()
+                    && ((self.attempts > 1 && !self.fair.woke_attempt)
+                        || core::mem::take(&mut self.turns.look_first))
+                {
+                    // `attempts` counts this one: a retry that no wake-up started, or the
+                    // first attempt after a contended lease.
                     self.look();
                 } else {
                     self.claim();
@@ -506,8 +513,17 @@ impl Acquire {
             .retry
             .delay(self.attempts.saturating_sub(1), &mut self.rng);
         // A store that wakes its waiters tells them when to try; aging is for polling ones.
+        let hot_look = if self.uses_turns() {
+            self.fair
+                .aging
+                .hot_look(self.round_trip, &self.opts.retry, &mut self.rng)
+        } else {
+            None
+        };
         let delay = if let Some(pace) = self.turn_pace() {
             pace.min(backoff)
+        } else if let Some(look) = hot_look {
+            look.min(backoff)
         } else if self.fair.herd.woken() {
             backoff
         } else {

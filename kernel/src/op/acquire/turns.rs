@@ -68,6 +68,9 @@ pub(super) struct Turns {
     pub(super) holding: bool,
     /// The turn cell as the last look found it, until the look's outcome is decided.
     pub(super) seen: Option<TurnSeen>,
+    /// The first attempt looks before it claims: the locker's previous lease of the name was
+    /// contended (it owes a courtesy), so a waiter may have taken the turn meanwhile.
+    pub(super) look_first: bool,
 }
 
 impl Acquire {
