@@ -20,8 +20,9 @@ use libfuzzer_sys::fuzz_target;
 
 /// The setups a table is run under, by digit: '0' unique insert, '1' bakery, '3' column prefix,
 /// each exclusive and flat, keep-alive on, trying once; '2' bakery and '4' column prefix shared
-/// with paths, keep-alive off, waiting.
-fn setups() -> [Setup; 5] {
+/// with paths, keep-alive off, waiting; '5' unique insert waiting, with turns (its retries
+/// look at the row, and may write or take the `_NEXT_` cell).
+fn setups() -> [Setup; 6] {
     let flat = |strategy| Setup {
         strategy,
         mode: Mode::Exclusive,
@@ -42,13 +43,17 @@ fn setups() -> [Setup; 5] {
         shared(Strategy::Bakery),
         flat(Strategy::ColumnPrefix),
         shared(Strategy::ColumnPrefix),
+        Setup {
+            wait: true,
+            ..flat(Strategy::UniqueInsert)
+        },
     ]
 }
 
 fuzz_target!(|data: &[u8]| {
-    // The first byte picks the setup ('0' to '4'; any byte counts, wrapping around), the rest
-    // is the table: one scenario per input (the fuzzer mutates both), five times the
-    // executions a second of running all five.
+    // The first byte picks the setup ('0' to '5'; any byte counts, wrapping around), the rest
+    // is the table: one scenario per input (the fuzzer mutates both), six times the
+    // executions a second of running all six.
     let Some((&pick, text)) = data.split_first() else {
         return;
     };

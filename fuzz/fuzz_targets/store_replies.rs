@@ -36,6 +36,7 @@ fuzz_target!(|data: &[u8]| {
         "lock",
         "_LOCK_",
         "_OBJECT_",
+        "_NEXT_",
         "ticket/web-1:4242:00000000deadbeef",
         "_LOCK_web-1:4242:00000000deadbeef",
         "_LOCK_x|web-1:4242:00000000deadbeef",

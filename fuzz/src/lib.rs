@@ -470,6 +470,9 @@ impl Setup {
             created_unix_ms: 1_763_700_000_000,
             seed: 42,
             acquisition: 0x5f0e_1d2c_3b4a_6979,
+            // A waiting unique insert reserves turns (its retries look, and may write the
+            // `_NEXT_` cell), as on Cassandra.
+            turns: Some(self.strategy == Strategy::UniqueInsert && self.wait),
             ..LockOptions::default()
         };
         if o.strategy == Strategy::UniqueInsert {
