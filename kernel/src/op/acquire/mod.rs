@@ -266,9 +266,10 @@ impl Acquire {
         self.unique.counter_seen = hint.as_ref().map(|h| h.value.clone());
         self.fair.courtesy = hint.as_ref().and_then(|h| h.courtesy);
         self.fair.courtesies = hint.as_ref().map_or(0, |h| h.courtesies);
-        // After a contended lease, the first attempt looks before it claims (with turns):
-        // a claim would be refused by the turn a waiter took meanwhile.
-        self.turns.look_first = self.fair.courtesies > 0;
+        // After a contended lease, with turns, the first attempt looks before it claims
+        // instead of a courtesy's sleep: a claim would be refused by the turn a waiter took
+        // meanwhile, and with no turn taken the lock would only stay idle.
+        self.turns.look_first = self.uses_turns() && self.fair.courtesies > 0;
         self.fence_hint = hint;
         self
     }
@@ -817,7 +818,11 @@ impl Operation for Acquire {
                     // A contended lock's courtesy: the waiters woken by our last release go
                     // first (a change at the store ends it early).
                     Phase::Start => match self.fair.courtesy.take() {
-                        Some(wait) if self.opts.wait != Wait::TryOnce && !wait.is_zero() => {
+                        Some(wait)
+                            if self.opts.wait != Wait::TryOnce
+                                && !wait.is_zero()
+                                && !self.turns.look_first =>
+                        {
                             self.fair.courteous = true;
                             self.fair.courtesies = self.fair.courtesies.saturating_sub(1);
                             self.phase = Phase::Sleep {

@@ -47,7 +47,7 @@ use crate::time::Instant;
 pub const TURN_TTL: Duration = Duration::from_secs(1);
 
 /// The shortest wait between the reserved waiter's looks.
-pub const TURN_POLL_MIN: Duration = Duration::from_millis(1);
+pub const TURN_POLL_MIN: Duration = Duration::from_micros(200);
 
 /// The turn cell as our last look found it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
