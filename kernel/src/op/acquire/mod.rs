@@ -830,7 +830,14 @@ impl Operation for Acquire {
                                 then: Next::Start,
                             };
                         }
-                        _ => self.start_attempt(now),
+                        _ => {
+                            // With turns, the look first is the courtesy paid (counted as the
+                            // sleep is, so that it ends as a courtesy does).
+                            if self.turns.look_first {
+                                self.fair.courtesies = self.fair.courtesies.saturating_sub(1);
+                            }
+                            self.start_attempt(now)
+                        }
                     },
                     Phase::Sleep { until, then }
                         if now < until && (!self.fair.woken || !self.answers_wake(&then, now)) =>

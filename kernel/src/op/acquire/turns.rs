@@ -387,4 +387,41 @@ mod tests {
         );
         assert_eq!(turn_of(&table, until), None, "the turn outlived its grant");
     }
+
+    /// The first command an acquisition sends.
+    fn first_command(op: &mut Acquire, now: Instant) -> Command {
+        match op.poll(now) {
+            Poll::Execute(_, command) => command,
+            _ => panic!("no command first"),
+        }
+    }
+
+    /// After a contended lease the next acquisition looks before it claims, once (a store
+    /// that does not wake waiters owes one courtesy), and the one after claims at once.
+    #[test]
+    fn after_a_contended_lease_the_next_acquisition_looks_first_once() {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
+        let mut waiter = acquire(2, wait, 21);
+        let Stop::Waits(next) = drive(&mut waiter, &mut table, at(0)) else {
+            panic!("the waiter waits");
+        };
+        release(&first, &mut table, at(1));
+        let contended = granted(&mut waiter, &mut table, next);
+        release(&contended, &mut table, next);
+        let mut again = acquire(2, wait, 23).with_fence_hint(Some(contended.lease.fence_hint()));
+        assert!(matches!(
+            first_command(&mut again, next),
+            Command::Read { .. }
+        ));
+        let mut op = acquire(2, wait, 23).with_fence_hint(Some(contended.lease.fence_hint()));
+        let second = granted(&mut op, &mut table, next);
+        release(&second, &mut table, next);
+        let mut third = acquire(2, wait, 25).with_fence_hint(Some(second.lease.fence_hint()));
+        assert!(matches!(
+            first_command(&mut third, next),
+            Command::Claim { .. }
+        ));
+    }
 }
