@@ -12,7 +12,7 @@
 //! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
 //! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
 //! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
-//! | claim | a conditional batch: insert-if-absent of the lock cell, and insert-if-absent (no counter yet) or compare-and-set (TTL 0) of the counter | no |
+//! | claim | a conditional batch: insert-if-absent of the lock cell, and insert-if-absent (no counter yet) or compare-and-set (TTL 0) of the counter; with a turn, `DELETE probe FROM t WHERE lock_name = ? AND cell = '_NEXT_' IF value = null` (nobody's; left out on a table without `probe`) or compare-and-delete of `_NEXT_` (ours) | no |
 //! | guarded set | a conditional batch: compare-and-set or compare-and-delete of the cell, and compare-and-set of the guard to its own value | no |
 //! | set-object | a conditional batch (below) | no |
 //! | scan | `SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |

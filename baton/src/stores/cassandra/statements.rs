@@ -13,6 +13,7 @@
 //! | insert-if-absent | `UPDATE t USING TTL ? SET value = ? WHERE lock_name = ? AND cell = ? IF value = null` | no |
 //! | compare-and-set | `UPDATE t USING TTL ? SET value = ? WHERE … IF value = ?` | no |
 //! | compare-and-delete | `DELETE FROM t WHERE lock_name = ? AND cell = ? IF value = ?` | no |
+//! | claim | a conditional batch: the insert-if-absent of the lock cell, the counter's insert-if-absent or compare-and-set, and with a turn `DELETE probe FROM t WHERE lock_name = ? AND cell = '_NEXT_' IF value = null` (nobody's) or the compare-and-delete of `_NEXT_` (ours) | no |
 //! | set-object | a conditional batch: the object's cell (`… IF value = null`, or `IF value >= ? AND value < ?`), and `DELETE probe FROM t WHERE lock_name = ? AND cell = ? IF value = ?` (or `= null`) for each guard cell | no |
 //! | scan | `SELECT lock_name, cell, value, TTL(value), WRITETIME(value) FROM t [WHERE token(lock_name) > token(?)]`, paged | yes |
 //! | purge | none: Cassandra drops expired cells by itself | — |
