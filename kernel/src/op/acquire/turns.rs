@@ -383,7 +383,7 @@ mod tests {
         let grant = granted(&mut waiter, &mut table, until);
         assert_eq!(
             grant.lease.owner().key(),
-            OwnerId::new("h", 2, 7).unwrap().key()
+            OwnerId::new("h", 2, 7).expect("valid").key()
         );
         assert_eq!(turn_of(&table, until), None, "the turn outlived its grant");
     }
