@@ -97,9 +97,11 @@ impl Program<'_> {
         }
     }
 
-    /// The value of an object: any bytes, NULL with a length of 0, now and then a large one.
+    /// The value of an object: any bytes, NULL with a length of 0, now and then a large one
+    /// (one call in 64 that has a byte to say so: `ratio` answers yes once the input is used
+    /// up, so an input that ran out just before a value wrote 1 MiB).
     fn value(&mut self) -> Vec<u8> {
-        if self.u.ratio(1, 64).unwrap_or(false) {
+        if !self.u.ratio(63, 64).unwrap_or(true) {
             vec![0x5a; (1 << 20) + usize::from(self.u.arbitrary::<bool>().unwrap_or(false))]
         } else {
             let bytes: &[u8] = self.u.arbitrary().unwrap_or(b"");
@@ -575,7 +577,7 @@ fuzz_target!(|data: &[u8]| {
     options.strategy = strategy.as_ptr();
     options.ttl_ms = 60_000;
     // The locker's own wait (for `baton_lock`): mostly none, now and then 1 ms.
-    options.wait_timeout_ms = i64::from(u.ratio(1, 8).unwrap_or(false));
+    options.wait_timeout_ms = i64::from(!u.ratio(7, 8).unwrap_or(true));
     options.keep_alive = u.arbitrary().unwrap_or(false);
     options.paths = paths;
     let mut locker: *mut BatonLocker = null_mut();
