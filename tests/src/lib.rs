@@ -8,5 +8,7 @@
 pub mod chaos;
 pub mod conformance;
 pub mod contention;
+pub mod cpu;
 pub mod multiproc;
+pub mod plot;
 pub mod wire;

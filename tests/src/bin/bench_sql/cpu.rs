@@ -8,6 +8,8 @@
 
 use std::time::Instant;
 
+use baton_tests::cpu::{process_ns, server_ns, switches, tasks_of};
+
 /// Per-operation costs of one loop.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Costs {
@@ -30,7 +32,7 @@ impl Reading {
     fn now(server: &str) -> Reading {
         Reading {
             at: Instant::now(),
-            client_ns: tasks_of("self").map(|t| cpu_ns(&t)).sum(),
+            client_ns: process_ns("self"),
             switches: tasks_of("self").map(|t| switches(&t)).sum(),
             server_ns: server_ns(server),
         }
@@ -69,46 +71,4 @@ impl Meter {
     pub(crate) fn per_op(&self, n: u64) -> Costs {
         Reading::now(self.server).since(&self.start, n)
     }
-}
-
-/// The task directories of a process (`self` or a pid).
-fn tasks_of(pid: &str) -> impl Iterator<Item = std::path::PathBuf> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-}
-
-/// A thread's time on a CPU, in nanoseconds (`schedstat`'s first field).
-fn cpu_ns(task: &std::path::Path) -> u64 {
-    std::fs::read_to_string(task.join("schedstat"))
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// A thread's context switches, voluntary and not.
-fn switches(task: &std::path::Path) -> u64 {
-    std::fs::read_to_string(task.join("status"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("ctxt_switches"))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .sum()
-}
-
-/// CPU time of every process named `name` on this machine, or `None` if there is none.
-fn server_ns(name: &str) -> Option<u64> {
-    let mut total = None;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
-        if comm.trim() == name {
-            *total.get_or_insert(0) += tasks_of(&pid).map(|t| cpu_ns(&t)).sum::<u64>();
-        }
-    }
-    total
 }
