@@ -10,6 +10,9 @@
 //! On a table of its own (`table=` added to `--url`), in this order:
 //! - **idle**: p50 and p99 of `Locker::lock` + `Guard::release` of `--samples` new names, one
 //!   after the other, on the empty table;
+//! - **curve**: then, with each of `--curve` clients looping lock + release on one name for
+//!   `--curve-secs` (each its own store and connection): acquisitions per second, Jain's
+//!   fairness index and the fewest and most of one client;
 //! - **fill**: `--holders` holder processes (this program again, `hold`) take `--held` distinct
 //!   names between them, 64 at a time each, with keep-alive on and a TTL of `--ttl-secs`, and
 //!   keep them: progress on stderr each second;
@@ -24,10 +27,7 @@
 //! - **expired** (unless `--expired no`): the holders exit without releasing, their leases run
 //!   out (`--ttl-secs`), then `baton purge --json` (its time, how many entries it removed, and
 //!   how many names `baton locks` lists after it). On Cassandra the cells' own TTLs remove
-//!   them, so there is nothing left to purge;
-//! - **curve**: with each of `--curve` clients looping lock + release on one name for
-//!   `--curve-secs` (each its own store and connection): acquisitions per second, Jain's
-//!   fairness index and the fewest and most of one client.
+//!   them, so there is nothing left to purge.
 //!
 //! Output: the Markdown tables (those of docs/performance.md, "Scale"), headed by the commit
 //! (`git describe` of the working directory); with `--plots DIR`, the curve as
@@ -307,14 +307,10 @@ impl Holders {
     }
 }
 
-/// Runs the `baton` command with `args` on `url`, its output counted in lines containing
-/// `needle`: its time and that count.
-fn timed_baton(
-    args: &Args,
-    url: &str,
-    sub: &[&str],
-    needle: &str,
-) -> Result<(Duration, usize), Failure> {
+/// Runs the `baton` command with `sub` on `url`: a table cell with its time in seconds and the
+/// occurrences of `needle` in its output, or with its time and exit status when it fails (the
+/// failure is the figure: its message is on stderr). Not finding the command fails the bench.
+fn timed_baton(args: &Args, url: &str, sub: &[&str], needle: &str) -> Result<String, Failure> {
     let start = Instant::now();
     let out = Process::new(&args.baton)
         .arg("--store")
@@ -328,12 +324,13 @@ fn timed_baton(
                 args.baton.display()
             )
         })?;
-    let took = start.elapsed();
+    let took = start.elapsed().as_secs_f64();
     if !out.status.success() {
-        return Err(format!("baton {sub:?} failed: {}", out.status).into());
+        eprintln!("bench_scale: baton {sub:?} failed: {}", out.status);
+        return Ok(format!("failed after {took:.1} ({})", out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    Ok((took, text.matches(needle).count()))
+    Ok(format!("{took:.2} ({})", text.matches(needle).count()))
 }
 
 fn ms(d: Duration) -> String {
@@ -363,6 +360,23 @@ async fn bench(args: Args) -> Result<(), Failure> {
         args.samples
     );
     let idle = new_names(&locker, "idle", args.samples).await?;
+
+    // The curve on the table still empty: what one name gives, apart from the held ones.
+    let mut curve = Vec::new();
+    for &clients in &args.curve {
+        eprintln!("bench_scale: {clients} clients on one name");
+        // A client that gives up (the store overloaded) ends that point, not the bench.
+        match Contention::new(&url, args.strategy)
+            .contended(clients, args.curve_secs)
+            .await
+        {
+            Ok((per_client, _)) => curve.push((clients, Ok(per_client))),
+            Err(e) => {
+                eprintln!("bench_scale: {clients} clients: {e}");
+                curve.push((clients, Err(e.to_string())));
+            }
+        }
+    }
 
     let fill_start = Instant::now();
     let mut holders = Holders::start(&args, &url)?;
@@ -418,8 +432,8 @@ async fn bench(args: Args) -> Result<(), Failure> {
     let lost = Holders::total(&holders.lost);
 
     eprintln!("bench_scale: baton locks, then baton purge, over the full table");
-    let (list_time, listed) = timed_baton(&args, &url, &["locks", "--json"], "\"name\":")?;
-    let (purge_held, _) = timed_baton(&args, &url, &["purge", "--json"], "\"name\":")?;
+    let listing = timed_baton(&args, &url, &["locks", "--json"], "\"name\":")?;
+    let purge_held = timed_baton(&args, &url, &["purge", "--json"], "\"name\":")?;
     holders.stop()?;
     let purge_expired = if args.expired {
         eprintln!(
@@ -427,22 +441,13 @@ async fn bench(args: Args) -> Result<(), Failure> {
             args.ttl.as_secs()
         );
         tokio::time::sleep(args.ttl + Duration::from_secs(1)).await;
-        let (took, removed) = timed_baton(&args, &url, &["purge", "--json"], "\"name\":")?;
+        let purged = timed_baton(&args, &url, &["purge", "--json"], "\"name\":")?;
         // What purge left: the listing shows no held name any more.
-        let (_, left) = timed_baton(&args, &url, &["locks", "--json"], "\"name\":")?;
-        format!("{:.2} ({removed}, {left} left)", took.as_secs_f64())
+        let left = timed_baton(&args, &url, &["locks", "--json"], "\"name\":")?;
+        format!("{purged}; then `baton locks` {left}")
     } else {
         String::from("not run")
     };
-
-    let mut curve = Vec::new();
-    for &clients in &args.curve {
-        eprintln!("bench_scale: {clients} clients on one name");
-        let (per_client, _) = Contention::new(&url, args.strategy)
-            .contended(clients, args.curve_secs)
-            .await?;
-        curve.push((clients, per_client));
-    }
 
     println!(
         "\nbench_scale at {}, {} holders, TTL {} s, {}\n",
@@ -451,12 +456,12 @@ async fn bench(args: Args) -> Result<(), Failure> {
         args.ttl.as_secs(),
         args.strategy
     );
-    println!("| store | held | new name p50 / p99, idle (ms) | with the held (ms) | fill (s) | renewal commands/s | server CPU (cores) | holders CPU (cores) | leases lost | `baton locks` (s, listed) | `baton purge`, all held (s) | `baton purge`, all expired (s, removed) |");
+    println!("| store | held | new name p50 / p99, idle (ms) | with the held (ms) | fill (s) | renewal commands/s | server CPU (cores) | holders CPU (cores) | leases lost | `baton locks` (s, listed) | `baton purge`, all held (s, removed) | `baton purge`, all expired (s, removed) |");
     println!(
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     println!(
-        "| {} | {} | {} / {} | {} / {} | {:.1} | {:.0} | {} | {:.2} | {lost} | {:.2} ({listed}) | {:.2} | {purge_expired} |",
+        "| {} | {} | {} / {} | {} / {} | {:.1} | {:.0} | {} | {:.2} | {lost} | {listing} | {purge_held} | {purge_expired} |",
         args.label,
         args.held,
         ms(idle.0),
@@ -467,8 +472,6 @@ async fn bench(args: Args) -> Result<(), Failure> {
         renewals,
         server_cores,
         holder_cores,
-        list_time.as_secs_f64(),
-        purge_held.as_secs_f64(),
     );
     println!("\n| store | clients | per s | Jain | min–max per client |");
     println!("| --- | ---: | ---: | ---: | ---: |");
@@ -476,6 +479,14 @@ async fn bench(args: Args) -> Result<(), Failure> {
     let mut rate = Vec::new();
     let mut fairness = Vec::new();
     for (clients, per_client) in &curve {
+        let per_client = match per_client {
+            Ok(per_client) => per_client,
+            Err(e) => {
+                let what = e.split(':').next().unwrap_or_default();
+                println!("| {} | {clients} | failed: {what} | | |", args.label);
+                continue;
+            }
+        };
         let total: u64 = per_client.iter().sum();
         let (min, max) = (
             per_client.iter().min().copied().unwrap_or(0),
