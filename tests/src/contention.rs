@@ -24,6 +24,25 @@ pub fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
     (at(0.50), at(0.99))
 }
 
+/// A benchmark's command line as `(flag, value)` pairs: every flag takes a value; the error
+/// names a flag given without one.
+pub fn flag_values(argv: impl Iterator<Item = String>) -> Result<Vec<(String, String)>, String> {
+    let mut argv = argv.into_iter();
+    let mut pairs = Vec::new();
+    while let Some(flag) = argv.next() {
+        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        pairs.push((flag, value));
+    }
+    Ok(pairs)
+}
+
+/// A benchmark option's value as a whole number; the error names `flag`.
+pub fn number(flag: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .map_err(|_| format!("{flag} {value:?} is not a number"))
+}
+
 /// A benchmark option's comma-separated list of client counts (`--clients 1,8,32`), each at
 /// least 1; the error names `flag`.
 pub fn counts(flag: &str, value: &str) -> Result<Vec<usize>, String> {

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use baton::cassandra::CassandraStore;
 use baton::{Command, LockRequest, RetryPolicy, Store, StoreFuture, Strategy};
 use baton_tests::conformance::target::unique_table;
-use baton_tests::contention::{counts, percentiles, Contention};
+use baton_tests::contention::{counts, flag_values, number, percentiles, Contention};
 
 struct Args {
     url: String,
@@ -76,14 +76,8 @@ fn parse_args() -> Result<Args, String> {
         turns: vec![None],
         rounds: 1,
     };
-    let mut argv = std::env::args().skip(1);
-    while let Some(flag) = argv.next() {
-        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag} {value:?} is not a number"))
-        };
+    for (flag, value) in flag_values(std::env::args().skip(1))? {
+        let number = || number(&flag, &value);
         match flag.as_str() {
             "--url" => args.url = value.clone(),
             "--label" => args.label = value.clone(),

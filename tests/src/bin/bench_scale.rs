@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use baton::{Guard, Locker, LockerBuilder, Strategy};
 use baton_tests::conformance::target::unique_table;
 use baton_tests::conformance::util::CountingStore;
-use baton_tests::contention::{counts, percentiles, Contention};
+use baton_tests::contention::{counts, flag_values, number, percentiles, Contention};
 use baton_tests::cpu::{process_ns, server_ns};
 use baton_tests::plot::{svg, Series};
 use baton_tests::wire::jain;
@@ -92,14 +92,8 @@ fn parse_args(argv: impl Iterator<Item = String>) -> Result<Args, String> {
         baton: beside,
         plots: None,
     };
-    let mut argv = argv.peekable();
-    while let Some(flag) = argv.next() {
-        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{flag} {value:?} is not a number"))
-        };
+    for (flag, value) in flag_values(argv)? {
+        let number = || number(&flag, &value);
         match flag.as_str() {
             "--url" => args.url = value.clone(),
             "--label" => args.label = value.clone(),
