@@ -9,7 +9,7 @@ use super::schema::{validate_identifier, DEFAULT_KEYSPACE, DEFAULT_TABLE};
 use super::tls::{CassandraTls, TlsMode};
 use crate::stores::credentials;
 use crate::stores::url_text::params::{self, percent_decode};
-use crate::stores::url_text::redact;
+use crate::stores::url_text::{redact, redact_in};
 
 /// The CQL native-protocol port used when a host names none.
 pub const DEFAULT_PORT: u16 = 9042;
@@ -311,7 +311,10 @@ pub fn parse_serial(text: &str) -> Option<SerialConsistency> {
 /// too). Errors are [`ErrorKind::InvalidOption`] naming the URL with its password masked.
 pub fn parse(url: &str) -> Result<CassandraOptions> {
     let shown = redact(url);
-    let bad = |why: &str| invalid(format!("malformed store URL {shown:?}: {why}"));
+    let bad = |why: &str| {
+        let why = redact_in(url, why);
+        invalid(format!("malformed store URL {shown:?}: {why}"))
+    };
     let (scheme, rest) = url
         .split_once("://")
         .ok_or_else(|| bad("a Cassandra URL looks like cassandra://host1,host2/keyspace"))?;

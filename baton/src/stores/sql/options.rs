@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::{validate_table, Layout, DEFAULT_TABLE};
-use crate::stores::url_text::{params, redact};
+use crate::stores::url_text::{params, redact, redact_in};
 
 /// How a SQL store uses its database.
 ///
@@ -143,7 +143,10 @@ pub(crate) enum Target {
 /// [`ErrorKind::InvalidOption`], naming the URL with its password masked.
 pub(crate) fn parse(url: &str) -> Result<(Target, SqlOptions)> {
     let shown = redact(url);
-    let bad = |why: &str| invalid(format!("malformed store URL {shown:?}: {why}"));
+    let bad = |why: &str| {
+        let why = redact_in(url, why);
+        invalid(format!("malformed store URL {shown:?}: {why}"))
+    };
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),

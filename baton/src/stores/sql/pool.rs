@@ -4,7 +4,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::Dialect;
 use super::options::{SqlOptions, Target};
-use crate::stores::url_text::redact;
+use crate::stores::url_text::{redact, redact_in};
 
 /// The connection pool of a [`SqlStore`](super::SqlStore): begin transactions on it to take
 /// and release locks inside them.
@@ -216,12 +216,17 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         }
         #[cfg(feature = "postgres")]
         Target::Postgres(base) => {
-            let connect: sqlx::postgres::PgConnectOptions = base.parse().map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidOption,
-                    format!("malformed store URL {:?}: {e}", redact(url)),
-                )
-            })?;
+            let connect: sqlx::postgres::PgConnectOptions =
+                base.parse().map_err(|e: sqlx::Error| {
+                    Error::new(
+                        ErrorKind::InvalidOption,
+                        format!(
+                            "malformed store URL {:?}: {}",
+                            redact(url),
+                            redact_in(url, &e.to_string())
+                        ),
+                    )
+                })?;
             let connect = match password(base, options, false)? {
                 Some(password) => connect.password(&password),
                 None => connect,
@@ -237,12 +242,17 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         }
         #[cfg(feature = "mysql")]
         Target::MySql(base) => {
-            let connect: sqlx::mysql::MySqlConnectOptions = base.parse().map_err(|e| {
-                Error::new(
-                    ErrorKind::InvalidOption,
-                    format!("malformed store URL {:?}: {e}", redact(url)),
-                )
-            })?;
+            let connect: sqlx::mysql::MySqlConnectOptions =
+                base.parse().map_err(|e: sqlx::Error| {
+                    Error::new(
+                        ErrorKind::InvalidOption,
+                        format!(
+                            "malformed store URL {:?}: {}",
+                            redact(url),
+                            redact_in(url, &e.to_string())
+                        ),
+                    )
+                })?;
             let connect = match password(base, options, true)? {
                 Some(password) => connect.password(&password),
                 None => connect,
