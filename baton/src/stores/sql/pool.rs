@@ -4,7 +4,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 
 use super::dialect::Dialect;
 use super::options::{SqlOptions, Target};
-use crate::stores::url_text::{redact, redact_in};
+use crate::stores::url_text::redact;
 
 /// The connection pool of a [`SqlStore`](super::SqlStore): begin transactions on it to take
 /// and release locks inside them.
@@ -217,16 +217,7 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         #[cfg(feature = "postgres")]
         Target::Postgres(base) => {
             let connect: sqlx::postgres::PgConnectOptions =
-                base.parse().map_err(|e: sqlx::Error| {
-                    Error::new(
-                        ErrorKind::InvalidOption,
-                        format!(
-                            "malformed store URL {:?}: {}",
-                            redact(url),
-                            redact_in(url, &e.to_string())
-                        ),
-                    )
-                })?;
+                base.parse().map_err(|e: sqlx::Error| malformed(url, &e))?;
             let connect = match password(base, options, false)? {
                 Some(password) => connect.password(&password),
                 None => connect,
@@ -243,16 +234,7 @@ pub(crate) fn connect_lazy(target: &Target, options: &SqlOptions, url: &str) -> 
         #[cfg(feature = "mysql")]
         Target::MySql(base) => {
             let connect: sqlx::mysql::MySqlConnectOptions =
-                base.parse().map_err(|e: sqlx::Error| {
-                    Error::new(
-                        ErrorKind::InvalidOption,
-                        format!(
-                            "malformed store URL {:?}: {}",
-                            redact(url),
-                            redact_in(url, &e.to_string())
-                        ),
-                    )
-                })?;
+                base.parse().map_err(|e: sqlx::Error| malformed(url, &e))?;
             let connect = match password(base, options, true)? {
                 Some(password) => connect.password(&password),
                 None => connect,
@@ -304,4 +286,18 @@ mod tests {
             "sqlite at /var/lib/app/locks.db"
         );
     }
+}
+
+/// sqlx's refusal of `url`, as the store's error: the URL and sqlx's reason, its password
+/// masked in both.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn malformed(url: &str, e: &sqlx::Error) -> Error {
+    Error::new(
+        ErrorKind::InvalidOption,
+        format!(
+            "malformed store URL {:?}: {}",
+            redact(url),
+            crate::stores::url_text::redact_in(url, &e.to_string())
+        ),
+    )
 }
