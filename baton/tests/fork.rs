@@ -43,6 +43,18 @@ impl Store for ProbeStore {
     }
 }
 
+/// Makes the tests of this file fork one at a time. fork(2) copies only the calling thread: a
+/// lock another test's thread held at that instant (the blocking API's runtime slot, say)
+/// would stay held in the child for ever. That is POSIX's rule for forking a threaded
+/// process, which applications that fork follow too (fork before starting threads, or while
+/// no other thread is inside the library).
+fn forking_alone() -> std::sync::MutexGuard<'static, ()> {
+    static FORKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    FORKING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Forks; returns the child's pid in the parent and `None` in the child.
 fn fork() -> Option<libc::pid_t> {
     // SAFETY: the child only drops guards or uses the blocking API (both made for this) and
@@ -87,6 +99,7 @@ fn wait_for(pid: libc::pid_t) -> i32 {
 
 #[test]
 fn guards_dropped_in_a_forked_child_leave_the_parents_locks_alone() {
+    let _alone = forking_alone();
     let parent = std::process::id();
     let log = std::env::temp_dir().join(format!("baton-fork-probe-{parent}.log"));
     let _ = std::fs::remove_file(&log);
@@ -146,22 +159,41 @@ fn guards_dropped_in_a_forked_child_leave_the_parents_locks_alone() {
 }
 
 #[test]
-fn the_blocking_api_works_in_a_forked_child() {
+fn a_forked_child_opens_a_locker_of_its_own_and_the_parents_refuses() {
+    let _alone = forking_alone();
     let locker = Locker::open("memory:").expect("memory").blocking();
     // The parent builds the process-wide runtime; the child inherits it without its thread.
     drop(locker.lock("parent").expect("lock"));
+    let parent = std::process::id();
     let Some(child) = fork() else {
         exit_child(move || {
-            let Ok(mut guard) = locker.lock("child") else {
+            // The parent's locker: its store and bookkeeping are the parent's.
+            let wrong = |e: baton::Error| {
+                e.kind() == baton::ErrorKind::WrongContext
+                    && e.to_string()
+                        .contains(&format!("opened by process {parent}"))
+            };
+            let refused = locker.lock("child").err().is_some_and(wrong)
+                && locker.inspect("parent").err().is_some_and(wrong);
+            let Ok(own) = Locker::open("memory:").map(|l| l.blocking()) else {
+                return false;
+            };
+            let Ok(mut guard) = own.lock("child") else {
                 return false;
             };
             // Timers and the keep-alive task need a live runtime, not the parent's husk.
-            guard.is_held()
+            refused
+                && guard.is_held()
                 && guard.wait_lost(Duration::from_millis(20)) == Ok(false)
                 && guard.renew().is_ok()
                 && guard.release().is_ok()
         })
     };
     let status = wait_for(child);
-    assert_eq!(status, 0, "the blocking API failed in the child");
+    assert_eq!(
+        status, 0,
+        "the child's own locker failed, or the parent's did not refuse"
+    );
+    // The parent's locker is still the parent's.
+    drop(locker.lock("after").expect("lock in the parent"));
 }

@@ -9,7 +9,8 @@
  *
  * Threads: a baton_locker and a baton_semaphore may be used from many threads at once; a
  * baton_guard's and a baton_object's functions may be called from any thread. After fork(), a child cannot unlock its parent's locks
- * (BATON_NOT_OWNER; freeing them there only frees memory) and opens lockers of its own.
+ * (BATON_NOT_OWNER; freeing them there only frees memory), its parent's lockers refuse every
+ * call (BATON_WRONG_CONTEXT), and it opens lockers of its own.
  */
 
 #ifndef BATON_H

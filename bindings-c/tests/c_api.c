@@ -176,7 +176,8 @@ static void a_dead_store_is_unavailable(void) {
 }
 
 /* After fork(), the child cannot unlock its parent's lock (and freeing the handle there only
- * frees memory); it opens a locker of its own, which sees the parent's lock held. */
+ * frees memory) nor use its parent's locker; it opens a locker of its own, which sees the
+ * parent's lock held. */
 static void a_forked_child_leaves_the_parents_lock_alone(void) {
     char url[128];
     snprintf(url, sizeof url, "sqlite:///tmp/baton-c-fork-%ld.db", (long)getpid());
@@ -188,10 +189,11 @@ static void a_forked_child_leaves_the_parents_lock_alone(void) {
     pid_t child = fork();
     if (child == 0) {
         int ok = baton_unlock(lock) == BATON_NOT_OWNER;
+        baton_guard *other = NULL;
+        ok = ok && baton_try_lock(locker, "child", 5, &other) == BATON_WRONG_CONTEXT && !other;
         baton_guard_free(lock);
         baton_locker_free(locker);
         baton_locker *own = NULL;
-        baton_guard *other = NULL;
         ok = ok && baton_locker_open(url, NULL, &own) == BATON_OK;
         ok = ok && baton_try_lock(own, "forked", 6, &other) == BATON_BUSY;
         ok = ok && baton_try_lock(own, "child", 5, &other) == BATON_OK;

@@ -31,31 +31,53 @@ pub fn shared_runtime() -> Result<Arc<Runtime>> {
 
 fn runtime() -> Result<Arc<Runtime>> {
     let pid = std::process::id();
+    if let Some(runtime) = built_in(pid) {
+        return Ok(runtime);
+    }
+    // Built outside the lock, which is held only to look and to swap: a thread that forks
+    // while another is in here leaves the child a lock held by nobody, so the window is kept
+    // to a few instructions (a runtime's build starts a thread).
+    let built = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("baton-blocking")
+            // Time for timers, I/O for the database stores' sockets.
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::RuntimeFailed,
+                    format!("could not start the runtime of baton's blocking API: {e}"),
+                )
+            })?,
+    );
     let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((built_in, runtime)) = slot.as_ref() {
-        if *built_in == pid {
-            return Ok(Arc::clone(runtime));
+    match slot.take() {
+        Some((owner, first)) if owner == pid => {
+            // Another thread built one first: use it, and stop ours without waiting.
+            *slot = Some((owner, Arc::clone(&first)));
+            drop(slot);
+            if let Ok(ours) = Arc::try_unwrap(built) {
+                ours.shutdown_background();
+            }
+            Ok(first)
+        }
+        inherited => {
+            // Built by the parent before a fork: its threads are not here. Never drop it.
+            std::mem::forget(inherited);
+            *slot = Some((pid, Arc::clone(&built)));
+            Ok(built)
         }
     }
-    if let Some(inherited) = slot.take() {
-        // Built by the parent before a fork: its threads are not here. Never drop it.
-        std::mem::forget(inherited);
+}
+
+/// The runtime built in process `pid`, if there is one.
+fn built_in(pid: u32) -> Option<Arc<Runtime>> {
+    let slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    match slot.as_ref() {
+        Some((owner, runtime)) if *owner == pid => Some(Arc::clone(runtime)),
+        _ => None,
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("baton-blocking")
-        // Time for timers, I/O for the database stores' sockets.
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::RuntimeFailed,
-                format!("could not start the runtime of baton's blocking API: {e}"),
-            )
-        })?;
-    let runtime = Arc::new(runtime);
-    *slot = Some((pid, Arc::clone(&runtime)));
-    Ok(runtime)
 }
 
 /// Runs `future` to completion on the process-wide runtime, refusing to block an async task.

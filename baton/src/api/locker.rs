@@ -33,6 +33,10 @@ use crate::stores::url::open_store;
 /// The async methods must run inside a tokio runtime with time enabled (otherwise they return
 /// [`ErrorKind::WrongContext`]); keep-alive tasks run on the runtime that acquired the lock.
 /// For synchronous code, see [`Locker::blocking`].
+///
+/// A locker belongs to the process that built it: in a child forked from that process every
+/// call gives [`ErrorKind::WrongContext`] (the store's connections and the locker's
+/// bookkeeping are the parent's), and the child opens a locker of its own.
 #[derive(Clone)]
 pub struct Locker {
     inner: Arc<Inner>,
@@ -50,6 +54,19 @@ struct Inner {
     slots: Arc<Slots>,
     /// Starts held locks' tasks when their first renewal falls due.
     starter: Starter,
+    /// The process that built the locker: the only one that may use it (see
+    /// [`Locker::in_its_process`]).
+    pid: u32,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // A forked child's copy: the store's connections and tasks are the parent's (its
+            // pool would close the parent's sockets). Leak them, as a forked guard does.
+            std::mem::forget(Arc::clone(&self.store));
+        }
+    }
 }
 
 impl fmt::Debug for Locker {
@@ -145,6 +162,7 @@ impl Locker {
         store: &dyn Store,
         in_transaction: bool,
     ) -> Result<Guard> {
+        self.in_its_process()?;
         let name = LockName::new(name)?;
         let (opts, keep_alive) = request.resolve(&self.inner.defaults, self.inner.keep_alive)?;
         if in_transaction && opts.strategy != Strategy::UniqueInsert {
@@ -206,6 +224,7 @@ impl Locker {
         &self,
         name: &LockName,
     ) -> Result<(LockOptions, baton_kernel::OwnerId, crate::host::slots::Slot)> {
+        self.in_its_process()?;
         let pid = std::process::id();
         let mut random = owner::random_in(pid);
         let (seed, acquisition) = (random.next_u64(), random.next_u64());
@@ -298,9 +317,30 @@ impl Locker {
         op: &mut O,
         store: &dyn Store,
     ) -> Result<O::Output> {
+        self.in_its_process()?;
         drive(op, store, &self.inner.clock)
             .await
             .map_err(|e| in_context(e, store))
+    }
+
+    /// [`ErrorKind::WrongContext`] in a process forked from the one that built this locker.
+    /// The child's copy shares the parent's store connections (whose sockets and background
+    /// tasks live in the parent's runtime, absent here) and the parent's bookkeeping, which a
+    /// parent thread may have held locked at the instant of the fork: used, it could corrupt
+    /// the parent's connections or hang for ever. A child opens a locker of its own.
+    fn in_its_process(&self) -> Result<()> {
+        let pid = std::process::id();
+        if pid == self.inner.pid {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::WrongContext,
+            format!(
+                "this locker was opened by process {}, and this is process {pid}, forked from it: a forked child opens a locker of its own (the {} and its connections belong to the parent)",
+                self.inner.pid,
+                self.inner.store.describe()
+            ),
+        ))
     }
 
     fn options_for(&self, strategy: Strategy) -> LockOptions {
@@ -507,6 +547,7 @@ impl LockerBuilder {
                 clock: Clock::new(),
                 hints: Mutex::new(FenceHints::new()),
                 slots: Slots::new(owner::random_u64()),
+                pid: std::process::id(),
             }),
         }
     }
