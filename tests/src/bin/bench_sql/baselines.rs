@@ -93,7 +93,7 @@ impl PlainClient {
 
 /// `base` as the driver takes it: baton's own `password_file=` read into the URL's user info
 /// (the TLS parameters are the driver's).
-fn driver_url(base: &str) -> Result<String, Error> {
+pub(crate) fn driver_url(base: &str) -> Result<String, Error> {
     let (head, query) = base.split_once('?').unwrap_or((base, ""));
     let mut file = None;
     let kept: Vec<&str> = query

@@ -50,7 +50,11 @@
 //!   columns above alternate one of each, so that both meet the same database conditions; but
 //!   there the store's connection also serves the floor's replay, while the plain client's
 //!   connection waits idle between its turns. In blocks, each client runs warm in its own loop,
-//!   as a program that locks in a loop does, and drift still cancels out.
+//!   as a program that locks in a loop does, and drift still cancels out. With
+//!   `BATON_SHEDLOCK_CLASSPATH` set (`scripts/shedlock classpath`), a third client in the
+//!   same rotation on PostgreSQL and MariaDB: ShedLock's JDBC provider over a HikariCP pool,
+//!   lock + unlock of one name, in a Java child of its own (module `shedlock`), and baton's
+//!   lock+release over ShedLock's.
 //!
 //! Options: `--iterations N` (default 300), `--contended-secs S` (default 2), `--clients
 //! 1,8,32`, `--waiters 2,8,32`, `--handoffs N` (default 200), `--stores sqlite,postgres,mysql`,
@@ -63,12 +67,13 @@
 //!
 //! Modules: `floor` (the recorded commands replayed without the kernel), `baselines` (the plain
 //! client's UPDATEs and the database's own lock), `cpu` (CPU time and context switches per
-//! operation); throughput, fairness and hand-off come from `baton_tests::contention`, shared
+//! operation), `shedlock` (the peer's child process); throughput, fairness and hand-off come from `baton_tests::contention`, shared
 //! with `bench_cassandra`.
 
 mod baselines;
 mod cpu;
 mod floor;
+mod shedlock;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,6 +85,7 @@ use baton_tests::conformance::{drop_table, Backend};
 
 use baselines::{db_lock, db_lock_contended, pgbench_advisory, PlainClient};
 use floor::{same_outcome, Recorder, Replay};
+use shedlock::ShedLock;
 
 use baton_tests::contention::{counts, percentiles, Contention, Error};
 
@@ -214,8 +220,9 @@ struct Row {
     throughput: Vec<(usize, f64, f64, f64)>,
     /// Hand-off p50 and p99, per number of waiters.
     handoff: Vec<(usize, Duration, Duration)>,
-    /// p50 of lock+release and of the plain client's two `UPDATE`s, in alternating blocks.
-    blocks: Option<(Duration, Duration)>,
+    /// p50 of lock+release, of the plain client's two `UPDATE`s and of ShedLock's lock+unlock
+    /// (when measured), in alternating blocks.
+    blocks: Option<(Duration, Duration, Option<Duration>)>,
     /// CPU per operation: the lock+release's and the plain client's two `UPDATE`s'.
     cpu: Option<(cpu::Costs, cpu::Costs)>,
 }
@@ -225,9 +232,10 @@ async fn bench_strategy(
     base: &str,
     strategy: Strategy,
     s: &Settings,
+    shedlock: Option<&mut ShedLock>,
 ) -> Result<Row, Error> {
     let table = unique_table();
-    let result = bench_table(base, &table, strategy, s).await;
+    let result = bench_table(base, &table, strategy, s, shedlock).await;
     drop_table(backend, base, &table);
     result
 }
@@ -237,6 +245,7 @@ async fn bench_table(
     table: &str,
     strategy: Strategy,
     s: &Settings,
+    shedlock: Option<&mut ShedLock>,
 ) -> Result<Row, Error> {
     let url = with_table(base, table);
     let recorder = Recorder::new(baton::open_store(&url)?);
@@ -344,7 +353,7 @@ async fn bench_table(
         _ => None,
     };
     let blocks = match server {
-        Some(_) if s.blocks > 0 => Some(in_blocks(&locker, &mut plain, s.blocks).await?),
+        Some(_) if s.blocks > 0 => Some(in_blocks(&locker, &mut plain, shedlock, s.blocks).await?),
         _ => None,
     };
     plain.finish().await?;
@@ -406,14 +415,16 @@ fn outside_store(started: Instant, log: &floor::Log, ended: Instant) -> [Duratio
 /// Operations of one kind in a row, in [`in_blocks`].
 const BLOCK: u64 = 20;
 
-/// p50 of `n` lock+releases and of `n` pairs of the plain client's `UPDATE`s, run in
-/// alternating blocks of [`BLOCK`]: each client warm in its own loop, and drift shared.
+/// p50 of `n` lock+releases, of `n` pairs of the plain client's `UPDATE`s and of `n` of
+/// ShedLock's lock+unlock (when it runs), in alternating blocks of [`BLOCK`]: each client warm
+/// in its own loop, and drift shared.
 async fn in_blocks(
     locker: &Locker,
     plain: &mut PlainClient,
+    mut shedlock: Option<&mut ShedLock>,
     n: u64,
-) -> Result<(Duration, Duration), Error> {
-    let (mut lock, mut updates) = (Vec::new(), Vec::new());
+) -> Result<(Duration, Duration, Option<Duration>), Error> {
+    let (mut lock, mut updates, mut peer) = (Vec::new(), Vec::new(), Vec::new());
     while (lock.len() as u64) < n {
         for _ in 0..BLOCK {
             let started = Instant::now();
@@ -425,8 +436,12 @@ async fn in_blocks(
                 updates.push(took);
             }
         }
+        if let Some(shedlock) = shedlock.as_deref_mut() {
+            peer.extend(shedlock.block(BLOCK).await?);
+        }
     }
-    Ok((percentiles(lock).0, percentiles(updates).0))
+    let peer = (!peer.is_empty()).then(|| percentiles(peer).0);
+    Ok((percentiles(lock).0, percentiles(updates).0, peer))
 }
 
 /// Data segments the client sent to the server per uncontended lock+release, over `n` of them
@@ -525,11 +540,18 @@ async fn run(s: Settings) -> Result<(), Error> {
                 db.0.as_secs_f64() / raw.as_secs_f64()
             );
         }
+        let mut shedlock = match s.blocks {
+            0 => None,
+            _ => ShedLock::start(store, &base).await?,
+        };
         let mut rows = Vec::new();
         for &strategy in &s.strategies {
-            let row = bench_strategy(backend, &base, strategy, &s).await?;
+            let row = bench_strategy(backend, &base, strategy, &s, shedlock.as_mut()).await?;
             println!("{}", line(&row, db));
             rows.push(row);
+        }
+        if let Some(shedlock) = shedlock {
+            shedlock.finish().await?;
         }
         let mut table = markdown(store, lock_name, db, &rows, &s).replacen(
             ")\n",
@@ -622,8 +644,12 @@ fn line(r: &Row, db: (Duration, Duration)) -> String {
         r.outside[2].as_secs_f64() * 1e6,
         ms(r.floor.0),
         r.updates.map_or("-".into(), |u| ms(u.0)),
-        r.blocks
-            .map_or("-".into(), |(l, u)| format!("{} / {}", ms(l), ms(u))),
+        r.blocks.map_or("-".into(), |(l, u, peer)| format!(
+            "{} / {}{}",
+            ms(l),
+            ms(u),
+            peer.map_or(String::new(), |p| format!(" / ShedLock {}", ms(p)))
+        )),
         ms(db.0),
         r.throughput
             .iter()
@@ -687,15 +713,18 @@ fn markdown(
         rows,
         |r| r.blocks,
         format!(
-            "\n{store}, in alternating blocks of {BLOCK} ({} of each; ms, p50)\n\n| strategy | lock+release | 2 UPDATEs | ratio |\n| --- | ---: | ---: | ---: |\n",
+            "\n{store}, in alternating blocks of {BLOCK} ({} of each; ms, p50; ShedLock: its JDBC provider over HikariCP, `-` when not run)\n\n| strategy | lock+release | 2 UPDATEs | ratio | ShedLock | baton / ShedLock |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
             s.blocks
         ),
-        |(lock, updates)| {
+        |(lock, updates, peer)| {
+            let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
             format!(
-                "{} | {} | {:.2}",
+                "{} | {} | {:.2} | {} | {}",
                 ms(lock),
                 ms(updates),
-                lock.as_secs_f64() / updates.as_secs_f64().max(1e-9)
+                ratio(lock, updates),
+                peer.map_or("-".into(), ms),
+                peer.map_or("-".into(), |p| format!("{:.2}", ratio(lock, p)))
             )
         },
     );
