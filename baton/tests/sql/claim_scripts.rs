@@ -168,6 +168,80 @@ per_db!(
     }
 );
 
+// A put of the fencing counter that arrives late (stamped before the counter's last write)
+// changes nothing, and one stamped after it replaces it, on every layout: a one-row table keeps
+// the counter's stamp in `fence_stamp`, apart from the lock cell's. (Only the kernel's broken
+// variant `FenceBlindWrite` puts a counter; a late put must still not take it back.)
+per_db!(
+    a_late_put_of_the_counter_changes_nothing,
+    |url: String| async move {
+        let store = open(&url);
+        let (a, token) = ("owner=a att=1", "token=1 owner=a");
+        let claim = Command::Claim {
+            row: "lateputk".into(),
+            column: "lock".into(),
+            value: a.into(),
+            ttl: LONG,
+            counter: "_LOCK_".into(),
+            counter_expected: None,
+            counter_next: token.into(),
+            turn: None,
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        };
+        let Reply::Guarded { applied: true, .. } = store.execute(claim).await else {
+            panic!("the first claim applies");
+        };
+        let counter = || read("lateputk", ColumnFilter::Exact("_LOCK_".into()));
+        let Reply::Cells(cells) = store.execute(counter()).await else {
+            panic!("a read");
+        };
+        let written = cells.first().expect("the counter").stamp;
+        let put = |value: &str| Command::Put {
+            row: "lateputk".into(),
+            column: "_LOCK_".into(),
+            value: value.into(),
+            ttl: None,
+            consistency: Consistency::Quorum,
+        };
+        assert_eq!(
+            store
+                .execute_stamped(put("token=9 owner=late"), written - 1)
+                .await,
+            Reply::Written
+        );
+        let values = |reply: Reply| match reply {
+            Reply::Cells(cells) => cells.into_iter().map(|c| c.value).collect::<Vec<_>>(),
+            other => panic!("a read, not {other:?}"),
+        };
+        assert_eq!(
+            values(store.execute(counter()).await),
+            [token],
+            "late: nothing"
+        );
+        assert_eq!(
+            values(
+                store
+                    .execute(read("lateputk", ColumnFilter::Exact("lock".into())))
+                    .await
+            ),
+            [a],
+            "the lock cell untouched"
+        );
+        assert_eq!(
+            store
+                .execute_stamped(put("token=2 owner=b"), written + 1)
+                .await,
+            Reply::Written
+        );
+        assert_eq!(
+            values(store.execute(counter()).await),
+            ["token=2 owner=b"],
+            "newer: replaced"
+        );
+    }
+);
+
 // Claimants racing for a name's first claim, then for a lock row that its last holder
 // released or let expire, each from the counter it read: exactly one is granted, and none fails
 // (no deadlock, no error). Each loser's reply shows the winner's record or its counter (a

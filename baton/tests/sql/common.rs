@@ -203,14 +203,16 @@ pub async fn drop_table(url: &str) {
     let table = &store.options().table;
     let _ = exec_raw(&store, &format!("DROP TABLE IF EXISTS {table}")).await;
     // The routines made with the table: PostgreSQL's release trigger function, MariaDB's claim
-    // procedure.
+    // and purge procedures.
     // (With SQLite alone, only the wildcard arm is compiled.)
     #[allow(clippy::match_single_binding)]
     let routine: Option<String> = match store.pool() {
         #[cfg(feature = "postgres")]
         SqlPool::Postgres(_) => Some(format!("DROP FUNCTION IF EXISTS \"{table}_freed\"()")),
         #[cfg(feature = "mysql")]
-        SqlPool::MySql(_) => Some(format!("DROP PROCEDURE IF EXISTS `{table}_claim`")),
+        SqlPool::MySql(_) => Some(format!(
+            "DROP PROCEDURE IF EXISTS `{table}_claim`; DROP PROCEDURE IF EXISTS `{table}_purge`"
+        )),
         _ => None,
     };
     if let Some(routine) = routine {
@@ -218,7 +220,7 @@ pub async fn drop_table(url: &str) {
     }
 }
 
-/// Four tests, one per database and PostgreSQL's two-row layout, running `$body` (an async closure over the URL with a fresh
+/// Tests, one per database, PostgreSQL's and MariaDB's two-row layout and the TLS connections, running `$body` (an async closure over the URL with a fresh
 /// table) on each that is available, then dropping the table.
 #[macro_export]
 macro_rules! per_db {
@@ -260,6 +262,20 @@ macro_rules! per_db {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn mysql() {
                 if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
+                }
+            }
+
+            /// MariaDB with a table of the two-row layout (`layout=two-rows`): tables made
+            /// before the one-row layout, and by a store that asks for it.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql_two_rows() {
+                if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
+                    let url = $crate::common::with_param(
+                        &url,
+                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
+                    );
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;
                 }

@@ -1,8 +1,9 @@
-//! PostgreSQL's one-row layout (`layout=one-row`): where such a table keeps each name's fencing
-//! counter (the `fence` column of its `lock` row), that a table keeps the layout it was made
-//! with, and what the layout refuses. That the layout answers every command as the kernel's
-//! reference table does is checked by the shared scripts and the command tests, which run on
-//! both layouts (`per_db!`'s `postgres` and `postgres_one_row`).
+//! The one-row layout of PostgreSQL and MariaDB (`layout=one-row`, the default of new tables):
+//! where such a table keeps each name's fencing counter (the `fence` column of its `lock` row),
+//! that a table keeps the layout it was made with, and what the layout refuses. That the
+//! layout answers every command as the kernel's reference table does is checked by the shared
+//! scripts and the command tests, which run on both layouts of both databases (`per_db!`'s
+//! `postgres`, `postgres_two_rows`, `mysql` and `mysql_two_rows`).
 
 use std::time::Duration;
 
@@ -14,20 +15,39 @@ use baton::{Command, Consistency, ErrorKind, Locker, Reply, SqlPool, SqlStore, S
 
 use crate::common::{self, exec_raw, layout_param, with_param, Db};
 
+/// The databases that have the one-row layout.
+const DBS: [Db; 2] = [Db::Postgres, Db::MySql];
+
 /// `(lock_name, cell, value, fence, released)` of every row of the store's table, sorted;
-/// `released`: `expires_at` is `-infinity`; `fence` NULL where the table has no such column.
+/// `released`: `expires_at` is the layout's absent cell (`-infinity`; MariaDB `1000-01-01`);
+/// `fence` NULL where the table has no such column.
 async fn rows(store: &SqlStore) -> Vec<(String, String, String, Option<String>, bool)> {
-    let SqlPool::Postgres(pool) = store.pool() else {
-        panic!("a PostgreSQL store")
-    };
-    let sql = format!(
-        "SELECT lock_name::text, cell::text, value, to_jsonb(r) ->> 'fence', COALESCE(expires_at = '-infinity', false) FROM {} AS r ORDER BY 1, 2",
-        store.options().table
-    );
-    sqlx::query_as(AssertSqlSafe(sql))
-        .fetch_all(pool)
-        .await
-        .expect("rows")
+    let table = &store.options().table;
+    match store.pool() {
+        SqlPool::Postgres(pool) => {
+            let sql = format!(
+                "SELECT lock_name::text, cell::text, value, to_jsonb(r) ->> 'fence', COALESCE(expires_at = '-infinity', false) FROM {table} AS r ORDER BY 1, 2"
+            );
+            sqlx::query_as(AssertSqlSafe(sql))
+                .fetch_all(pool)
+                .await
+                .expect("rows")
+        }
+        SqlPool::MySql(pool) => {
+            let fence = match store.layout() {
+                Some(Layout::OneRow) => "fence",
+                _ => "CAST(NULL AS CHAR)",
+            };
+            let sql = format!(
+                "SELECT lock_name, cell, value, {fence}, COALESCE(expires_at = '1000-01-01', FALSE) <> 0 FROM {table} ORDER BY lock_name, cell"
+            );
+            sqlx::query_as(AssertSqlSafe(sql))
+                .fetch_all(pool)
+                .await
+                .expect("rows")
+        }
+        _ => panic!("a PostgreSQL or MariaDB store"),
+    }
 }
 
 fn read_counter(row: &str) -> Command {
@@ -38,12 +58,9 @@ fn read_counter(row: &str) -> Command {
     }
 }
 
-/// A fresh PostgreSQL table's URL, one-row when `one_row`, or `None` to skip.
-fn url(layout: Layout) -> Option<String> {
-    Some(with_param(
-        &common::url(Db::Postgres)?,
-        layout_param(layout),
-    ))
+/// A fresh table's URL on `db`, of `layout`, or `None` to skip.
+fn url(db: Db, layout: Layout) -> Option<String> {
+    Some(with_param(&common::url(db)?, layout_param(layout)))
 }
 
 /// The store of a locker on `url`, after one lock and release of `job`.
@@ -56,69 +73,79 @@ async fn after_one_release(url: &str) -> SqlStore {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
-    let Some(url) = url(Layout::OneRow) else {
-        return;
-    };
-    let locker = Locker::open(&url).expect("valid");
-    let mut first = locker.lock("job").await.expect("lock");
-    let token = first.token();
-    first.release().await.expect("release");
-    let mut second = locker.lock("job").await.expect("lock again");
-    assert!(second.token() > token);
-    let second_token = second.token();
-    second.release().await.expect("release");
+    for db in DBS {
+        let Some(url) = url(db, Layout::OneRow) else {
+            continue;
+        };
+        let locker = Locker::open(&url).expect("valid");
+        let mut first = locker.lock("job").await.expect("lock");
+        let token = first.token();
+        first.release().await.expect("release");
+        let mut second = locker.lock("job").await.expect("lock again");
+        assert!(second.token() > token);
+        let second_token = second.token();
+        second.release().await.expect("release");
 
-    let store = locker.sql_store().expect("a SQL store").clone();
-    assert_eq!(store.layout(), Some(Layout::OneRow));
-    let found = rows(&store).await;
-    assert_eq!(
-        found.len(),
-        2,
-        "the flag and one row for the name: {found:?}"
-    );
-    assert_eq!(
-        found[0],
-        (String::new(), "layout".into(), "fence".into(), None, false)
-    );
-    let (name, cell, value, fence, released) = &found[1];
-    assert_eq!((name.as_str(), cell.as_str()), ("job", LOCK_COLUMN));
-    assert!(
-        value.is_empty() && *released,
-        "released in place: {found:?}"
-    );
-    // The kernel reads the counter where the layout keeps it.
-    let Reply::Cells(cells) = store.execute(read_counter("job")).await else {
-        panic!("a read")
-    };
-    assert_eq!(cells.len(), 1, "{cells:?}");
-    assert_eq!(Some(&cells[0].value), fence.as_ref());
-    assert!(cells[0].ttl_remaining.is_none());
-    assert!(
-        cells[0].value.contains(&second_token.to_string()),
-        "{cells:?} for token {second_token}"
-    );
-    common::drop_table(&url).await;
+        let store = locker.sql_store().expect("a SQL store").clone();
+        assert_eq!(store.layout(), Some(Layout::OneRow));
+        let found = rows(&store).await;
+        assert_eq!(
+            found.len(),
+            2,
+            "the flag and one row for the name: {found:?}"
+        );
+        assert_eq!(
+            found[0],
+            (String::new(), "layout".into(), "fence".into(), None, false)
+        );
+        let (name, cell, value, fence, released) = &found[1];
+        assert_eq!((name.as_str(), cell.as_str()), ("job", LOCK_COLUMN));
+        assert!(
+            value.is_empty() && *released,
+            "released in place: {found:?}"
+        );
+        // The kernel reads the counter where the layout keeps it.
+        let Reply::Cells(cells) = store.execute(read_counter("job")).await else {
+            panic!("a read")
+        };
+        assert_eq!(cells.len(), 1, "{cells:?}");
+        assert_eq!(Some(&cells[0].value), fence.as_ref());
+        assert!(cells[0].ttl_remaining.is_none());
+        assert!(
+            cells[0].value.contains(&second_token.to_string()),
+            "{cells:?} for token {second_token}"
+        );
+        common::drop_table(&url).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_table_is_one_row_unless_asked_otherwise() {
-    let Some(url) = common::url(Db::Postgres) else {
-        return;
-    };
-    let store = after_one_release(&url).await;
-    assert_eq!(store.layout(), Some(Layout::OneRow), "the default");
-    let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
-    assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
-    common::drop_table(&url).await;
+    for db in DBS {
+        let Some(url) = common::url(db) else {
+            continue;
+        };
+        let store = after_one_release(&url).await;
+        assert_eq!(
+            store.layout(),
+            Some(Layout::OneRow),
+            "the default on {db:?}"
+        );
+        let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
+        assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
+        common::drop_table(&url).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_keeps_the_layout_it_was_made_with() {
-    for (made, asked) in [
-        (Layout::TwoRows, Layout::OneRow),
-        (Layout::OneRow, Layout::TwoRows),
-    ] {
-        let Some(url) = url(made) else { return };
+    for (db, made, asked) in DBS.into_iter().flat_map(|db| {
+        [
+            (db, Layout::TwoRows, Layout::OneRow),
+            (db, Layout::OneRow, Layout::TwoRows),
+        ]
+    }) {
+        let Some(url) = url(db, made) else { continue };
         let store = after_one_release(&url).await;
         assert_eq!(store.layout(), Some(made), "as asked");
         let before: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
@@ -150,79 +177,84 @@ async fn a_table_keeps_the_layout_it_was_made_with() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_layout_is_refused_by_name() {
-    let Some(url) = url(Layout::OneRow) else {
-        return;
-    };
-    let store = SqlStore::open(&url).expect("valid");
-    store.ensure_schema().await.expect("created");
-    let table = store.options().table.clone();
-    exec_raw(
-        &store,
-        &format!("UPDATE {table} SET value = 'v9' WHERE lock_name = '' AND cell = 'layout'"),
-    )
-    .await
-    .expect("a later version's flag");
-    let e = SqlStore::open(&url)
-        .expect("valid")
-        .ensure_schema()
+    for db in DBS {
+        let Some(url) = url(db, Layout::OneRow) else {
+            continue;
+        };
+        let store = SqlStore::open(&url).expect("valid");
+        store.ensure_schema().await.expect("created");
+        let table = store.options().table.clone();
+        exec_raw(
+            &store,
+            &format!("UPDATE {table} SET value = 'v9' WHERE lock_name = '' AND cell = 'layout'"),
+        )
         .await
-        .expect_err("an unknown layout");
-    assert_eq!(e.kind(), ErrorKind::StoreError, "{e}");
-    assert!(e.message().contains("does not know (\"v9\""), "{e}");
-    assert!(e.message().contains(&table), "{e}");
-    common::drop_table(&url).await;
+        .expect("a later version's flag");
+        let e = SqlStore::open(&url)
+            .expect("valid")
+            .ensure_schema()
+            .await
+            .expect_err("an unknown layout");
+        assert_eq!(e.kind(), ErrorKind::StoreError, "{e}");
+        assert!(e.message().contains("does not know (\"v9\""), "{e}");
+        assert!(e.message().contains(&table), "{e}");
+        common::drop_table(&url).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
-    let Some(url) = url(Layout::OneRow) else {
-        return;
-    };
-    let store = after_one_release(&url).await;
-    let before = rows(&store).await;
-    let refused = [
-        Command::Delete {
-            row: "job".into(),
-            column: COUNTER_COLUMN.into(),
-            consistency: Consistency::Quorum,
-        },
-        Command::Put {
-            row: "job".into(),
-            column: COUNTER_COLUMN.into(),
-            value: "9".into(),
-            ttl: Some(Duration::from_secs(60)),
-            consistency: Consistency::Quorum,
-        },
-    ];
-    for command in refused {
-        let reply = store.execute(command.clone()).await;
-        assert!(
-            matches!(&reply, Reply::Failed(baton::Failure::Rejected(m)) if m.contains(COUNTER_COLUMN)),
-            "{command:?}: {reply:?}"
-        );
+    for db in DBS {
+        let Some(url) = url(db, Layout::OneRow) else {
+            continue;
+        };
+        let store = after_one_release(&url).await;
+        let before = rows(&store).await;
+        let refused = [
+            Command::Delete {
+                row: "job".into(),
+                column: COUNTER_COLUMN.into(),
+                consistency: Consistency::Quorum,
+            },
+            Command::Put {
+                row: "job".into(),
+                column: COUNTER_COLUMN.into(),
+                value: "9".into(),
+                ttl: Some(Duration::from_secs(60)),
+                consistency: Consistency::Quorum,
+            },
+        ];
+        for command in refused {
+            let reply = store.execute(command.clone()).await;
+            assert!(
+                matches!(&reply, Reply::Failed(baton::Failure::Rejected(m)) if m.contains(COUNTER_COLUMN)),
+                "{command:?}: {reply:?}"
+            );
+        }
+        assert_eq!(rows(&store).await, before, "nothing changed");
+        // An earlier version's client would write the counter as a row of its own: refused.
+        let table = &store.options().table;
+        let e = exec_raw(
+            &store,
+            &format!("INSERT INTO {table} (lock_name, cell, value) VALUES ('job', '_LOCK_', '9')"),
+        )
+        .await
+        .expect_err("a counter row");
+        // PostgreSQL: "violates check constraint"; MariaDB: "CONSTRAINT `CONSTRAINT_1` failed".
+        assert!(e.to_string().to_lowercase().contains("constraint"), "{e}");
+        common::drop_table(&url).await;
     }
-    assert_eq!(rows(&store).await, before, "nothing changed");
-    // An earlier version's client would write the counter as a row of its own: refused.
-    let table = &store.options().table;
-    let e = exec_raw(
-        &store,
-        &format!("INSERT INTO {table} (lock_name, cell, value) VALUES ('job', '_LOCK_', '9')"),
-    )
-    .await
-    .expect_err("a counter row");
-    assert!(e.to_string().contains("check constraint"), "{e}");
-    common::drop_table(&url).await;
 }
 
 #[test]
 fn one_row_is_refused_where_it_does_not_exist() {
-    for url in [
-        "sqlite::memory:?layout=one-row",
-        "mysql://u@h/db?layout=one-row",
-    ] {
-        let e = SqlStore::open(url).expect_err(url);
-        assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
-        assert!(e.message().contains("PostgreSQL only"), "{e}");
-    }
+    let url = "sqlite::memory:?layout=one-row";
+    let e = SqlStore::open(url).expect_err(url);
+    assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
+    assert!(
+        e.message().contains("PostgreSQL and MariaDB, not on"),
+        "{e}"
+    );
     assert!(SqlStore::open("sqlite::memory:?layout=two-rows").is_ok());
+    assert!(SqlStore::open("mysql://u@h/db?layout=one-row").is_ok());
 }

@@ -3,15 +3,15 @@
 //!
 //! | layout | where the fencing counter `_LOCK_` of a name lives | tables |
 //! | --- | --- | --- |
-//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite and MariaDB table; PostgreSQL tables made before the one-row layout, or with `layout=two-rows` (no flag) |
-//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL tables made by this version (flag `fence`) |
+//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite table; PostgreSQL and MariaDB tables made before their one-row layout, or with `layout=two-rows` (no flag) |
+//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL and MariaDB tables made by this version (flag `fence`) |
 //!
 //! A new table is made in [`Layout::for_new_table`] unless its store asks for another.
 //!
 //! A host reads the table's columns and its flag once, at its first use, after the table check
 //! ([`SchemaCheck`](super::SchemaCheck)), and runs every command with the statements of that
 //! layout. The flag is written in the same statement that makes the table (a PostgreSQL `DO`
-//! block, one transaction), so no client ever sees a new table without it, and nothing in
+//! block, one transaction; MariaDB's `CREATE TABLE … SELECT`), so no client ever sees a new table without it, and nothing in
 //! baton changes it afterwards: a table keeps its layout for life (an upgrade of existing
 //! tables is planned in `docs/one-row-claim.md`, phase 2).
 
@@ -60,12 +60,12 @@ impl Layout {
     }
 
     /// The layout of a table a store of `dialect` creates when it is not asked for one: one
-    /// row on PostgreSQL (a claim and a release each change one row version, where two rows
-    /// change two: docs/performance.md), two rows elsewhere (the only layout there).
+    /// row on PostgreSQL and MariaDB (a claim and a release each change one row version, where
+    /// two rows change two: docs/performance.md), two rows on SQLite (the only layout there).
     pub fn for_new_table(dialect: Dialect) -> Layout {
         match dialect {
-            Dialect::Postgres => Layout::OneRow,
-            Dialect::Sqlite | Dialect::MySql => Layout::TwoRows,
+            Dialect::Postgres | Dialect::MySql => Layout::OneRow,
+            Dialect::Sqlite => Layout::TwoRows,
         }
     }
 
@@ -81,7 +81,7 @@ impl Layout {
     ) -> Result<Layout, String> {
         match flag {
             None => Ok(Layout::TwoRows),
-            Some(ONE_ROW_FLAG) if dialect == Dialect::Postgres => {
+            Some(ONE_ROW_FLAG) if dialect != Dialect::Sqlite => {
                 let missing: alloc::vec::Vec<&str> = ONE_ROW_COLUMNS
                     .iter()
                     .copied()
@@ -125,16 +125,21 @@ mod tests {
             asked.expect("valid").for_new_table().layout,
             Layout::TwoRows
         );
-        for dialect in [Dialect::Sqlite, Dialect::MySql] {
-            let sets = StatementSets::new(dialect, "t", None).expect("valid");
-            assert_eq!(sets.new_table(), Layout::TwoRows);
-            // A table found one-row (another database's flag) still gets two-row statements;
-            // the set-up refuses such a table first (`Layout::of_table`).
-            assert_eq!(sets.of(Layout::OneRow).layout, Layout::TwoRows);
-            let e = StatementSets::new(dialect, "t", Some(Layout::OneRow)).expect_err("one-row");
-            assert_eq!(e.kind(), ErrorKind::InvalidOption);
-            assert!(e.message().contains("PostgreSQL only"), "{e}");
-        }
+        let mariadb = StatementSets::new(Dialect::MySql, "t", None).expect("valid");
+        assert_eq!(mariadb.new_table(), Layout::OneRow);
+        assert_eq!(mariadb.of(Layout::TwoRows).layout, Layout::TwoRows);
+        let sqlite = StatementSets::new(Dialect::Sqlite, "t", None).expect("valid");
+        assert_eq!(sqlite.new_table(), Layout::TwoRows);
+        // A table found one-row (another database's flag) still gets two-row statements;
+        // the set-up refuses such a table first (`Layout::of_table`).
+        assert_eq!(sqlite.of(Layout::OneRow).layout, Layout::TwoRows);
+        let e =
+            StatementSets::new(Dialect::Sqlite, "t", Some(Layout::OneRow)).expect_err("one-row");
+        assert_eq!(e.kind(), ErrorKind::InvalidOption);
+        assert!(
+            e.message().contains("PostgreSQL and MariaDB, not on"),
+            "{e}"
+        );
         assert!(StatementSets::new(Dialect::Sqlite, "bad name", None).is_err());
         for (name, dialect) in [
             ("postgresql", Dialect::Postgres),
@@ -160,14 +165,16 @@ mod tests {
         assert!(missing.contains("no column fence_stamp"), "{missing}");
         let later = Layout::of_table(pg, "t", Some("v3"), &all).expect_err("refused");
         assert!(later.contains("does not know (\"v3\""), "{later}");
-        for d in [Dialect::Sqlite, Dialect::MySql] {
-            assert!(Layout::of_table(d, "t", Some("fence"), &all).is_err());
-        }
+        assert_eq!(
+            Layout::of_table(Dialect::MySql, "t", Some("fence"), &all),
+            Ok(Layout::OneRow)
+        );
+        assert!(Layout::of_table(Dialect::Sqlite, "t", Some("fence"), &all).is_err());
     }
 }
 
 /// A store's statements in each layout its database has (two rows everywhere; one row on
-/// PostgreSQL), and the layout of a table the store creates. A host builds it once, runs the
+/// PostgreSQL and MariaDB), and the layout of a table the store creates. A host builds it once, runs the
 /// schema set-up with [`StatementSets::for_new_table`], then every command with the statements
 /// of the layout the table turned out to have ([`StatementSets::of`]).
 #[derive(Clone, Debug)]
@@ -180,19 +187,21 @@ pub struct StatementSets<S = String> {
 impl StatementSets {
     /// The statements of `dialect` on `table` (validated), a new table getting `layout`, or by
     /// default [`Layout::for_new_table`]; [`ErrorKind::InvalidOption`] for a one-row layout on
-    /// a database other than PostgreSQL.
+    /// SQLite.
     pub fn new(dialect: Dialect, table: &str, layout: Option<Layout>) -> Result<StatementSets> {
         let two_rows = Statements::new(dialect, table)?;
         let one_row = match dialect {
-            Dialect::Postgres => Some(Statements::in_layout(dialect, table, Layout::OneRow)?),
-            Dialect::Sqlite | Dialect::MySql => None,
+            Dialect::Postgres | Dialect::MySql => {
+                Some(Statements::in_layout(dialect, table, Layout::OneRow)?)
+            }
+            Dialect::Sqlite => None,
         };
         let new_table = layout.unwrap_or_else(|| Layout::for_new_table(dialect));
         if new_table == Layout::OneRow && one_row.is_none() {
             return Err(Error::new(
                 ErrorKind::InvalidOption,
                 format!(
-                    "layout one-row: the one-row table layout exists on PostgreSQL only, not on {}",
+                    "layout one-row: the one-row table layout exists on PostgreSQL and MariaDB, not on {}",
                     dialect.name()
                 ),
             ));

@@ -62,6 +62,7 @@ mod errors;
 mod layout;
 mod object;
 mod one_row;
+pub(crate) mod one_row_mysql;
 mod operation;
 mod schema;
 mod statement;
@@ -238,22 +239,24 @@ impl Statements {
     }
 
     /// The statements of `dialect` on `table` (validated here) in `layout`
-    /// ([`ErrorKind::InvalidOption`] for a one-row layout on a database other than
-    /// PostgreSQL). The table-level statements (`columns`, `layout_flag`, `create`, …) are the
+    /// ([`ErrorKind::InvalidOption`] for a one-row layout on SQLite). The table-level statements (`columns`, `layout_flag`, `create`, …) are the
     /// same in every layout.
     pub fn in_layout(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
         let mut st = Statements::two_rows(dialect, table)?;
         if layout == Layout::OneRow {
-            if dialect != Dialect::Postgres {
-                return Err(Error::new(
-                    ErrorKind::InvalidOption,
-                    format!(
-                        "the one-row table layout exists on PostgreSQL only, not on {}",
-                        dialect.name()
-                    ),
-                ));
-            }
-            st = one_row::one_row_statements(table, st);
+            st = match dialect {
+                Dialect::Postgres => one_row::one_row_statements(table, st),
+                Dialect::MySql => one_row_mysql::one_row_mysql_statements(table, st),
+                Dialect::Sqlite => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOption,
+                        format!(
+                            "the one-row table layout exists on PostgreSQL and MariaDB, not on {}",
+                            dialect.name()
+                        ),
+                    ))
+                }
+            };
             let create = create_table(dialect, table, layout);
             st.ddl = ddl_with_routines(&create, &st.routines);
             st.create = create;
@@ -328,11 +331,18 @@ impl Statements {
                 table.to_owned(),
             ),
         };
-        let claims = claim_statements(d, table)?;
+        let mut claims = claim_statements(d, table)?;
+        // MariaDB's one-row purge procedure is made with every MariaDB table's routines: a
+        // store asked for two rows may meet a one-row table another store made.
+        if d == Dialect::MySql {
+            claims.routines.push(one_row_mysql::purge_routine(table));
+        }
         let objects = object_statements(d, table, Layout::TwoRows);
         let create_sql = create_table(d, table, Layout::TwoRows);
         let add_stamp = add_stamp_column(d, table);
         let delete = format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?");
+        let cas_delete =
+            format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
         Ok(Statements {
             dialect: d,
             layout: Layout::TwoRows,
@@ -355,9 +365,9 @@ impl Statements {
                 "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live}",
                 d.expiry()
             )),
-            cas_delete: d.finish(&format!(
-                "DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}"
-            )),
+            cas_delete: d.finish(&cas_delete),
+            end_lock: d.finish(&delete),
+            cas_end_lock: d.finish(&cas_delete),
             current: d.finish(&format!(
                 "SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}"
             )),
@@ -446,7 +456,7 @@ fn ddl_with_routines(create: &[String], routines: &[String]) -> String {
     ddl
 }
 
-/// `CREATE TABLE IF NOT EXISTS`, for `dialect`, in `layout` (one row: PostgreSQL only, and
+/// `CREATE TABLE IF NOT EXISTS`, for `dialect`, in `layout` (one row: PostgreSQL and MariaDB,
 /// with the table's layout flag; see [`Layout`]).
 ///
 /// The primary key is the table's only index. Every statement but a table-wide purge finds its
@@ -480,8 +490,14 @@ pub fn create_table(dialect: Dialect, table: &str, layout: Layout) -> Vec<String
                 "DO $baton$ BEGIN\nCREATE TABLE IF NOT EXISTS {t} (\n  lock_name varchar(255) COLLATE \"C\" NOT NULL,\n  cell varchar(255) COLLATE \"C\" NOT NULL,\n  value text NOT NULL,\n  expires_at timestamptz,\n  {stamp},\n  fence text,\n  fence_stamp bigint,\n  PRIMARY KEY (lock_name, cell),\n  CHECK (cell <> '_LOCK_')\n);\nINSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence) VALUES ('{FLAG_ROW}', '{FLAG_CELL}', '{ONE_ROW_FLAG}', NULL, 0, NULL) ON CONFLICT DO NOTHING;\nEND $baton$"
             ),
         ],
-        (Dialect::MySql, _) => vec![format!(
+        (Dialect::MySql, Layout::TwoRows) => vec![format!(
             "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) ENGINE=InnoDB"
+        )],
+        // The table and its flag row in one statement (`CREATE … SELECT`, atomic in MariaDB:
+        // no client sees the table without its flag; an existing table is left as it is, with
+        // a note, and gets no row). The check refuses a counter row, as PostgreSQL's does.
+        (Dialect::MySql, Layout::OneRow) => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  cell VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  value TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,\n  expires_at DATETIME(6) NULL,\n  {stamp},\n  fence TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL,\n  fence_stamp BIGINT NULL,\n  PRIMARY KEY (lock_name, cell),\n  CHECK (cell <> '_LOCK_')\n) ENGINE=InnoDB\nSELECT '{FLAG_ROW}' AS lock_name, '{FLAG_CELL}' AS cell, '{ONE_ROW_FLAG}' AS value, NULL AS expires_at, 0 AS stamp, NULL AS fence, NULL AS fence_stamp"
         )],
     }
 }

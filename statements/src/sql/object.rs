@@ -41,7 +41,7 @@
 //!   REPEATABLE READ, of the gap where an absent lock row would go) do the same. SQLite runs
 //!   one writer at a time.
 //!
-//! In a one-row PostgreSQL table ([`Layout::OneRow`]) the counter `_LOCK_` is the `fence`
+//! In a one-row PostgreSQL or MariaDB table ([`Layout::OneRow`]) the counter `_LOCK_` is the `fence`
 //! column of the row `(name, 'lock')`: a held guard compares that (the operation refuses a
 //! counter other than `_LOCK_` there), and `object_current` reads it.
 //!
@@ -75,6 +75,14 @@ pub(crate) struct Objects {
 /// The largest cell value MariaDB's lock table holds, in bytes: its `value` column is `TEXT`.
 pub const MYSQL_MAX_VALUE_BYTES: usize = 65_535;
 
+/// A text parameter compared with a literal: PostgreSQL needs its type.
+fn param(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Postgres => "?::text",
+        Dialect::Sqlite | Dialect::MySql => "?",
+    }
+}
+
 /// The condition that the row `alias` is live at the server's current time.
 fn live(d: Dialect, alias: &str) -> String {
     let now = d.now();
@@ -101,7 +109,8 @@ fn held_exists(d: Dialect, t: &str, layout: Layout) -> String {
         // The counter is the `lock` row's `fence` (no expiry); the counter's name is compared
         // with `_LOCK_` once, before any row is read.
         Layout::OneRow => format!(
-            "EXISTS (SELECT 1 FROM {t} AS k WHERE k.lock_name = ? AND k.cell = '{LOCK_COLUMN}' AND ?::text = '{COUNTER_COLUMN}' AND k.fence = ?{share})"
+            "EXISTS (SELECT 1 FROM {t} AS k WHERE k.lock_name = ? AND k.cell = '{LOCK_COLUMN}' AND {} = '{COUNTER_COLUMN}' AND k.fence = ?{share})",
+            param(d)
         ),
     };
     format!("{lock} AND {counter}")
@@ -169,7 +178,7 @@ pub(crate) fn object_statements(d: Dialect, table: &str, layout: Layout) -> Obje
         Dialect::Postgres | Dialect::Sqlite => (held_exists(d, t, layout), free_not_exists(d, t)),
         // The same subqueries serve MariaDB's insert (it reads the table it inserts into
         // through a temporary copy); its update joins instead (below).
-        Dialect::MySql => (held_exists(d, t, Layout::TwoRows), free_not_exists(d, t)),
+        Dialect::MySql => (held_exists(d, t, layout), free_not_exists(d, t)),
     };
     let (update_held, update_free, update_held_from, update_free_from) = match d {
         Dialect::Postgres | Dialect::Sqlite => (
@@ -187,12 +196,18 @@ pub(crate) fn object_statements(d: Dialect, table: &str, layout: Layout) -> Obje
                 )
             };
             let set = "o.value = ?, o.expires_at = NULL, o.stamp = ?";
+            // On a one-row table the counter is the lock row's `fence` (`k` is `l`'s row).
+            let counter = match layout {
+                Layout::TwoRows => format!("k.cell = ? AND k.value = ? AND {}", live(d, "k")),
+                Layout::OneRow => {
+                    format!("k.cell = '{LOCK_COLUMN}' AND ? = '{COUNTER_COLUMN}' AND k.fence = ?")
+                }
+            };
             let held = |with_end: bool| {
                 format!(
-                    "UPDATE {t} AS o, {t} AS l, {t} AS k SET {set} WHERE {} AND l.lock_name = ? AND l.cell = ? AND l.value = ? AND {} AND k.lock_name = ? AND k.cell = ? AND k.value = ? AND {}",
+                    "UPDATE {t} AS o, {t} AS l, {t} AS k SET {set} WHERE {} AND l.lock_name = ? AND l.cell = ? AND l.value = ? AND {} AND k.lock_name = ? AND {counter}",
                     object(with_end),
                     live(d, "l"),
-                    live(d, "k")
                 )
             };
             let free = |with_end: bool| {
@@ -213,7 +228,8 @@ pub(crate) fn object_statements(d: Dialect, table: &str, layout: Layout) -> Obje
     let counter = match layout {
         Layout::TwoRows => value_of(),
         Layout::OneRow => format!(
-            "COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = '{LOCK_COLUMN}' AND ?::text = '{COUNTER_COLUMN}'), '')"
+            "COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = '{LOCK_COLUMN}' AND {} = '{COUNTER_COLUMN}'), '')",
+            param(d)
         ),
     };
     Objects {

@@ -140,6 +140,10 @@ SELECT cell, value, remaining, stamp FROM b ORDER BY cell",
         )
     };
     let claim = |first: bool, unflushed_losers: bool| one_row_claim(t, first, unflushed_losers);
+    let cas_delete = format!(
+        "WITH {} SELECT 1 FROM e UNION ALL SELECT 1 FROM d",
+        removal(t, &format!("{key} AND value = $3::text AND {LIVE}"), "1")
+    );
     // An object write's held guard, and the read after one, take the counter from `fence`.
     let objects = super::object::object_statements(Dialect::Postgres, table, Layout::OneRow);
     let numbered = |sql: &str| Dialect::Postgres.finish(sql);
@@ -182,10 +186,11 @@ o AS (UPDATE {t} SET value = $1::text, expires_at = {}, stamp = $3::bigint WHERE
 SELECT 1 FROM k UNION ALL SELECT 1 FROM o",
             expiry("$2")
         ),
-        cas_delete: format!(
-            "WITH {} SELECT 1 FROM e UNION ALL SELECT 1 FROM d",
-            removal(t, &format!("{key} AND value = $3::text AND {LIVE}"), "1")
-        ),
+        cas_delete: cas_delete.clone(),
+        // Not used on PostgreSQL (its removals choose between the counter's row and another
+        // inside each statement), but the same as the statements they stand for.
+        end_lock: format!("{deleted} {both}"),
+        cas_end_lock: cas_delete,
         purge_all: purged(""),
         purge_row: purged(" AND lock_name = $1::text"),
         scan_first: names("", "$1"),

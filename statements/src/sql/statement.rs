@@ -100,6 +100,13 @@ macro_rules! sql_statements {
                     $( Statement::$Variant => &self.$field, )*
                 }
             }
+
+            /// The statement `which`, to change.
+            pub(crate) fn get_mut(&mut self, which: Statement) -> &mut S {
+                match which {
+                    $( Statement::$Variant => &mut self.$field, )*
+                }
+            }
         }
     };
 }
@@ -134,6 +141,15 @@ sql_statements! {
     cas_update: CasUpdate = "cas-update", Write;
     /// `(row, cell, expected)`: one row affected when applied.
     cas_delete: CasDelete = "cas-delete", Write;
+    /// MariaDB's one-row table: [`Statements::delete`] (and its `_async` and `_notify`
+    /// forms) of the `lock` cell, which ends the cell in place (the row keeps the name's
+    /// fencing counter) where the others delete a row: `(row, cell, stamp)`. Elsewhere the
+    /// same text as `delete`, and not used.
+    end_lock: EndLock = "end-lock", Write;
+    /// MariaDB's one-row table: [`Statements::cas_delete`] of the `lock` cell, ended in place:
+    /// `(row, cell, expected)`, one row affected when applied. Elsewhere the same text as
+    /// `cas_delete`, and not used.
+    cas_end_lock: CasEndLock = "cas-end-lock", Write;
     /// `(row, cell)` → `(value)` of the live cell.
     current: Current = "current", Read;
     /// `()` → `(row, cell)` of every expired row removed. Reads the whole table (no index on

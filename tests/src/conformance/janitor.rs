@@ -124,10 +124,10 @@ impl Conn {
             "not a generated table name: {table:?}"
         );
         let sql = match self {
-            // With the claim procedure made for the table.
-            Conn::Mysql(_) => {
-                format!("DROP TABLE IF EXISTS `{table}`; DROP PROCEDURE IF EXISTS `{table}_claim`")
-            }
+            // With the claim and purge procedures made for the table.
+            Conn::Mysql(_) => format!(
+                "DROP TABLE IF EXISTS `{table}`; DROP PROCEDURE IF EXISTS `{table}_claim`; DROP PROCEDURE IF EXISTS `{table}_purge`"
+            ),
             // With the release trigger's function made for the table.
             Conn::Postgres(_) => format!(
                 "DROP TABLE IF EXISTS \"{table}\"; DROP FUNCTION IF EXISTS \"{table}_freed\"()"

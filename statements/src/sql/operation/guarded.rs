@@ -27,7 +27,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         // `''` stands for "no counter yet" (a counter value is never empty).
         let expected = text(counter_expected.as_deref().unwrap_or(""));
@@ -38,20 +38,22 @@ impl<'c> Operation<'c> {
                 Some(_) => self.release(Statement::Claim, Statement::ClaimAsync),
                 None => self.release(Statement::ClaimFirst, Statement::ClaimFirstAsync),
             };
-            return fetch(
-                statement,
-                vec![
-                    text(row),
-                    text(column),
-                    text(value),
-                    ttl,
-                    stamp,
-                    text(counter),
-                    expected,
-                    text(counter_next),
-                ],
-                CLAIMED,
-            );
+            let params = vec![
+                text(row),
+                text(column),
+                text(value),
+                ttl,
+                stamp,
+                text(counter),
+                expected,
+                text(counter_next),
+            ];
+            // MariaDB's one-row claim is a plain `UPDATE` (or `INSERT`): it answers by the
+            // rows it found.
+            if self.one_row_mysql() {
+                return execute(statement, params);
+            }
+            return fetch(statement, params, CLAIMED);
         }
         self.state = State::ClaimTx;
         Step::Transaction(vec![
@@ -93,7 +95,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         if self.dialect == Dialect::Postgres {
             let one = match read {
@@ -129,7 +131,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         fetch(
             Statement::ClaimState,
@@ -184,7 +186,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         self.state = State::Guarded;
         let check = [text(row), text(guard), text(guard_value)];
@@ -194,6 +196,10 @@ impl<'c> Operation<'c> {
                 params.extend(check);
                 let statement =
                     self.release(Statement::GuardedDelete, Statement::GuardedDeleteAsync);
+                // MariaDB's one-row release is an `UPDATE` that ends the cell in place.
+                if self.one_row_mysql() {
+                    return execute(statement, params);
+                }
                 fetch(statement, params, TEXT)
             }
             Some(new) => {
@@ -225,7 +231,7 @@ impl<'c> Operation<'c> {
         }) = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         fetch(
             Statement::GuardedCurrent,

@@ -31,6 +31,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
+use baton_kernel::strategy::unique::LOCK_COLUMN;
 use baton_kernel::{Cell, Command, Failure, Reply, Write};
 
 use super::{Dialect, Layout, Statement};
@@ -283,6 +284,26 @@ impl<'c> Operation<'c> {
         self
     }
 
+    /// Whether the table is MariaDB's one-row layout, whose claims and releases answer by the
+    /// rows they found rather than rows they return.
+    fn one_row_mysql(&self) -> bool {
+        self.dialect == Dialect::MySql && self.layout == Layout::OneRow
+    }
+
+    /// The statement that removes `column` in place of `delete` (a delete, a release's delete
+    /// or a compare-and-delete): on MariaDB's one-row table the `lock` cell is ended in place
+    /// by a statement of its own ([`Statements::end_lock`](super::Statements),
+    /// [`Statements::cas_end_lock`](super::Statements)); any other cell's row is deleted.
+    fn removal(&self, column: &str, delete: Statement) -> Statement {
+        if !self.one_row_mysql() || column != LOCK_COLUMN {
+            return delete;
+        }
+        match delete {
+            Statement::CasDelete => Statement::CasEndLock,
+            _ => Statement::EndLock,
+        }
+    }
+
     /// The statement of a release's delete, or of a claim: without waiting for the disk (for
     /// a claim: when it inserted nothing) when allowed.
     fn release(&self, flushed: Statement, unflushed: Statement) -> Statement {
@@ -296,6 +317,15 @@ impl<'c> Operation<'c> {
     /// What to do next. Call it again after feeding each outcome, until it gives the reply
     /// (once: stepping again after that is a bug in the host, answered by an internal error).
     pub fn step(&mut self) -> Step<'c> {
+        let step = self.next();
+        if self.one_row_mysql() {
+            return one_row::bound(step);
+        }
+        step
+    }
+
+    /// [`Operation::step`] with the parameters in the operation's order.
+    fn next(&mut self) -> Step<'c> {
         if let Some(reply) = self.reply.take() {
             self.state = State::Finished;
             return Step::Reply(reply);
@@ -322,12 +352,12 @@ impl<'c> Operation<'c> {
             State::Object => self.object_current(),
             State::VacateDelete(_) => match self.command {
                 Command::Vacate { row, column, .. } => execute(
-                    Statement::Delete,
+                    self.removal(column, Statement::Delete),
                     vec![text(row), text(column), Param::Int(Some(self.stamp))],
                 ),
                 _ => {
                     self.unexpected();
-                    self.step()
+                    self.next()
                 }
             },
             State::Scan(_) => self.scan_step(),
@@ -360,6 +390,15 @@ impl<'c> Operation<'c> {
             }
             // The transaction is in: the next step reads what it left.
             State::ClaimTx => {}
+            // MariaDB's one-row claim answers by the rows it found (and the marker of a kept
+            // row): applied, or the cells as found are read next.
+            State::ClaimOne => {
+                if self.applied(done) {
+                    self.reply = Some(claimed(self.command, vec![vec![Val::Int(Some(1)); 2]]));
+                } else {
+                    self.state = State::Guarded;
+                }
+            }
             State::VacateDelete(_) => {
                 if let State::VacateDelete(cells) =
                     core::mem::replace(&mut self.state, State::Finished)
@@ -503,7 +542,10 @@ impl<'c> Operation<'c> {
             Command::Delete { row, column, .. } | Command::DeleteVersion { row, column, .. } => (
                 State::Written,
                 execute(
-                    self.release(Statement::Delete, Statement::DeleteAsync),
+                    self.removal(
+                        column,
+                        self.release(Statement::Delete, Statement::DeleteAsync),
+                    ),
                     vec![text(row), text(column), stamp],
                 ),
             ),
@@ -541,7 +583,7 @@ impl<'c> Operation<'c> {
                         ],
                     ),
                     None => execute(
-                        Statement::CasDelete,
+                        self.removal(column, Statement::CasDelete),
                         vec![text(row), text(column), text(expected)],
                     ),
                 };
@@ -564,7 +606,7 @@ impl<'c> Operation<'c> {
                             (Statement::Put, put(row, column, value, *ttl, stamp.clone()))
                         }
                         Write::Delete { column } => (
-                            Statement::DeleteNotify,
+                            self.removal(column, Statement::DeleteNotify),
                             vec![text(row), text(column), stamp.clone()],
                         ),
                     })
@@ -578,7 +620,7 @@ impl<'c> Operation<'c> {
                 // One write is one statement: no transaction to wrap it in.
                 let Some((statement, params)) = statements.pop() else {
                     self.reply = Some(Reply::Written);
-                    return self.step();
+                    return self.next();
                 };
                 let statement = match statement {
                     Statement::DeleteNotify => {
@@ -609,7 +651,7 @@ impl<'c> Operation<'c> {
             // `new` refused every other command.
             _ => {
                 self.unexpected();
-                return self.step();
+                return self.next();
             }
         };
         self.state = state;

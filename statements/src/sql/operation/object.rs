@@ -65,7 +65,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         let guard_params = match guard {
             ObjectGuard::Held {
@@ -136,7 +136,7 @@ impl<'c> Operation<'c> {
         } = self.command
         else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         let (lock, counter) = match guard {
             ObjectGuard::Held {

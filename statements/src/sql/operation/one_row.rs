@@ -7,10 +7,15 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use baton_kernel::strategy::unique::LOCK_COLUMN;
 use baton_kernel::strategy::COUNTER_COLUMN;
 use baton_kernel::{Command, ObjectGuard, Write};
+
+use super::{Param, Step};
+use crate::sql::one_row_mysql::binds;
+use crate::sql::Statement;
 
 /// Why `command` cannot run on a one-row table, if it cannot.
 pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
@@ -87,5 +92,50 @@ pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
             }
         }
         _ => None,
+    }
+}
+
+/// `step` with its parameters as MariaDB's one-row statement takes them: in the order of its
+/// placeholders, a parameter repeated where the statement uses it twice
+/// (`one_row_mysql::binds`).
+pub(super) fn bound(step: Step<'_>) -> Step<'_> {
+    match step {
+        Step::Execute { statement, params } => Step::Execute {
+            statement,
+            params: in_order(statement, params),
+        },
+        Step::Fetch {
+            statement,
+            params,
+            columns,
+        } => Step::Fetch {
+            statement,
+            params: in_order(statement, params),
+            columns,
+        },
+        Step::Transaction(statements) => Step::Transaction(
+            statements
+                .into_iter()
+                .map(|(statement, params)| (statement, in_order(statement, params)))
+                .collect(),
+        ),
+        reply @ Step::Reply(_) => reply,
+    }
+}
+
+/// `params` in the order `statement`'s placeholders take them.
+fn in_order(statement: Statement, params: Vec<Param<'_>>) -> Vec<Param<'_>> {
+    match binds(statement) {
+        Some(order) => order
+            .iter()
+            .map(|&n| {
+                usize::from(n)
+                    .checked_sub(1)
+                    .and_then(|i| params.get(i))
+                    .cloned()
+                    .unwrap_or(Param::Int(None))
+            })
+            .collect(),
+        None => params,
     }
 }

@@ -27,7 +27,7 @@ impl<'c> Operation<'c> {
     pub(super) fn scan_step(&mut self) -> Step<'c> {
         let State::Scan(scan) = &mut self.state else {
             self.unexpected();
-            return self.step();
+            return self.next();
         };
         match &scan.names {
             // Row names read: their cells next.
