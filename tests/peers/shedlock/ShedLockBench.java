@@ -1,10 +1,12 @@
 // ShedLock's lock + unlock of one name, timed block by block for bench_sql, which runs baton's
 // lock + release in the blocks between, so that both meet the same server in the same minutes.
 //
-//   java -cp CLASSPATH ShedLockBench URL TABLE
+//   java -cp CLASSPATH ShedLockBench URL TABLE TRANSPORT
 //
 // URL is the store's (postgres://user:password@host:port/db or mysql://... / mariadb://...,
-// percent-encoded as baton takes it); TABLE, the ShedLock table this run creates and drops.
+// percent-encoded as baton takes it); TABLE, the ShedLock table this run creates and drops;
+// TRANSPORT, `tls` or `plain`: the one baton's driver uses on that server, so that both pay
+// the same for it (TLS unverified here: the comparison is of cost, on loopback).
 // ShedLock is used as its users deploy it: JdbcLockProvider (shedlock-provider-jdbc, plain
 // JDBC, the database's durable commits) over a HikariCP pool, a lock of 60 s held for no
 // minimum time, released at once. After a warm-up (the first lock inserts the row, later ones
@@ -37,10 +39,10 @@ public final class ShedLockBench {
 
     public static void main(String[] args) {
         try {
-            if (args.length != 2 || !args[1].matches("[a-z_][a-z0-9_]*")) {
-                throw new IllegalArgumentException("usage: ShedLockBench URL TABLE (TABLE: [a-z_][a-z0-9_]*)");
+            if (args.length != 3 || !args[1].matches("[a-z_][a-z0-9_]*") || !args[2].matches("tls|plain")) {
+                throw new IllegalArgumentException("usage: ShedLockBench URL TABLE tls|plain (TABLE: [a-z_][a-z0-9_]*)");
             }
-            run(args[0], args[1]);
+            run(args[0], args[1], args[2].equals("tls"));
         } catch (Exception e) {
             System.out.println("error: " + e);
             System.out.flush();
@@ -48,15 +50,17 @@ public final class ShedLockBench {
         }
     }
 
-    private static void run(String url, String table) throws Exception {
+    private static void run(String url, String table, boolean tls) throws Exception {
         URI uri = URI.create(url);
         String scheme = uri.getScheme();
         String jdbc;
         String create;
+        String transport;
         switch (scheme == null ? "" : scheme) {
             case "postgres":
             case "postgresql":
                 jdbc = "jdbc:postgresql://";
+                transport = tls ? "?sslmode=require&sslfactory=org.postgresql.ssl.NonValidatingFactory" : "?sslmode=disable";
                 // ShedLock's documented PostgreSQL table.
                 create = "CREATE TABLE " + table + " (name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL,"
                         + " locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))";
@@ -64,6 +68,7 @@ public final class ShedLockBench {
             case "mysql":
             case "mariadb":
                 jdbc = "jdbc:mariadb://";
+                transport = tls ? "?sslMode=trust" : "?sslMode=disable";
                 // ShedLock's documented MySQL / MariaDB table.
                 create = "CREATE TABLE " + table + " (name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL,"
                         + " locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),"
@@ -73,7 +78,7 @@ public final class ShedLockBench {
                 throw new IllegalArgumentException("ShedLock's JDBC provider is measured on PostgreSQL and MariaDB, not on " + scheme + ": URLs");
         }
         HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(jdbc + uri.getHost() + (uri.getPort() > 0 ? ":" + uri.getPort() : "") + uri.getRawPath());
+        config.setJdbcUrl(jdbc + uri.getHost() + (uri.getPort() > 0 ? ":" + uri.getPort() : "") + uri.getRawPath() + transport);
         String userInfo = uri.getRawUserInfo();
         if (userInfo != null) {
             String[] parts = userInfo.split(":", 2);

@@ -2,7 +2,9 @@
 //! provider over a HikariCP pool, as its users deploy it) as a child process, which runs its
 //! lock + unlock of one name in blocks when asked, on the same server, between baton's blocks.
 //! Its classpath comes from `scripts/shedlock classpath` (`BATON_SHEDLOCK_CLASSPATH`); without
-//! it, or on a store ShedLock's JDBC provider does not serve here, ShedLock is not measured.
+//! it, or on a store ShedLock's JDBC provider does not serve here, ShedLock is not measured. It
+//! connects over the transport baton's driver chose (TLS or plain TCP), which JDBC drivers
+//! would otherwise choose differently.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -35,12 +37,22 @@ impl ShedLock {
             return Ok(None);
         }
         let table = format!("bench_shedlock_{}", std::process::id());
+        let url = super::baselines::driver_url(base)?;
+        // Over the transport sqlx chose (TLS when the server offers it, by default): JDBC
+        // drivers choose otherwise (MariaDB's Connector/J: plain TCP), and TLS costs both
+        // sides CPU per statement.
+        let transport = if uses_tls(store, &url).await? {
+            "tls"
+        } else {
+            "plain"
+        };
         let mut child = Command::new("java")
             .arg("-cp")
             .arg(classpath)
             .arg("ShedLockBench")
-            .arg(super::baselines::driver_url(base)?)
+            .arg(&url)
             .arg(&table)
+            .arg(transport)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -111,5 +123,29 @@ impl ShedLock {
             Some(line) => Ok(line),
             None => Err("ShedLock's bench ended without an answer (see its standard error)".into()),
         }
+    }
+}
+
+/// Whether a connection of sqlx to `url` (a driver URL) uses TLS, as baton's and the plain
+/// client's do.
+async fn uses_tls(store: &str, url: &str) -> Result<bool, Error> {
+    use sqlx::Connection;
+    if store == "postgres" {
+        let mut c = sqlx::PgConnection::connect(url).await?;
+        let (ssl,): (bool,) =
+            sqlx::query_as("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+                .fetch_one(&mut c)
+                .await?;
+        c.close().await?;
+        Ok(ssl)
+    } else {
+        let mut c = sqlx::MySqlConnection::connect(url).await?;
+        let (cipher,): (String,) = sqlx::query_as(
+            "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'",
+        )
+        .fetch_one(&mut c)
+        .await?;
+        c.close().await?;
+        Ok(!cipher.is_empty())
     }
 }
