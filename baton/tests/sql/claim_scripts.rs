@@ -91,6 +91,22 @@ per_db!(
     }
 );
 
+/// A name's first claim of unique insert's cells (no counter expected), held for [`LONG`].
+fn first_claim(row: &str, value: &str, token: &str) -> Command {
+    Command::Claim {
+        row: row.into(),
+        column: "lock".into(),
+        value: value.into(),
+        ttl: LONG,
+        counter: "_LOCK_".into(),
+        counter_expected: None,
+        counter_next: token.into(),
+        turn: None,
+        serial: SerialConsistency::Serial,
+        consistency: Consistency::Quorum,
+    }
+}
+
 // A put of the lock cell stamped before its release, applied after it (a write from an earlier
 // build's client that a pooler held; today's kernel sends no put to `lock`): the cell is gone,
 // so the put recreates it whatever its stamp, as in the reference table, and the counter is
@@ -105,19 +121,7 @@ per_db!(
         // Stamped between the claim and the release (older than the release), and before the
         // claim (older than every write the cell had): either recreates it.
         for (row, after_the_claim) in [("lateput", true), ("oldput", false)] {
-            let claim = Command::Claim {
-                row: row.into(),
-                column: "lock".into(),
-                value: a.into(),
-                ttl: LONG,
-                counter: "_LOCK_".into(),
-                counter_expected: None,
-                counter_next: token.into(),
-                turn: None,
-                serial: SerialConsistency::Serial,
-                consistency: Consistency::Quorum,
-            };
-            same_as_reference(&store, &reference, vec![claim]).await;
+            same_as_reference(&store, &reference, vec![first_claim(row, a, token)]).await;
             let Reply::Cells(cells) = store
                 .execute(read(row, ColumnFilter::Exact("lock".into())))
                 .await
@@ -177,18 +181,7 @@ per_db!(
     |url: String| async move {
         let store = open(&url);
         let (a, token) = ("owner=a att=1", "token=1 owner=a");
-        let claim = Command::Claim {
-            row: "lateputk".into(),
-            column: "lock".into(),
-            value: a.into(),
-            ttl: LONG,
-            counter: "_LOCK_".into(),
-            counter_expected: None,
-            counter_next: token.into(),
-            turn: None,
-            serial: SerialConsistency::Serial,
-            consistency: Consistency::Quorum,
-        };
+        let claim = first_claim("lateputk", a, token);
         let Reply::Guarded { applied: true, .. } = store.execute(claim).await else {
             panic!("the first claim applies");
         };

@@ -205,6 +205,22 @@ COALESCE((SELECT value FROM f), (SELECT value FROM {t} WHERE lock_name = $1::tex
     )
 }
 
+/// The start of a MariaDB procedure that changes the table in a transaction of its own, or in
+/// savepoint `savepoint` of a caller's (`START TRANSACTION` would commit the caller's): `v_outer`
+/// (whether it was called inside one) and the handler that, on any error, rolls back what it
+/// did and raises the error again, so that no transaction is left open on the connection.
+/// Declared after the procedure's own variables, before its other handlers.
+pub(crate) fn rollback_on_error(savepoint: &str) -> String {
+    format!(
+        "  DECLARE v_outer INT DEFAULT @@in_transaction;
+  DECLARE EXIT HANDLER FOR SQLEXCEPTION
+  BEGIN
+    IF v_outer THEN ROLLBACK TO SAVEPOINT {savepoint}; ELSE ROLLBACK; END IF;
+    RESIGNAL;
+  END;"
+    )
+}
+
 /// MariaDB's claim procedure. A lock held now is answered at once, without locking or writing
 /// anything (waiters woken together cost the server a read each). Otherwise the counter and the
 /// lock cell are read with `FOR UPDATE`; if the lock
@@ -225,12 +241,7 @@ BEGIN
   DECLARE v_lock LONGTEXT DEFAULT NULL;
   DECLARE v_counter LONGTEXT DEFAULT NULL;
   DECLARE v_done INT DEFAULT 0;
-  DECLARE v_outer INT DEFAULT @@in_transaction;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION
-  BEGIN
-    IF v_outer THEN ROLLBACK TO SAVEPOINT baton_claim; ELSE ROLLBACK; END IF;
-    RESIGNAL;
-  END;
+{}
   DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
   SET p_expected = NULLIF(p_expected, '');
   -- A lock held now: answer without locking or writing anything.
@@ -263,7 +274,8 @@ BEGIN
     SELECT CAST(0 AS SIGNED), CAST(0 AS SIGNED), COALESCE(v_lock, ''), COALESCE(v_counter, '');
   END IF;
   END IF;
-END"
+END",
+        rollback_on_error("baton_claim")
     )
 }
 

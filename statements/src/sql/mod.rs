@@ -26,9 +26,9 @@
 //! a delete of a newer version recreates the cell (as in the kernel's reference table).
 //!
 //! Layouts ([`Layout`]): every statement above is written for a two-row table, where each
-//! name's fencing counter is a row of its own. A one-row PostgreSQL table keeps it in the
-//! `lock` row's `fence` column; [`Statements::in_layout`] then puts the mapped statements of
-//! `one_row.rs` in their place, with the same parameters and results, so that an
+//! name's fencing counter is a row of its own. A one-row PostgreSQL or MariaDB table keeps it in
+//! the `lock` row's `fence` column; [`Statements::in_layout`] then puts the mapped statements of
+//! `one_row.rs` (MariaDB: `one_row_mysql.rs`) in their place, with the same parameters and results, so that an
 //! [`Operation`] runs either.
 //!
 //! Commands and their statements (the [`Operation`]'s table has each step):

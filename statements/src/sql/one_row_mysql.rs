@@ -36,6 +36,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::claim::rollback_on_error;
 use super::{Dialect, Layout, Statement, Statements};
 
 /// The `expires_at` of an absent `lock` cell: the earliest `DATETIME`, never live, told apart
@@ -123,19 +124,15 @@ fn purge_procedure(name: &str, t: &str) -> String {
 MODIFIES SQL DATA
 BEGIN
   DECLARE v_now DATETIME(6) DEFAULT {NOW};
-  DECLARE v_outer INT DEFAULT @@in_transaction;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION
-  BEGIN
-    IF v_outer THEN ROLLBACK TO SAVEPOINT baton_purge; ELSE ROLLBACK; END IF;
-    RESIGNAL;
-  END;
+{}
   IF v_outer THEN SAVEPOINT baton_purge; ELSE SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; END IF;
   SELECT lock_name, cell FROM {t} WHERE {rows} AND {expired} AND {NOT_ABSENT} FOR UPDATE;
   UPDATE {t} SET {END} WHERE {rows} AND cell = 'lock' AND {expired} AND {NOT_ABSENT};
   DELETE FROM {t} WHERE {rows} AND cell <> 'lock' AND {expired};
   DELETE FROM {t} WHERE {rows} AND cell = 'lock' AND expires_at <=> {ABSENT} AND fence IS NULL;
   IF v_outer THEN RELEASE SAVEPOINT baton_purge; ELSE COMMIT; END IF;
-END"
+END",
+        rollback_on_error("baton_purge")
     )
 }
 
