@@ -41,25 +41,22 @@ use super::{Dialect, Layout, Statement, Statements};
 
 /// The `expires_at` of an absent `lock` cell: the earliest `DATETIME`, never live, told apart
 /// from an expired cell (any other past time) by equality.
-pub(crate) const ABSENT: &str = "'1000-01-01 00:00:00'";
-const NOW: &str = "UTC_TIMESTAMP(6)";
-const LIVE: &str = "(expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))";
-const EXPIRED: &str = "(expires_at IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6))";
+macro_rules! absent {
+    () => {
+        "'1000-01-01 00:00:00'"
+    };
+}
+pub(crate) const ABSENT: &str = absent!();
 /// The assignments that end a `lock` cell in place.
-const END: &str = "value = '', expires_at = '1000-01-01 00:00:00'";
+const END: &str = concat!("value = '', expires_at = ", absent!());
 /// The `lock` cell is not absent already (`<=>`: a cell without a TTL is not absent).
-const NOT_ABSENT: &str = "NOT (expires_at <=> '1000-01-01 00:00:00')";
+const NOT_ABSENT: &str = concat!("NOT (expires_at <=> ", absent!(), ")");
 /// The key column's collation, for the `_LOCK_` literal that reads and scans merge in.
 const COUNTER_CELL: &str = "_utf8mb4'_LOCK_' COLLATE utf8mb4_nopad_bin";
 
 /// The expiry of a cell written now with a TTL of `ms` milliseconds (NULL: none).
 fn expiry(ms: &str) -> String {
-    format!("TIMESTAMPADD(MICROSECOND, {ms} * 1000, {NOW})")
-}
-
-/// The remaining milliseconds of a cell, rounded up (as [`Dialect::remaining`]).
-fn remaining() -> String {
-    Dialect::MySql.remaining()
+    Dialect::MySql.expiry().replacen('?', ms, 1)
 }
 
 /// The cells of row `r` as the kernel sees them: every row (the `lock` row's own cell among
@@ -117,13 +114,14 @@ pub(crate) fn binds(statement: Statement) -> Option<&'static [u8]> {
 /// would lock the gaps between rows, and every new name's claim with them), at one instant.
 /// Inside a caller's transaction, in a savepoint of it.
 fn purge_procedure(name: &str, t: &str) -> String {
+    let now = Dialect::MySql.now();
     let rows = "(p_row IS NULL OR lock_name = p_row) AND lock_name <> ''";
     let expired = "expires_at IS NOT NULL AND expires_at <= v_now";
     format!(
         "CREATE OR REPLACE PROCEDURE {name}(IN p_row VARCHAR(255))
 MODIFIES SQL DATA
 BEGIN
-  DECLARE v_now DATETIME(6) DEFAULT {NOW};
+  DECLARE v_now DATETIME(6) DEFAULT {now};
 {}
   IF v_outer THEN SAVEPOINT baton_purge; ELSE SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION; END IF;
   SELECT lock_name, cell FROM {t} WHERE {rows} AND {expired} AND {NOT_ABSENT} FOR UPDATE;
@@ -152,7 +150,8 @@ pub(crate) fn purge_routine(table: &str) -> String {
 /// The statements written with `$n` placeholders, by statement: [`positional`] makes the
 /// text MariaDB runs, and the order [`binds`] gives.
 fn numbered(t: &str) -> Vec<(Statement, String)> {
-    let rem = remaining();
+    let d = Dialect::MySql;
+    let (rem, live, expired) = (d.remaining(), d.live(), d.expired());
     let select = |r: &str| format!("SELECT cell, value, {rem}, stamp FROM {}", cells(t, r));
     // A write of `_LOCK_` is a write of the `lock` row's `fence` and `fence_stamp` (the row
     // created absent, at stamp 0, when missing); of any other cell, of its own row.
@@ -183,18 +182,18 @@ stamp = IF(LAST_INSERT_ID() = 2, VALUES(stamp), stamp)"
     );
     // An insert-if-absent writes a counter where there is none, another cell where it is
     // not live (absent or expired); the marker 1 tells the operation it kept the row.
-    let insert_if_absent = format!("{insert}{}", on_duplicate("fence IS NULL", EXPIRED));
+    let insert_if_absent = format!("{insert}{}", on_duplicate("fence IS NULL", &expired));
     let cas_update = format!(
         "UPDATE {t} SET fence = IF($5 = '_LOCK_', $1, fence), fence_stamp = IF($5 = '_LOCK_', $3, fence_stamp), \
 value = IF($5 = '_LOCK_', value, $1), expires_at = IF($5 = '_LOCK_', expires_at, {}), stamp = IF($5 = '_LOCK_', stamp, $3) \
-WHERE lock_name = $4 AND cell = IF($5 = '_LOCK_', 'lock', $5) AND IF($5 = '_LOCK_', fence = $6, value = $6 AND {LIVE})",
+WHERE lock_name = $4 AND cell = IF($5 = '_LOCK_', 'lock', $5) AND IF($5 = '_LOCK_', fence = $6, value = $6 AND {live})",
         expiry("$2")
     );
     let scan_cells = format!(
         "SELECT lock_name, cell, value, {rem}, stamp FROM (\
 SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' \
 UNION ALL SELECT lock_name, {COUNTER_CELL}, fence, CAST(NULL AS DATETIME(6)), fence_stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell = 'lock' AND fence IS NOT NULL\
-) AS c WHERE {LIVE} ORDER BY lock_name, cell"
+) AS c WHERE {live} ORDER BY lock_name, cell"
     );
     // Unique insert's claim of a name that has a counter: the row taken over where its lock
     // cell is not live and the counter is the expected one, both cells in one row version.
@@ -202,14 +201,14 @@ UNION ALL SELECT lock_name, {COUNTER_CELL}, fence, CAST(NULL AS DATETIME(6)), fe
     // concurrent claim made it wait); not found: the cells as found are read after
     // (`guarded_current`). A waiter's claim finds the row live and locks nothing.
     let claim = format!(
-        "UPDATE {t} SET value = $3, expires_at = {}, stamp = $5, fence = $8, fence_stamp = $5 WHERE lock_name = $1 AND cell = 'lock' AND $2 = 'lock' AND $6 = '_LOCK_' AND {EXPIRED} AND fence <=> NULLIF($7, '')",
+        "UPDATE {t} SET value = $3, expires_at = {}, stamp = $5, fence = $8, fence_stamp = $5 WHERE lock_name = $1 AND cell = 'lock' AND $2 = 'lock' AND $6 = '_LOCK_' AND {expired} AND fence <=> NULLIF($7, '')",
         expiry("$4")
     );
     // A name's first claim (no counter expected): the row inserted, or one without a counter
     // whose lock cell is not live taken over (marker 2); a row kept answers marker 1.
     let claim_first = format!(
         "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence, fence_stamp) SELECT $1, 'lock', $3, {}, $5, $8, $5 FROM DUAL WHERE $2 = 'lock' AND $6 = '_LOCK_' AND $7 = '' \
-ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({EXPIRED} AND fence IS NULL, 2, 1)) = 2, VALUES(value), value), \
+ON DUPLICATE KEY UPDATE value = IF(LAST_INSERT_ID(IF({expired} AND fence IS NULL, 2, 1)) = 2, VALUES(value), value), \
 stamp = IF(LAST_INSERT_ID() = 2, VALUES(stamp), stamp), expires_at = IF(LAST_INSERT_ID() = 2, VALUES(expires_at), expires_at), \
 fence = IF(LAST_INSERT_ID() = 2, VALUES(fence), fence), fence_stamp = IF(LAST_INSERT_ID() = 2, VALUES(fence_stamp), fence_stamp)",
         expiry("$4")
@@ -217,27 +216,27 @@ fence = IF(LAST_INSERT_ID() = 2, VALUES(fence), fence), fence_stamp = IF(LAST_IN
     alloc::vec![
         (
             Statement::ReadAll,
-            format!("{} WHERE {LIVE} ORDER BY cell", select("$1"))
+            format!("{} WHERE {live} ORDER BY cell", select("$1"))
         ),
         (
             Statement::ReadRange,
             format!(
-                "{} WHERE cell >= $2 AND cell < $3 AND {LIVE} ORDER BY cell",
+                "{} WHERE cell >= $2 AND cell < $3 AND {live} ORDER BY cell",
                 select("$1")
             ),
         ),
         (
             Statement::ReadFrom,
-            format!("{} WHERE cell >= $2 AND {LIVE} ORDER BY cell", select("$1"))
+            format!("{} WHERE cell >= $2 AND {live} ORDER BY cell", select("$1"))
         ),
         (
             Statement::ReadExact,
-            format!("{} WHERE cell = $2 AND {LIVE}", select("$1"))
+            format!("{} WHERE cell = $2 AND {live}", select("$1"))
         ),
         (
             Statement::Current,
             format!(
-                "SELECT value FROM {} WHERE cell = $2 AND {LIVE}",
+                "SELECT value FROM {} WHERE cell = $2 AND {live}",
                 cells(t, "$1")
             ),
         ),
@@ -258,27 +257,28 @@ fence = IF(LAST_INSERT_ID() = 2, VALUES(fence), fence), fence_stamp = IF(LAST_IN
 pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Statements {
     let t = Dialect::MySql.quote(table);
     let t = t.as_str();
+    let live = Dialect::MySql.live();
     let end_lock = format!(
         "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND stamp <= ? AND {NOT_ABSENT}"
     );
     let cas_end_lock =
-        format!("UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {LIVE}");
+        format!("UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
     let names = |after: &str| {
         format!(
-            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ({LIVE} OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
+            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ({live} OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
         )
     };
     // Unique insert's release, the only guarded removal the layout takes: the `lock` cell
     // ended in place while the row's counter is the guard's value.
     let released = format!(
-        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {LIVE} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?"
+        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?"
     );
     let guarded_update = format!(
-        "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {LIVE} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?",
+        "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?",
         expiry("?")
     );
     let guarded_current = format!(
-        "SELECT COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {LIVE}), ''), COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = 'lock' AND ? = '_LOCK_'), '')"
+        "SELECT COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}), ''), COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = 'lock' AND ? = '_LOCK_'), '')"
     );
     let purge = purge_name(table);
     let objects = super::object::object_statements(Dialect::MySql, table, Layout::OneRow);

@@ -246,12 +246,7 @@ impl<'c> Operation<'c> {
 /// counter (PostgreSQL, when someone else created the counter in the same instant): not
 /// applied, with our own value as the lock's.
 pub(super) fn claimed(command: &Command, rows: Vec<Vec<Val>>) -> Reply {
-    let Command::Claim {
-        value,
-        counter_next,
-        ..
-    } = command
-    else {
+    let Command::Claim { value, .. } = command else {
         return internal("a claim's outcome for another command");
     };
     let mut vals = rows.into_iter().next().unwrap_or_default().into_iter();
@@ -260,11 +255,7 @@ pub(super) fn claimed(command: &Command, rows: Vec<Vec<Val>>) -> Reply {
     let found = present(vals.next());
     let counter = present(vals.next());
     match (inserted, bumped) {
-        (true, true) => Reply::Guarded {
-            applied: true,
-            current: Some(value.clone()),
-            guard: Some(counter_next.clone()),
-        },
+        (true, true) => claim_applied(command),
         (true, false) => Reply::Guarded {
             applied: false,
             current: Some(value.clone()),
@@ -275,5 +266,22 @@ pub(super) fn claimed(command: &Command, rows: Vec<Vec<Val>>) -> Reply {
             current: found,
             guard: counter,
         },
+    }
+}
+
+/// The reply of a claim that applied: the cells as it wrote them.
+pub(super) fn claim_applied(command: &Command) -> Reply {
+    let Command::Claim {
+        value,
+        counter_next,
+        ..
+    } = command
+    else {
+        return internal("a claim's outcome for another command");
+    };
+    Reply::Guarded {
+        applied: true,
+        current: Some(value.clone()),
+        guard: Some(counter_next.clone()),
     }
 }

@@ -36,7 +36,7 @@ use baton_kernel::{Cell, Command, Failure, Reply, Write};
 
 use super::{Dialect, Layout, Statement};
 
-use guarded::claimed;
+use guarded::{claim_applied, claimed};
 use one_row::one_row_refusal;
 pub use params::ttl_ms;
 use params::{cell, check_keys, execute, fetch, present, put, read_step, sql_stamp, text};
@@ -394,7 +394,7 @@ impl<'c> Operation<'c> {
             // row): applied, or the cells as found are read next.
             State::ClaimOne => {
                 if self.applied(done) {
-                    self.reply = Some(claimed(self.command, vec![vec![Val::Int(Some(1)); 2]]));
+                    self.reply = Some(claim_applied(self.command));
                 } else {
                     self.state = State::Guarded;
                 }
