@@ -77,7 +77,7 @@ pub use stores::{memory, store};
 
 pub use api::blocking::{shared_runtime, BlockingGuard, BlockingLocker, BlockingSemaphore, Cancel};
 pub use api::guard::Guard;
-pub use api::locker::{Locker, LockerBuilder};
+pub use api::locker::{LockPages, Locker, LockerBuilder};
 pub use api::modes::Semaphore;
 pub use api::object::{BlockingObjectGuard, ObjectGuard, Versioned};
 pub use api::request::LockRequest;
@@ -103,8 +103,8 @@ pub use sqlx;
 pub use baton_kernel;
 pub use baton_kernel::{
     Cell, Command, Consistency, EntryState, Error, ErrorKind, Failure, Instant, Lease, LockInfo,
-    LockOptions, LockPath, Mode, PrefixOptions, Reply, Result, RetryPolicy, SerialConsistency,
-    Strategy, Wait, Write,
+    LockOptions, LockPage, LockPath, Mode, PrefixOptions, Reply, Result, RetryPolicy,
+    SerialConsistency, Strategy, Wait, Write,
 };
 
 /// The README's Rust examples, compiled as doctests so they stay true.

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::args::{LocksArgs, PurgeArgs, ReleaseArgs};
 use crate::duration::human;
 use crate::exit::{CliError, OK};
-use crate::output::{print, print_json, table, Style};
+use crate::output::{print, print_json, table, Progress, Style};
 use crate::store;
 
 /// One entry of `baton locks --json`.
@@ -138,13 +138,56 @@ pub async fn describe_holders(locker: &Locker, name: &str, strategy: Strategy) -
     (!text.is_empty()).then_some(text)
 }
 
+/// Every live entry of the store's table, read a page at a time, with the rows and entries
+/// read so far on a terminal's standard error when the listing takes a moment (a table of
+/// 100 000 locks takes seconds).
+async fn list_with_progress(locker: &Locker) -> Result<Vec<LockInfo>, CliError> {
+    let mut pages = locker.list_pages();
+    let mut progress = Progress::stderr();
+    let (mut rows, mut entries) = (0usize, Vec::new());
+    while let Some(page) = pages
+        .next()
+        .await
+        .map_err(|e| CliError::from_baton("cannot list locks", &e))?
+    {
+        rows += page.rows;
+        entries.extend(page.entries);
+        progress.show(|| {
+            format!(
+                "listing {}: {rows} rows read, {} live entries so far",
+                locker.store().describe(),
+                entries.len()
+            )
+        });
+    }
+    progress.clear();
+    Ok(entries)
+}
+
+/// Runs `work` with, on a terminal, a line saying it runs (`what`) and for how long, once it
+/// has taken a moment: for a step the store does in one go (a purge of a whole table).
+async fn with_progress<T>(what: &str, work: impl std::future::Future<Output = T>) -> T {
+    let mut progress = Progress::stderr();
+    let mut work = std::pin::pin!(work);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            out = &mut work => {
+                progress.clear();
+                return out;
+            }
+            _ = tick.tick() => {
+                let secs = progress.elapsed_secs();
+                progress.show(|| format!("{what}: {secs} s"));
+            }
+        }
+    }
+}
+
 /// `baton locks`.
 pub async fn locks(store_url: &str, args: &LocksArgs) -> Result<u8, CliError> {
     let locker = store::open(store_url)?;
-    let mut entries = locker
-        .list()
-        .await
-        .map_err(|e| CliError::from_baton("cannot list locks", &e))?;
+    let mut entries = list_with_progress(&locker).await?;
     entries.sort_by(|a, b| (&a.name, a.ticket, &a.column).cmp(&(&b.name, b.ticket, &b.column)));
     if args.json {
         let locks: Vec<LockJson> = entries.iter().map(LockJson::new).collect();
@@ -199,8 +242,15 @@ pub async fn purge(store_url: &str, args: &PurgeArgs) -> Result<u8, CliError> {
         LockName::new(name).map_err(|e| CliError::from_baton("bad --lock", &e))?;
     }
     let strategy = args.strategy.unwrap_or(locker.defaults().strategy);
-    let mut removed = locker
-        .purge_with(args.lock.as_deref(), strategy)
+    let what = format!(
+        "purging expired entries of {} in {}",
+        args.lock.as_deref().map_or_else(
+            || String::from("every lock"),
+            |name| format!("lock {name:?}")
+        ),
+        locker.store().describe()
+    );
+    let mut removed = with_progress(&what, locker.purge_with(args.lock.as_deref(), strategy))
         .await
         .map_err(|e| CliError::from_baton("cannot purge expired locks", &e))?;
     removed.sort();

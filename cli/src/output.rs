@@ -94,6 +94,62 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     print(&format!("{text}\n"))
 }
 
+/// A line of progress on standard error, rewritten in place as work goes on, shown only where
+/// standard error is a terminal (not `TERM=dumb`) and only once the work has taken a moment
+/// ([`Progress::DELAY`]: a quick listing shows none), then at most ten times a second. Erased by
+/// [`Progress::clear`], or when dropped, so that what follows starts on a clean line.
+pub struct Progress {
+    on: bool,
+    started: std::time::Instant,
+    shown: Option<std::time::Instant>,
+}
+
+impl Progress {
+    /// How long work runs before its progress is shown.
+    pub const DELAY: std::time::Duration = std::time::Duration::from_millis(300);
+
+    /// Progress on standard error, if it is a terminal.
+    pub fn stderr() -> Self {
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        Progress {
+            on: io::stderr().is_terminal() && !dumb,
+            started: std::time::Instant::now(),
+            shown: None,
+        }
+    }
+
+    /// Shows `text` (one line, no newline) in place of the last, if it is time to.
+    pub fn show(&mut self, text: impl FnOnce() -> String) {
+        let now = std::time::Instant::now();
+        let due = match self.shown {
+            None => now.duration_since(self.started) >= Self::DELAY,
+            Some(last) => now.duration_since(last) >= std::time::Duration::from_millis(100),
+        };
+        if self.on && due {
+            let _ = write!(io::stderr().lock(), "\r\x1b[K{}", text());
+            self.shown = Some(now);
+        }
+    }
+
+    /// The seconds since the work started, for a line that has no count to show.
+    pub fn elapsed_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// Erases the line, if one was shown.
+    pub fn clear(&mut self) {
+        if self.shown.take().is_some() {
+            let _ = write!(io::stderr().lock(), "\r\x1b[K");
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
 /// A diagnostic line on standard error, prefixed `baton: ` (write errors are ignored: there is
 /// nowhere left to report them).
 pub fn say(text: &str) {

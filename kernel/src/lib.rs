@@ -11,8 +11,8 @@
 //!   the reference in-memory table ([`MemoryTable`]) that defines their meaning.
 //! - [`strategy`]: the algorithms (bakery, unique insert, column prefix), each with its safety
 //!   argument, consistency needs, crash behaviour and round-trip costs.
-//! - Operations ([`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`ListLocks`], [`Purge`],
-//!   [`ForceRelease`]):
+//! - Operations ([`Acquire`], [`Renew`], [`Release`], [`Inspect`], [`ListLocks`] or
+//!   [`ListPage`], [`Purge`], [`ForceRelease`]):
 //!   each a state machine driven through the [`Operation`] trait.
 //! - [`Lease`]: what a grant gives, with its fencing token and deadline.
 //! - [`LockLife`]: a lock's whole life (acquire, keep alive, loss, release, cleanup after
@@ -85,8 +85,9 @@ pub use model::{
 pub use name::LockName;
 pub use object::{check_value, Object, MAX_OBJECT_BYTES, OBJECT_COLUMN};
 pub use op::{
-    Acquire, CommandId, ForceRelease, Inspect, ListLocks, ObjectOp, ObjectRequest, Operation, Poll,
-    Purge, Release, Renew, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,
+    Acquire, CommandId, ForceRelease, Inspect, ListLocks, ListPage, LockPage, ObjectOp,
+    ObjectRequest, Operation, Poll, Purge, Release, Renew, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX,
+    LIST_PAGE_ROWS,
 };
 #[cfg(feature = "sabotage")]
 pub use options::Sabotage;

@@ -1,10 +1,11 @@
-//! `ListLocks`: every lock of the table, whatever its strategy, page after page.
+//! `ListLocks`: every lock of the table, whatever its strategy, page after page; `ListPage`:
+//! the same, one page at a time.
 
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, EntryState, Instant, ListLocks, LockName, LockOptions, MemoryTable, Operation,
-    OwnerId, Poll, Result, Strategy,
+    Acquire, EntryState, Instant, ListLocks, ListPage, LockName, LockOptions, MemoryTable,
+    Operation, OwnerId, Poll, Result, Strategy, LIST_PAGE_ROWS,
 };
 
 fn run<O: Operation>(table: &mut MemoryTable, op: &mut O, now: Instant) -> Result<O::Output> {
@@ -106,5 +107,56 @@ fn pages_through_large_tables() {
     assert!(
         found.windows(2).all(|w| w[0].name < w[1].name),
         "sorted, no duplicates"
+    );
+}
+
+#[test]
+fn pages_one_at_a_time_as_the_whole_listing() {
+    let mut table = MemoryTable::new();
+    let now = Instant::from_nanos(1);
+    // Two full pages and a short one.
+    let rows = 2 * LIST_PAGE_ROWS as usize + 3;
+    for i in 0..rows {
+        take(
+            &mut table,
+            &format!("lock-{i:04}"),
+            Strategy::UniqueInsert,
+            "h",
+            now,
+        );
+    }
+    let opts = LockOptions::default();
+    let whole = run(&mut table, &mut ListLocks::new(&opts), now).expect("listing");
+    let mut pages = Vec::new();
+    let mut page = ListPage::first(&opts);
+    loop {
+        let got = run(&mut table, &mut page, now).expect("page");
+        pages.push(got.clone());
+        match got.next {
+            Some(after) => page = ListPage::after(&opts, after),
+            None => break,
+        }
+    }
+    let sizes: Vec<usize> = pages.iter().map(|p| p.rows).collect();
+    assert_eq!(
+        sizes,
+        vec![LIST_PAGE_ROWS as usize, LIST_PAGE_ROWS as usize, 3]
+    );
+    let paged: Vec<_> = pages.into_iter().flat_map(|p| p.entries).collect();
+    assert_eq!(paged, whole);
+    assert_eq!(paged.len(), rows);
+
+    // A table of exactly one page: the page is full, so a second (empty) one ends it.
+    let mut table = MemoryTable::new();
+    for i in 0..LIST_PAGE_ROWS {
+        take(&mut table, &format!("n-{i:04}"), Strategy::Bakery, "h", now);
+    }
+    let first = run(&mut table, &mut ListPage::first(&opts), now).expect("page");
+    assert_eq!(first.entries.len(), LIST_PAGE_ROWS as usize);
+    let after = first.next.expect("a full page has a next");
+    let second = run(&mut table, &mut ListPage::after(&opts, after), now).expect("page");
+    assert_eq!(
+        (second.rows, second.entries.len(), second.next),
+        (0, 0, None)
     );
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use baton_kernel::host::{fresh_acquisition, FenceHints};
 use baton_kernel::{
-    Acquire, Consistency, Error, ErrorKind, ForceRelease, Inspect, LifeEvent, ListLocks, LockInfo,
-    LockLife, LockName, LockOptions, PrefixOptions, Purge, Result, RetryPolicy, SerialConsistency,
-    Strategy, Wait,
+    Acquire, Consistency, Error, ErrorKind, ForceRelease, Inspect, LifeEvent, ListLocks, ListPage,
+    LockInfo, LockLife, LockName, LockOptions, LockPage, PrefixOptions, Purge, Result, RetryPolicy,
+    SerialConsistency, Strategy, Wait,
 };
 
 use crate::api::guard::Guard;
@@ -253,6 +253,17 @@ impl Locker {
     pub async fn list(&self) -> Result<Vec<LockInfo>> {
         let opts = self.options_for(Strategy::ColumnPrefix);
         self.run(&mut ListLocks::new(&opts)).await
+    }
+
+    /// [`Locker::list`] a page at a time ([`LockPages::next`]), for a listing that shows its
+    /// progress or holds one page in memory: one scan of up to
+    /// [`LIST_PAGE_ROWS`](baton_kernel::LIST_PAGE_ROWS) rows per page.
+    pub fn list_pages(&self) -> LockPages {
+        LockPages {
+            locker: self.clone(),
+            opts: self.options_for(Strategy::ColumnPrefix),
+            next: Some(None),
+        }
     }
 
     /// Removes expired entries of `name`, or of every lock when `None`, and returns the
@@ -550,5 +561,31 @@ impl LockerBuilder {
                 pid: std::process::id(),
             }),
         }
+    }
+}
+
+/// The pages of a listing of every lock ([`Locker::list_pages`]), read one by one.
+pub struct LockPages {
+    locker: Locker,
+    opts: LockOptions,
+    /// The row the next page starts after (`Some(None)`: the first page); `None` once the last
+    /// page was read.
+    next: Option<Option<String>>,
+}
+
+impl LockPages {
+    /// The next page (its entries, the rows it read), or `None` after the last one. A page
+    /// that fails may be asked for again: the next call retries it.
+    pub async fn next(&mut self) -> Result<Option<LockPage>> {
+        let Some(after) = self.next.clone() else {
+            return Ok(None);
+        };
+        let mut op = match after {
+            None => ListPage::first(&self.opts),
+            Some(row) => ListPage::after(&self.opts, row),
+        };
+        let page = self.locker.run(&mut op).await?;
+        self.next = page.next.clone().map(Some);
+        Ok(Some(page))
     }
 }

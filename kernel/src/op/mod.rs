@@ -11,7 +11,7 @@ mod release;
 mod renew;
 
 pub use acquire::{Acquire, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX};
-pub use admin::{ForceRelease, Inspect, ListLocks, Purge};
+pub use admin::{ForceRelease, Inspect, ListLocks, ListPage, LockPage, Purge, LIST_PAGE_ROWS};
 pub(crate) use held::io_for as io_for_lease;
 pub(crate) use object::{Levels as ObjectLevels, ObjectCall};
 pub use object::{ObjectOp, ObjectRequest};
