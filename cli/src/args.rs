@@ -337,7 +337,7 @@ pub struct ReleaseArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// The lock's strategy (default: found by listing the store).
+    /// The lock's strategy (default: the one its entries in the store show).
     #[arg(long, value_name = "STRATEGY", value_parser = parse_strategy)]
     pub strategy: Option<Strategy>,
 

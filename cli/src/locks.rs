@@ -294,15 +294,30 @@ pub async fn release(store_url: &str, args: &ReleaseArgs) -> Result<u8, CliError
     }
     LockName::new(&args.name).map_err(|e| CliError::from_baton("bad lock name", &e))?;
     let locker = store::open(store_url)?;
+    let locker_for = |strategy: Strategy| {
+        if args.paths {
+            LockerBuilder::new(std::sync::Arc::clone(locker.store()))
+                .strategy(strategy)
+                .paths(true)
+                .build()
+                .map_err(|e| CliError::from_baton("bad --paths", &e))
+        } else {
+            Ok(locker.clone())
+        }
+    };
     let strategies: Vec<Strategy> = match args.strategy {
         Some(s) => vec![s],
         None => {
+            // The strategy its entries show (one read of its row, as `baton locks` decodes it;
+            // the locker's own strategy only has to allow paths).
             let mut found = Vec::new();
-            let entries = locker
-                .list()
+            let entries = locker_for(Strategy::ColumnPrefix)?
+                .inspect_any(&args.name)
                 .await
-                .map_err(|e| CliError::from_baton("cannot list locks", &e))?;
-            for entry in entries.into_iter().filter(|e| e.name == args.name) {
+                .map_err(|e| {
+                    CliError::from_baton(&format!("cannot read lock {:?}", args.name), &e)
+                })?;
+            for entry in entries {
                 if !found.contains(&entry.strategy) {
                     found.push(entry.strategy);
                 }
@@ -312,15 +327,7 @@ pub async fn release(store_url: &str, args: &ReleaseArgs) -> Result<u8, CliError
     };
     let mut released = Vec::new();
     for strategy in strategies {
-        let locker = if args.paths {
-            LockerBuilder::new(std::sync::Arc::clone(locker.store()))
-                .strategy(strategy)
-                .paths(true)
-                .build()
-                .map_err(|e| CliError::from_baton("bad --paths", &e))?
-        } else {
-            locker.clone()
-        };
+        let locker = locker_for(strategy)?;
         let entries = match &args.holder {
             Some(owner) => {
                 locker

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, EntryState, Instant, ListLocks, ListPage, LockName, LockOptions, MemoryTable,
+    Acquire, EntryState, Inspect, Instant, ListLocks, ListPage, LockName, LockOptions, MemoryTable,
     Operation, OwnerId, Poll, Result, Strategy, LIST_PAGE_ROWS,
 };
 
@@ -159,4 +159,22 @@ fn pages_one_at_a_time_as_the_whole_listing() {
         (second.rows, second.entries.len(), second.next),
         (0, 0, None)
     );
+}
+
+#[test]
+fn inspecting_any_strategy_reads_one_row_as_the_listing_does() {
+    let mut table = MemoryTable::new();
+    let now = Instant::from_nanos(1_000_000);
+    take(&mut table, "a-bakery", Strategy::Bakery, "h1", now);
+    take(&mut table, "b-unique", Strategy::UniqueInsert, "h2", now);
+    take(&mut table, "c-prefix", Strategy::ColumnPrefix, "h3", now);
+    let opts = LockOptions::default();
+    let listed = run(&mut table, &mut ListLocks::new(&opts), now).expect("listing");
+    for name in ["a-bakery", "b-unique", "c-prefix", "nobody"] {
+        let mut inspect = Inspect::any_strategy(LockName::new(name).expect("name"), &opts);
+        let found = run(&mut table, &mut inspect, now).expect("inspection");
+        let expected: Vec<_> = listed.iter().filter(|e| e.name == name).cloned().collect();
+        assert_eq!(found, expected, "{name}");
+        assert_eq!(found.len(), usize::from(name != "nobody"), "{name}");
+    }
 }

@@ -247,6 +247,15 @@ impl Locker {
             .await
     }
 
+    /// The live entries of `name` whatever strategy locked it, as [`Locker::list`] would list
+    /// them: one plain read of its row, not a scan of the table. On a locker with paths,
+    /// `name` is a path (its root's row is read).
+    pub async fn inspect_any(&self, name: &str) -> Result<Vec<LockInfo>> {
+        let name = LockName::new(name)?;
+        let opts = self.options_for(Strategy::ColumnPrefix);
+        self.run(&mut Inspect::any_strategy(name, &opts)).await
+    }
+
     /// Lists the live entries of every lock in the store's table, whatever their strategy
     /// (column-prefix locks are recognised by the default column prefix). Reads the whole
     /// table: for operators, not hot paths.

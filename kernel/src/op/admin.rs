@@ -10,7 +10,7 @@ use super::{CommandId, Operation, Poll};
 use crate::error::{unexpected, Error, ErrorKind, Result};
 use crate::lease::{EntryState, LockInfo};
 use crate::mode::Mode;
-use crate::model::{Cell, Command, ReadConsistency, Reply};
+use crate::model::{Cell, ColumnFilter, Command, ReadConsistency, Reply};
 use crate::name::LockName;
 use crate::options::{LockOptions, Sabotage, Strategy};
 use crate::owner::OwnerId;
@@ -300,10 +300,12 @@ impl<T: Clone> Steps<T> {
 }
 
 /// Lists the live entries of one lock: owner, state, token, ticket, age and expiry.
-/// One read (serial for unique insert).
+/// One read (serial for unique insert; plain for [`Inspect::any_strategy`]).
 pub struct Inspect {
     name: LockName,
     opts: LockOptions,
+    /// The strategy is read from the row's cells, as [`ListLocks`] reads it.
+    any_strategy: bool,
     steps: Steps<Vec<LockInfo>>,
 }
 
@@ -313,7 +315,20 @@ impl Inspect {
         Inspect {
             name,
             opts: opts.clone(),
+            any_strategy: false,
             steps: Steps::new(opts),
+        }
+    }
+
+    /// An inspection of `name` whatever its strategy: its row read whole (plain consistency)
+    /// and decoded by the layout its cells show, exactly as [`ListLocks`] decodes it, so that
+    /// the entries are those a listing would give for `name` (`opts.paths` picks the row: the
+    /// path's root). For an operator who knows a name but not how it was locked, at the cost
+    /// of one read instead of a listing of the table.
+    pub fn any_strategy(name: LockName, opts: &LockOptions) -> Self {
+        Inspect {
+            any_strategy: true,
+            ..Inspect::new(name, opts)
         }
     }
 }
@@ -322,11 +337,25 @@ impl Operation for Inspect {
     type Output = Vec<LockInfo>;
 
     fn poll(&mut self, now: Instant) -> Poll<Vec<LockInfo>> {
-        let (name, opts) = (&self.name, &self.opts);
+        let (name, opts, any) = (&self.name, &self.opts, self.any_strategy);
+        let row = RowColumns::row_of(opts, name.as_str());
         self.steps.poll(now, |io, reply| match reply {
+            None if any => {
+                io.send(Command::Read {
+                    row: String::from(row),
+                    filter: ColumnFilter::All,
+                    consistency: ReadConsistency::Plain(opts.consistency),
+                });
+                None
+            }
             None => {
                 io.send(read_for(name.as_str(), opts));
                 None
+            }
+            Some(Reply::Cells(cells)) if any => {
+                let mut found = row_entries(row, &cells, opts);
+                found.retain(|e| e.name == name.as_str());
+                Some(Ok(found))
             }
             Some(Reply::Cells(cells)) => Some(Ok(entries_of(name.as_str(), opts, &cells))),
             Some(other) => Some(Err(unexpected("inspection read", &other))),
@@ -384,26 +413,33 @@ fn decode_page(
     let full = rows.len() >= LIST_PAGE_ROWS as usize;
     let last = rows.last().map(|(row, _)| row.clone());
     for (row, cells) in rows {
-        if let Some(strategy) = infer_strategy(&cells, opts) {
-            let layout_opts = LockOptions {
-                strategy,
-                // A tree's row: its entries name their paths.
-                paths: holds_paths(&cells, strategy, opts),
-                prefix: if strategy == Strategy::ColumnPrefix {
-                    opts.prefix.clone()
-                } else {
-                    Default::default()
-                },
-                ..opts.clone()
-            };
-            found.extend(entries(&row, &layout_opts, &cells));
-        }
+        found.extend(row_entries(&row, &cells, opts));
     }
     if full {
         last
     } else {
         None
     }
+}
+
+/// The live entries of one row of any strategy, decoded by the layout its cells show (none
+/// for a row of no lock layout, such as an object's); with paths when its entries name paths.
+fn row_entries(row: &str, cells: &[Cell], opts: &LockOptions) -> Vec<LockInfo> {
+    let Some(strategy) = infer_strategy(cells, opts) else {
+        return Vec::new();
+    };
+    let layout_opts = LockOptions {
+        strategy,
+        // A tree's row: its entries name their paths.
+        paths: holds_paths(cells, strategy, opts),
+        prefix: if strategy == Strategy::ColumnPrefix {
+            opts.prefix.clone()
+        } else {
+            Default::default()
+        },
+        ..opts.clone()
+    };
+    entries(row, &layout_opts, cells)
 }
 
 impl Operation for ListLocks {
