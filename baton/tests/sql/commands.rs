@@ -205,6 +205,23 @@ per_db!(
             delete_version("job", "again", u64::MAX),
             delete_version("job", "absent", u64::MAX),
             read("job", ColumnFilter::All),
+            // A cell whose name is the counter's but for case is a cell of its own (MariaDB
+            // compares a parameter with a literal in the connection's case-insensitive
+            // collation: seen to write a one-row table's counter, 2026-12-02); and the
+            // counter is read with the row's other cells, in byte order, by any filter.
+            put("case", "_LOCK_", "token=1", None),
+            put("case", "_lock_", "lower", LONG),
+            put("case", "lock", "owner=a", LONG),
+            put("case", "_NEXT_", "w", LONG),
+            cas("case", "_lock_", "lower", Some("lower2")),
+            read("case", ColumnFilter::All),
+            read("case", ColumnFilter::Prefix("_".into())),
+            read("case", ColumnFilter::Prefix("_L".into())),
+            read("case", ColumnFilter::Prefix("_N".into())),
+            read("case", ColumnFilter::Exact("_LOCK_".into())),
+            read("case", ColumnFilter::Exact("_lock_".into())),
+            cas("case", "lock", "owner=a", None),
+            read("case", ColumnFilter::All),
             put("other", "c", "1", None),
             put("a-row", "c", "1", LONG),
             Command::Scan {

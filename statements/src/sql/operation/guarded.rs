@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use baton_kernel::model::prefix_end;
 use baton_kernel::{ColumnFilter, Command, Reply};
 
-use super::params::{execute, fetch, internal, present, read_step, text, ttl_ms};
+use super::params::{execute, fetch, internal, present, text, ttl_ms};
 use super::{Operation, Param, State, Step, Val, CELL, CLAIMED, CLAIM_STATE, TEXT, TWO_TEXTS};
 use crate::sql::{Dialect, Statement};
 
@@ -118,7 +118,7 @@ impl<'c> Operation<'c> {
             }
         }
         self.state = State::VacateRead;
-        read_step(row, read)
+        self.read(row, read)
     }
 
     /// SQLite: the read of what a claim's transaction left.

@@ -32,14 +32,16 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use baton_kernel::strategy::unique::LOCK_COLUMN;
-use baton_kernel::{Cell, Command, Failure, Reply, Write};
+use baton_kernel::{Cell, ColumnFilter, Command, Failure, Reply, Write};
 
 use super::{Dialect, Layout, Statement};
 
 use guarded::{claim_applied, claimed};
 use one_row::one_row_refusal;
 pub use params::ttl_ms;
-use params::{cell, check_keys, execute, fetch, present, put, read_step, sql_stamp, text};
+use params::{
+    cell, check_keys, execute, fetch, present, put, read_step, split_cells, sql_stamp, text,
+};
 use scan::Scan;
 
 /// The longest row or column name the SQL lock table holds, in bytes.
@@ -133,6 +135,18 @@ pub enum Step<'c> {
 
 /// The columns of a cell read: `(cell, value, remaining_ms, stamp)`.
 const CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Int, Kind::Int];
+/// The columns of a MariaDB one-row read of many cells: `(cell, value, remaining_ms, stamp,
+/// own, counter, counter_stamp)`, split into the cells each table row holds by
+/// [`split_cells`](params::split_cells).
+const SPLIT_CELL: &[Kind] = &[
+    Kind::Text,
+    Kind::Text,
+    Kind::Int,
+    Kind::Int,
+    Kind::Int,
+    Kind::Text,
+    Kind::Int,
+];
 /// The columns of a scan's cells: `(row, cell, value, remaining_ms, stamp)`.
 const ROW_CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind::Int];
 /// `(row, cell)` of a purged cell.
@@ -212,6 +226,8 @@ pub struct Operation<'c> {
     own: bool,
     /// The table's layout.
     layout: Layout,
+    /// The read sent answers table rows to split into cells ([`Operation::read`]).
+    split_read: bool,
 }
 
 impl<'c> Operation<'c> {
@@ -262,6 +278,7 @@ impl<'c> Operation<'c> {
             reply: None,
             own: false,
             layout: Layout::TwoRows,
+            split_read: false,
         })
     }
 
@@ -442,7 +459,7 @@ impl<'c> Operation<'c> {
                     current,
                 });
             }
-            State::Read => self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect())),
+            State::Read => self.reply = Some(Reply::Cells(self.cells_of(rows))),
             State::ClaimOne => match claimed(self.command, rows) {
                 // A one-row claim answers only whether it applied: the cells as found come
                 // from a read after it (the next step).
@@ -455,7 +472,7 @@ impl<'c> Operation<'c> {
                 self.reply = Some(Reply::Cells(rows.into_iter().map(cell).collect()))
             }
             State::VacateRead => {
-                self.state = State::VacateDelete(rows.into_iter().map(cell).collect());
+                self.state = State::VacateDelete(self.cells_of(rows));
             }
             // A guarded delete: one row back when it removed our cell.
             State::Guarded => self.executed(Done {
@@ -510,6 +527,30 @@ impl<'c> Operation<'c> {
         }
     }
 
+    /// The read of `filter`'s cells of `row`. MariaDB's one-row reads of many cells answer
+    /// table rows, each holding up to two cells (its own and the counter), which
+    /// [`Operation::cells_of`] splits.
+    pub(super) fn read(&mut self, row: &'c str, filter: &'c ColumnFilter) -> Step<'c> {
+        self.split_read = self.dialect == Dialect::MySql
+            && self.layout == Layout::OneRow
+            && !matches!(filter, ColumnFilter::Exact(_));
+        match read_step(row, filter) {
+            Step::Fetch {
+                statement, params, ..
+            } if self.split_read => fetch(statement, params, SPLIT_CELL),
+            step => step,
+        }
+    }
+
+    /// The cells of the rows a read answered.
+    fn cells_of(&self, rows: Vec<Vec<Val>>) -> Vec<Cell> {
+        if self.split_read {
+            split_cells(rows)
+        } else {
+            rows.into_iter().map(cell).collect()
+        }
+    }
+
     fn key(&self) -> (&'c str, &'c str) {
         match self.command {
             Command::InsertIfAbsent { row, column, .. }
@@ -528,7 +569,7 @@ impl<'c> Operation<'c> {
         }
         let stamp = Param::Int(Some(self.stamp));
         let (state, step) = match self.command {
-            Command::Read { row, filter, .. } => (State::Read, read_step(row, filter)),
+            Command::Read { row, filter, .. } => (State::Read, self.read(row, filter)),
             Command::Put {
                 row,
                 column,

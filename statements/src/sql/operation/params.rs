@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use core::time::Duration;
 
 use baton_kernel::model::prefix_end;
+use baton_kernel::strategy::COUNTER_COLUMN;
 use baton_kernel::{Cell, ColumnFilter, Command, Failure, ObjectGuard, Reply, Write};
 
 use super::{Kind, Param, Step, Val, CELL, MAX_KEY_BYTES, MAX_TTL_MS};
@@ -100,6 +101,33 @@ pub(super) fn cell(row: Vec<Val>) -> Cell {
         ttl_remaining,
         stamp,
     }
+}
+
+/// The cells of a MariaDB one-row read of many cells, whose table rows are `(cell, value,
+/// ms left, stamp, own, counter, counter stamp)`: a row's own cell when `own` is true, and
+/// the counter `_LOCK_` (its value `counter`, no TTL) when `counter stamp` is not NULL; in the
+/// order of their names' bytes, as the table's binary collation sorts them.
+pub(super) fn split_cells(rows: Vec<Vec<Val>>) -> Vec<Cell> {
+    let mut cells = Vec::with_capacity(rows.len() + 1);
+    for row in rows {
+        let mut vals = row.into_iter();
+        let own: Vec<Val> = vals.by_ref().take(4).collect();
+        let is_own = vals.next().and_then(|v| v.int()).is_some_and(|v| v != 0);
+        let counter = vals.next().map(Val::into_text).unwrap_or_default();
+        if let Some(stamp) = vals.next().and_then(|v| v.int()) {
+            cells.push(Cell {
+                column: String::from(COUNTER_COLUMN),
+                value: counter,
+                ttl_remaining: None,
+                stamp: u64::try_from(stamp).unwrap_or(0),
+            });
+        }
+        if is_own {
+            cells.push(cell(own));
+        }
+    }
+    cells.sort_by(|a, b| a.column.as_bytes().cmp(b.column.as_bytes()));
+    cells
 }
 
 /// A TTL in whole milliseconds, rounded up; `None` for no TTL or one past a century.

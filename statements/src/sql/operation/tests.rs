@@ -496,3 +496,77 @@ fn a_one_row_table_guards_object_writes_by_its_counter_only() {
         );
     }
 }
+
+#[test]
+fn a_mariadb_one_row_read_splits_table_rows_into_cells() {
+    let row = |cell: &str, value: &str, own: bool, counter: Option<(&str, i64)>| {
+        vec![
+            Val::Text(cell.into()),
+            Val::Text(value.into()),
+            Val::Int(Some(900)),
+            Val::Int(Some(3)),
+            Val::Int(Some(i64::from(own))),
+            Val::Text(counter.map_or("", |c| c.0).into()),
+            Val::Int(counter.map(|c| c.1)),
+        ]
+    };
+    for filter in [ColumnFilter::All, ColumnFilter::Prefix("_".into())] {
+        let command = read(filter);
+        let mut op = Operation::new(Dialect::MySql, &command, |_| 5)
+            .expect("valid")
+            .in_layout(Layout::OneRow);
+        let Step::Fetch { columns, .. } = op.step() else {
+            panic!("a read is one statement");
+        };
+        assert_eq!(columns, SPLIT_CELL);
+        // Key order, as the statement answers: `_NEXT_`, then the `lock` row (its own cell
+        // expired, its counter in), then a ticket; `_LOCK_` sorts first ('L' < 'N').
+        op.fetched(vec![
+            row("_NEXT_", "w", true, None),
+            row("lock", "", false, Some(("token=4", 17))),
+            row("t1", "x", true, None),
+        ]);
+        let Step::Reply(Reply::Cells(cells)) = op.step() else {
+            panic!("cells");
+        };
+        let names: Vec<(&str, &str, Option<Duration>, u64)> = cells
+            .iter()
+            .map(|c| {
+                (
+                    c.column.as_str(),
+                    c.value.as_str(),
+                    c.ttl_remaining,
+                    c.stamp,
+                )
+            })
+            .collect();
+        let left = Some(Duration::from_millis(900));
+        assert_eq!(
+            names,
+            vec![
+                ("_LOCK_", "token=4", None, 17),
+                ("_NEXT_", "w", left, 3),
+                ("t1", "x", left, 3),
+            ]
+        );
+    }
+    // One cell, and any read on PostgreSQL or two rows, is read as cells.
+    for (dialect, layout, filter) in [
+        (
+            Dialect::MySql,
+            Layout::OneRow,
+            ColumnFilter::Exact("_LOCK_".into()),
+        ),
+        (Dialect::MySql, Layout::TwoRows, ColumnFilter::All),
+        (Dialect::Postgres, Layout::OneRow, ColumnFilter::All),
+    ] {
+        let command = read(filter);
+        let mut op = Operation::new(dialect, &command, |_| 5)
+            .expect("valid")
+            .in_layout(layout);
+        let Step::Fetch { columns, .. } = op.step() else {
+            panic!("a read is one statement");
+        };
+        assert_eq!(columns, CELL, "{dialect:?} {layout:?}");
+    }
+}
