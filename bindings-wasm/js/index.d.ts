@@ -113,7 +113,7 @@ export interface SqlAdapter {
   readonly dialect: 'postgres' | 'mysql' | 'sqlite';
   readonly table?: string;
   readonly create?: boolean;
-  /** The layout of a table this store creates: `'one-row'` (PostgreSQL, its default, and MariaDB) or `'two-rows'` (the default on MariaDB and SQLite). */
+  /** The layout of a table this store creates: `'one-row'` (PostgreSQL and MariaDB, and their default) or `'two-rows'` (the default on SQLite). */
   readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;

@@ -220,7 +220,7 @@ pub async fn drop_table(url: &str) {
     }
 }
 
-/// Tests, one per database, PostgreSQL's two-row layout, MariaDB's one-row layout and the TLS connections, running `$body` (an async closure over the URL with a fresh
+/// Tests, one per database, PostgreSQL's and MariaDB's two-row layout and the TLS connections, running `$body` (an async closure over the URL with a fresh
 /// table) on each that is available, then dropping the table.
 #[macro_export]
 macro_rules! per_db {
@@ -267,13 +267,14 @@ macro_rules! per_db {
                 }
             }
 
-            /// MariaDB with a table of the one-row layout (`layout=one-row`, on request there).
+            /// MariaDB with a table of the two-row layout (`layout=two-rows`): tables made
+            /// before the one-row layout, and by a store that asks for it.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn mysql_one_row() {
+            async fn mysql_two_rows() {
                 if let Some(url) = $crate::common::url($crate::common::Db::MySql) {
                     let url = $crate::common::with_param(
                         &url,
-                        $crate::common::layout_param(baton::sql::Layout::OneRow),
+                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
                     );
                     ($body)(url.clone()).await;
                     $crate::common::drop_table(&url).await;

@@ -1,9 +1,9 @@
-//! The one-row layout of PostgreSQL and MariaDB (`layout=one-row`; PostgreSQL's default):
+//! The one-row layout of PostgreSQL and MariaDB (`layout=one-row`, the default of new tables):
 //! where such a table keeps each name's fencing counter (the `fence` column of its `lock` row),
 //! that a table keeps the layout it was made with, and what the layout refuses. That the
 //! layout answers every command as the kernel's reference table does is checked by the shared
 //! scripts and the command tests, which run on both layouts of both databases (`per_db!`'s
-//! `postgres`, `postgres_two_rows`, `mysql` and `mysql_one_row`).
+//! `postgres`, `postgres_two_rows`, `mysql` and `mysql_two_rows`).
 
 use std::time::Duration;
 
@@ -121,18 +121,18 @@ async fn a_one_row_table_keeps_the_counter_in_the_lock_row() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_table_is_one_row_unless_asked_otherwise() {
-    // PostgreSQL's default; MariaDB's tables are two-row unless asked (docs/sql-store.md).
-    for (db, layout, cells) in [
-        (Db::Postgres, Layout::OneRow, vec!["layout", LOCK_COLUMN]),
-        (Db::MySql, Layout::TwoRows, vec![COUNTER_COLUMN]),
-    ] {
+    for db in DBS {
         let Some(url) = common::url(db) else {
             continue;
         };
         let store = after_one_release(&url).await;
-        assert_eq!(store.layout(), Some(layout), "the default on {db:?}");
-        let found: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
-        assert_eq!(found, cells, "{db:?}");
+        assert_eq!(
+            store.layout(),
+            Some(Layout::OneRow),
+            "the default on {db:?}"
+        );
+        let cells: Vec<String> = rows(&store).await.into_iter().map(|r| r.1).collect();
+        assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
         common::drop_table(&url).await;
     }
 }

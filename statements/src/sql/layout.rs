@@ -4,7 +4,7 @@
 //! | layout | where the fencing counter `_LOCK_` of a name lives | tables |
 //! | --- | --- | --- |
 //! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite table; PostgreSQL and MariaDB tables made before their one-row layout, or with `layout=two-rows` (no flag) |
-//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL tables made by this version, MariaDB tables made with `layout=one-row` (flag `fence`) |
+//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL and MariaDB tables made by this version (flag `fence`) |
 //!
 //! A new table is made in [`Layout::for_new_table`] unless its store asks for another.
 //!
@@ -60,15 +60,12 @@ impl Layout {
     }
 
     /// The layout of a table a store of `dialect` creates when it is not asked for one: one
-    /// row on PostgreSQL (a claim and a release each change one row version, where two rows
-    /// change two: docs/performance.md), two rows on MariaDB (its one-row reads, a `UNION` of
-    /// the row's cells and its counter, made bakery and column prefix 1.4 and 1.3 times
-    /// slower: one row is there on request until they are mended) and SQLite (the only layout
-    /// there).
+    /// row on PostgreSQL and MariaDB (a claim and a release each change one row version, where
+    /// two rows change two: docs/performance.md), two rows on SQLite (the only layout there).
     pub fn for_new_table(dialect: Dialect) -> Layout {
         match dialect {
-            Dialect::Postgres => Layout::OneRow,
-            Dialect::Sqlite | Dialect::MySql => Layout::TwoRows,
+            Dialect::Postgres | Dialect::MySql => Layout::OneRow,
+            Dialect::Sqlite => Layout::TwoRows,
         }
     }
 
@@ -129,10 +126,8 @@ mod tests {
             Layout::TwoRows
         );
         let mariadb = StatementSets::new(Dialect::MySql, "t", None).expect("valid");
-        assert_eq!(mariadb.new_table(), Layout::TwoRows);
-        assert_eq!(mariadb.of(Layout::OneRow).layout, Layout::OneRow);
-        let asked = StatementSets::new(Dialect::MySql, "t", Some(Layout::OneRow));
-        assert_eq!(asked.expect("valid").new_table(), Layout::OneRow);
+        assert_eq!(mariadb.new_table(), Layout::OneRow);
+        assert_eq!(mariadb.of(Layout::TwoRows).layout, Layout::TwoRows);
         let sqlite = StatementSets::new(Dialect::Sqlite, "t", None).expect("valid");
         assert_eq!(sqlite.new_table(), Layout::TwoRows);
         // A table found one-row (another database's flag) still gets two-row statements;
