@@ -35,13 +35,30 @@ fn take(table: &mut MemoryTable, name: &str, strategy: Strategy, host: &str, now
         .token()
 }
 
-#[test]
-fn lists_every_strategy_and_skips_released_locks() {
+/// A table of `count` unique-insert locks, `lock-0000` on.
+fn numbered_locks(count: usize, now: Instant) -> MemoryTable {
     let mut table = MemoryTable::new();
-    let now = Instant::from_nanos(1_000_000);
+    for i in 0..count {
+        let name = format!("lock-{i:04}");
+        take(&mut table, &name, Strategy::UniqueInsert, "h", now);
+    }
+    table
+}
+
+/// A table holding `a-bakery`, `b-unique` and `c-prefix`, each locked with the strategy it
+/// names by hosts `h1`, `h2` and `h3`.
+fn one_lock_of_each_strategy(now: Instant) -> MemoryTable {
+    let mut table = MemoryTable::new();
     take(&mut table, "a-bakery", Strategy::Bakery, "h1", now);
     take(&mut table, "b-unique", Strategy::UniqueInsert, "h2", now);
     take(&mut table, "c-prefix", Strategy::ColumnPrefix, "h3", now);
+    table
+}
+
+#[test]
+fn lists_every_strategy_and_skips_released_locks() {
+    let now = Instant::from_nanos(1_000_000);
+    let mut table = one_lock_of_each_strategy(now);
     let mut list = ListLocks::new(&LockOptions::default());
     let found = run(&mut table, &mut list, now).expect("listing");
     let summary: Vec<(String, Strategy, EntryState, Option<u64>, String)> = found
@@ -90,17 +107,8 @@ fn lists_every_strategy_and_skips_released_locks() {
 
 #[test]
 fn pages_through_large_tables() {
-    let mut table = MemoryTable::new();
     let now = Instant::from_nanos(1);
-    for i in 0..600 {
-        take(
-            &mut table,
-            &format!("lock-{i:04}"),
-            Strategy::UniqueInsert,
-            "h",
-            now,
-        );
-    }
+    let mut table = numbered_locks(600, now);
     let mut list = ListLocks::new(&LockOptions::default());
     let found = run(&mut table, &mut list, now).expect("listing");
     assert_eq!(found.len(), 600);
@@ -112,19 +120,10 @@ fn pages_through_large_tables() {
 
 #[test]
 fn pages_one_at_a_time_as_the_whole_listing() {
-    let mut table = MemoryTable::new();
     let now = Instant::from_nanos(1);
     // Two full pages and a short one.
     let rows = 2 * LIST_PAGE_ROWS as usize + 3;
-    for i in 0..rows {
-        take(
-            &mut table,
-            &format!("lock-{i:04}"),
-            Strategy::UniqueInsert,
-            "h",
-            now,
-        );
-    }
+    let mut table = numbered_locks(rows, now);
     let opts = LockOptions::default();
     let whole = run(&mut table, &mut ListLocks::new(&opts), now).expect("listing");
     let mut pages = Vec::new();
@@ -163,11 +162,8 @@ fn pages_one_at_a_time_as_the_whole_listing() {
 
 #[test]
 fn inspecting_any_strategy_reads_one_row_as_the_listing_does() {
-    let mut table = MemoryTable::new();
     let now = Instant::from_nanos(1_000_000);
-    take(&mut table, "a-bakery", Strategy::Bakery, "h1", now);
-    take(&mut table, "b-unique", Strategy::UniqueInsert, "h2", now);
-    take(&mut table, "c-prefix", Strategy::ColumnPrefix, "h3", now);
+    let mut table = one_lock_of_each_strategy(now);
     let opts = LockOptions::default();
     let listed = run(&mut table, &mut ListLocks::new(&opts), now).expect("listing");
     for name in ["a-bakery", "b-unique", "c-prefix", "nobody"] {
