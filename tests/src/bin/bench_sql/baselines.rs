@@ -9,11 +9,14 @@ use std::time::{Duration, Instant};
 use baton_tests::contention::{percentiles, Error};
 
 /// A plain client on one connection of the same driver: two autocommitted single-row `UPDATE`s
-/// of a table of its own, the cost of two durable commits with nothing else around them.
+/// of a table of its own, the cost of two durable commits with nothing else around them. On
+/// SQLite, a table in the store's file, opened as baton opens it (WAL, `synchronous=FULL`: a
+/// commit syncs the WAL).
 pub(crate) enum PlainClient {
     None,
     Postgres(sqlx::PgConnection, String),
     MySql(sqlx::MySqlConnection, String),
+    Sqlite(sqlx::SqliteConnection, String),
 }
 
 impl PlainClient {
@@ -42,8 +45,35 @@ impl PlainClient {
                 .await?;
                 PlainClient::MySql(c, table)
             }
+            Some("sqlite") => {
+                use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+                use sqlx::ConnectOptions;
+                let path = base.trim_start_matches("sqlite://");
+                let path = path.split_once('?').map_or(path, |(p, _)| p);
+                if path.is_empty() || path.starts_with(":memory:") {
+                    return Ok(PlainClient::None);
+                }
+                let mut c = SqliteConnectOptions::new()
+                    .filename(path)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Full)
+                    .busy_timeout(Duration::from_secs(5))
+                    .connect()
+                    .await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "{create}; {insert} ON CONFLICT DO NOTHING"
+                )))
+                .execute(&mut c)
+                .await?;
+                PlainClient::Sqlite(c, table)
+            }
             _ => PlainClient::None,
         })
+    }
+
+    /// Whether there is a plain client (not on `sqlite::memory:`).
+    pub(crate) fn exists(&self) -> bool {
+        !matches!(self, PlainClient::None)
     }
 
     /// How long two single-row `UPDATE` commits took, one after the other.
@@ -69,6 +99,15 @@ impl PlainClient {
                         .await?;
                 }
             }
+            PlainClient::Sqlite(c, table) => {
+                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = ?");
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(1)
+                        .execute(&mut *c)
+                        .await?;
+                }
+            }
         }
         Ok(Some(started.elapsed()))
     }
@@ -82,6 +121,11 @@ impl PlainClient {
                     .await?;
             }
             PlainClient::MySql(mut c, table) => {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
+                    .execute(&mut c)
+                    .await?;
+            }
+            PlainClient::Sqlite(mut c, table) => {
                 sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
                     .execute(&mut c)
                     .await?;

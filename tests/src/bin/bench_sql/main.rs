@@ -45,7 +45,7 @@
 //!   lock+releases and as many pairs of the plain client's `UPDATE`s, the wall time, this
 //!   process's CPU time and context switches, and the database server's CPU time, each per
 //!   operation (module `cpu`).
-//! - **In blocks** (PostgreSQL and MariaDB): p50 of lock+release and of the plain client's two
+//! - **In blocks** (PostgreSQL, MariaDB and a SQLite file): p50 of lock+release and of the plain client's two
 //!   `UPDATE`s over `--blocks N` of each, run in alternating blocks of 20. The interleaved
 //!   columns above alternate one of each, so that both meet the same database conditions; but
 //!   there the store's connection also serves the floor's replay, while the plain client's
@@ -352,9 +352,10 @@ async fn bench_table(
         }
         _ => None,
     };
-    let blocks = match server {
-        Some(_) if s.blocks > 0 => Some(in_blocks(&locker, &mut plain, shedlock, s.blocks).await?),
-        _ => None,
+    let blocks = if s.blocks > 0 && plain.exists() {
+        Some(in_blocks(&locker, &mut plain, shedlock, s.blocks).await?)
+    } else {
+        None
     };
     plain.finish().await?;
     let wire = wire_round_trips(&locker, base, s.iterations.min(200)).await?;
