@@ -11,4 +11,5 @@ pub mod contention;
 pub mod cpu;
 pub mod multiproc;
 pub mod plot;
+pub mod provenance;
 pub mod wire;

@@ -512,6 +512,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    println!("{}", baton_tests::provenance::line("bench_cassandra"));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

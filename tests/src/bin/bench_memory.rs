@@ -18,6 +18,7 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(20_000)
         .max(1);
+    println!("{}", baton_tests::provenance::line("bench_memory"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()

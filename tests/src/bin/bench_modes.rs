@@ -126,6 +126,7 @@ struct Row {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Error> {
     let args = parse_args()?;
+    println!("{}", baton_tests::provenance::line("bench_modes"));
     println!(
         "baton modes benchmark: {} iterations, {} writer rounds ({})",
         args.iterations,

@@ -331,16 +331,6 @@ fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1e3)
 }
 
-fn commit() -> String {
-    Process::new("git")
-        .args(["describe", "--always", "--dirty"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|| String::from("unknown"))
-}
-
 async fn bench(args: Args) -> Result<(), Failure> {
     let table = unique_table();
     let url = with_table(&args.url, &table);
@@ -445,7 +435,7 @@ async fn bench(args: Args) -> Result<(), Failure> {
 
     println!(
         "\nbench_scale at {}, {} holders, TTL {} s, {}\n",
-        commit(),
+        baton_tests::provenance::commit(),
         args.holders,
         args.ttl.as_secs(),
         args.strategy

@@ -478,6 +478,7 @@ fn main() -> Result<(), Error> {
 }
 
 async fn run(s: Settings) -> Result<(), Error> {
+    println!("{}", baton_tests::provenance::line("bench_sql"));
     println!(
         "baton SQL benchmark: {} iterations per measurement; throughput with {:?} clients for {:?}; hand-off with {:?} waiters, {} each; {} (build: {})",
         s.iterations,
