@@ -218,6 +218,8 @@ per_db!(
             read("case", ColumnFilter::Prefix("_".into())),
             read("case", ColumnFilter::Prefix("_L".into())),
             read("case", ColumnFilter::Prefix("_N".into())),
+            // An empty prefix has no end: every cell from the first (ReadFrom).
+            read("case", ColumnFilter::Prefix(String::new())),
             read("case", ColumnFilter::Exact("_LOCK_".into())),
             read("case", ColumnFilter::Exact("_lock_".into())),
             cas("case", "lock", "owner=a", None),

@@ -161,7 +161,7 @@ fn numbered(t: &str) -> Vec<(Statement, String)> {
     let split = |own: &str, counter_in: &str| {
         let counter = format!("cell = 'lock' AND fence IS NOT NULL AND {counter_in}");
         format!(
-            "SELECT cell, value, {rem}, stamp, ({own}) AND {live}, IF({counter}, fence, ''), IF({counter}, fence_stamp, NULL) FROM {t} WHERE lock_name = $1 AND ((({own}) AND {live}) OR ({counter})) ORDER BY cell"
+            "SELECT cell, value, {rem}, stamp, ({own}) AND {live}, IF({counter}, fence, ''), IF({counter}, COALESCE(fence_stamp, 0), NULL) FROM {t} WHERE lock_name = $1 AND ((({own}) AND {live}) OR ({counter})) ORDER BY cell"
         )
     };
     // A read of one cell of row $1 ($2): the counter from the `lock` row's `fence`, any
