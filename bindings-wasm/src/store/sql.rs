@@ -315,8 +315,13 @@ pub(crate) fn int_value(i: i64) -> JsValue {
     }
 }
 
-/// An integer result: a number, a bigint, or decimal text (PostgreSQL's `int8` through `pg`).
+/// An integer result: a number, a bigint, decimal text (PostgreSQL's `int8` through `pg`), or
+/// a boolean as 0 or 1 (a driver may type a condition's 0/1 as one: MariaDB's one-row reads
+/// answer such a flag).
 pub(crate) fn int_of(value: &JsValue) -> Option<i64> {
+    if let Some(b) = value.as_bool() {
+        return Some(i64::from(b));
+    }
     if let Some(n) = value.as_f64() {
         return (n.fract() == 0.0 && n.abs() < 9.2e18).then_some(n as i64);
     }
