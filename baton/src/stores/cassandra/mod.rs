@@ -407,7 +407,7 @@ async fn connect(options: &CassandraOptions) -> std::result::Result<Session, Fai
         Ok(Ok(session)) => Ok(session),
         Ok(Err(e)) => Err(errors::session_failure(&e, options.tls.is_some())),
         Err(_) => Err(Failure::NotApplied(format!(
-            "cannot connect to the Cassandra cluster at {}: no answer within {:?}",
+            "cannot connect to the Cassandra cluster at {}: no answer within {:?} (opening a session reads the cluster's topology and the keyspace's schema first, which a cluster under heavy load can take longer to answer: raise connect_timeout= and timeout= in the store URL)",
             hosts.join(","),
             options.connect_timeout + options.timeout
         ))),
