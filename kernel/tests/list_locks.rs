@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use baton_kernel::{
-    Acquire, EntryState, Inspect, Instant, ListLocks, ListPage, LockName, LockOptions, MemoryTable,
-    Operation, OwnerId, Poll, Result, Strategy, LIST_PAGE_ROWS,
+    Acquire, Command, EntryState, ErrorKind, Failure, Inspect, Instant, ListLocks, ListPage,
+    LockName, LockOptions, MemoryTable, Operation, OwnerId, Poll, Reply, Result, Strategy,
+    LIST_PAGE_ROWS,
 };
 
 fn run<O: Operation>(table: &mut MemoryTable, op: &mut O, now: Instant) -> Result<O::Output> {
@@ -136,10 +137,11 @@ fn pages_one_at_a_time_as_the_whole_listing() {
             None => break,
         }
     }
+    // A short page is not the end (a scan sent again asks for fewer rows): an empty one is.
     let sizes: Vec<usize> = pages.iter().map(|p| p.rows).collect();
     assert_eq!(
         sizes,
-        vec![LIST_PAGE_ROWS as usize, LIST_PAGE_ROWS as usize, 3]
+        vec![LIST_PAGE_ROWS as usize, LIST_PAGE_ROWS as usize, 3, 0]
     );
     let paged: Vec<_> = pages.into_iter().flat_map(|p| p.entries).collect();
     assert_eq!(paged, whole);
@@ -173,4 +175,55 @@ fn inspecting_any_strategy_reads_one_row_as_the_listing_does() {
         assert_eq!(found, expected, "{name}");
         assert_eq!(found.len(), usize::from(name != "nobody"), "{name}");
     }
+}
+
+/// Runs `op` on `table`, answering a timeout to every scan that asks for more than `max_rows`
+/// rows (a store whose big pages take longer than its own timeout), sleeping through the
+/// retries' backoff.
+fn run_small_pages_only<O: Operation>(
+    table: &mut MemoryTable,
+    op: &mut O,
+    max_rows: u32,
+    mut now: Instant,
+) -> (Result<O::Output>, Vec<u32>) {
+    let mut asked = Vec::new();
+    loop {
+        match op.poll(now) {
+            Poll::Execute(id, command) => {
+                let reply = match &command {
+                    Command::Scan { limit, .. } => {
+                        asked.push(*limit);
+                        if *limit > max_rows {
+                            Reply::Failed(Failure::Timeout("read timed out".into()))
+                        } else {
+                            table.apply(&command, now)
+                        }
+                    }
+                    _ => table.apply(&command, now),
+                };
+                op.handle(id, reply);
+            }
+            Poll::WaitUntil(t) => now = t,
+            Poll::Ready(result) => return (result, asked),
+        }
+    }
+}
+
+#[test]
+fn a_scan_that_times_out_is_sent_again_smaller_and_the_listing_is_whole() {
+    let now = Instant::from_nanos(1);
+    let mut table = numbered_locks(600, now);
+    let opts = LockOptions::default();
+    // Pages of 256 time out; 128 fit: every page is asked for at 256, then at 128.
+    let (found, asked) = run_small_pages_only(&mut table, &mut ListLocks::new(&opts), 128, now);
+    let found = found.expect("listing");
+    assert_eq!(found.len(), 600);
+    assert!(found.windows(2).all(|w| w[0].name < w[1].name));
+    assert!(asked.contains(&128), "{asked:?}");
+    assert!(asked.iter().all(|&l| l == 256 || l == 128), "{asked:?}");
+    // Pages of 16 time out too: three sends (256, 128, 64), then the store is unavailable.
+    let (failed, asked) = run_small_pages_only(&mut table, &mut ListLocks::new(&opts), 8, now);
+    let e = failed.expect_err("no page fits");
+    assert_eq!(e.kind(), ErrorKind::StoreUnavailable, "{e}");
+    assert_eq!(asked, vec![256, 128, 64]);
 }

@@ -371,8 +371,9 @@ impl Operation for Inspect {
 
 /// Lists the live entries of every lock in the table (`baton locks`): pages through the table
 /// with [`Command::Scan`] and decodes each row by the layout its columns show. Costs one scan
-/// per [`LIST_PAGE_ROWS`] rows and holds every entry until the end; meant for operators, not
-/// hot paths ([`ListPage`] reads one page at a time).
+/// per [`LIST_PAGE_ROWS`] rows (fewer after a failed scan) and one more, empty, at the end, and
+/// holds every entry until then; meant for operators, not hot paths ([`ListPage`] reads one
+/// page at a time).
 pub struct ListLocks {
     opts: LockOptions,
     found: Vec<LockInfo>,
@@ -404,22 +405,19 @@ fn scan_after(io: &mut Io, opts: &LockOptions, after: Option<String>) {
 
 /// Decodes one page of a scan into `found`: each row's live entries by the layout its cells
 /// show (rows of no lock layout, such as objects', add none). Returns the row the next page
-/// starts after, `None` when this page was the last (short).
+/// starts after, `None` when this page was empty (the end). A short page is not the end: a
+/// scan that failed is sent again asking for fewer rows (`io.rs`, `smaller_scan`), so only
+/// an empty page says that nothing is left, at the cost of one more scan at the end.
 fn decode_page(
     rows: Vec<(String, Vec<Cell>)>,
     opts: &LockOptions,
     found: &mut Vec<LockInfo>,
 ) -> Option<String> {
-    let full = rows.len() >= LIST_PAGE_ROWS as usize;
     let last = rows.last().map(|(row, _)| row.clone());
     for (row, cells) in rows {
         found.extend(row_entries(&row, &cells, opts));
     }
-    if full {
-        last
-    } else {
-        None
-    }
+    last
 }
 
 /// The live entries of one row of any strategy, decoded by the layout its cells show (none
@@ -475,7 +473,8 @@ pub struct LockPage {
     pub entries: Vec<LockInfo>,
     /// The rows the page read (locks', objects', any row of the table).
     pub rows: usize,
-    /// Where the next page starts: give it to [`ListPage::after`]; `None` after the last page.
+    /// Where the next page starts: give it to [`ListPage::after`]; `None` after the last page
+    /// (an empty one: a page may be short and not the last).
     pub next: Option<String>,
 }
 

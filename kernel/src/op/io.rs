@@ -76,6 +76,7 @@ enum State {
 ///   [`Io::maybe_applied`] becomes true (Cassandra answers `Unavailable` for a proposal a quorum
 ///   may have accepted; the next round completes it).
 /// - `Rejected`: [`ErrorKind::StoreError`] at once.
+/// - A `Scan` sent again asks for half as many rows, down to [`SCAN_LIMIT_FLOOR`].
 ///
 /// The send time reported with an outcome is that of the *first* attempt, which is the
 /// conservative one for lease deadlines: whichever attempt was applied, it was sent no earlier.
@@ -324,7 +325,7 @@ impl Io {
 
     fn retry(
         &mut self,
-        req: Request,
+        mut req: Request,
         now: Instant,
         rng: &mut SplitMix64,
         kind: ErrorKind,
@@ -332,6 +333,7 @@ impl Io {
     ) -> Option<IoPoll> {
         let used_up = req.attempts >= self.attempts;
         if !used_up {
+            smaller_scan(&mut req.command);
             let delay = self.backoff.delay(req.attempts.saturating_sub(1), rng);
             let not_before = now.saturating_add(delay);
             if not_before < self.retry_until {
@@ -356,6 +358,19 @@ impl Io {
             ),
         };
         Some(IoPoll::Done(Err(Error::new(kind, message)), sent))
+    }
+}
+
+/// The fewest rows a scan sent again asks for ([`smaller_scan`]).
+pub(crate) const SCAN_LIMIT_FLOOR: u32 = 16;
+
+/// A failed [`Command::Scan`] is sent again asking for half as many rows, down to
+/// [`SCAN_LIMIT_FLOOR`]: a page the store could not read within its own time (Cassandra's
+/// range reads time out on the servers at 10 s, seen on a loaded three-node cluster) may fit
+/// when smaller. The scan's caller therefore never reads a short page as the last one.
+fn smaller_scan(command: &mut Command) {
+    if let Command::Scan { limit, .. } = command {
+        *limit = (*limit / 2).max(SCAN_LIMIT_FLOOR).min(*limit);
     }
 }
 

@@ -26,8 +26,18 @@ pub use batch::effective_writes;
 use decode::{conditional, decode_cells, guarded, object};
 use values::{cql_stamp, execute, internal, put_values, stamped_put, text};
 
-/// Rows per page of a scan.
+/// Rows (cells) per page of a scan, at most.
 pub const SCAN_PAGE: i32 = 1000;
+
+/// The driver's page of a scan of `limit` partitions: four cells a partition (a unique-insert
+/// lock has two, a bakery ticket or a column-prefix entry one each), between 16 and
+/// [`SCAN_PAGE`], so that a scan asked for fewer partitions after a failure (the kernel halves
+/// it) also asks the servers for fewer rows at a time.
+pub fn scan_page_size(limit: u32) -> i32 {
+    i32::try_from(u64::from(limit) * 4)
+        .unwrap_or(SCAN_PAGE)
+        .clamp(16, SCAN_PAGE)
+}
 
 /// A bound value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -564,7 +574,9 @@ impl<'c> Operation<'c> {
                 Step::Reply(Reply::Purged(Vec::new()))
             }
             Command::Scan {
-                after, consistency, ..
+                after,
+                consistency,
+                limit,
             } => {
                 let (statement, values) = match after {
                     Some(after) => (Statement::ScanAfter, vec![text(after)]),
@@ -574,7 +586,7 @@ impl<'c> Operation<'c> {
                     statement,
                     values,
                     consistency: levels.plain(*consistency),
-                    page_size: SCAN_PAGE,
+                    page_size: scan_page_size(*limit),
                 }
             }
             // `new` refused every other command.

@@ -177,13 +177,8 @@ fn a_scan_stops_at_its_limit_across_pages() {
         consistency: Consistency::One,
     };
     let mut op = Operation::new(&scan, Levels::default(), |_| 0).expect("valid");
-    assert!(matches!(
-        op.step(),
-        Step::Scan {
-            page_size: SCAN_PAGE,
-            ..
-        }
-    ));
+    // Two partitions: the smallest driver page (16 rows).
+    assert!(matches!(op.step(), Step::Scan { page_size: 16, .. }));
     let row = |name: &str, cell: &str| {
         vec![
             Some(Val::Text(name.to_string())),
@@ -466,4 +461,13 @@ fn a_claims_turn_is_a_probe_of_the_turn_cell_or_the_delete_of_ours() {
             guard: Some("token=1".into()),
         })
     );
+}
+
+#[test]
+fn a_scans_driver_page_follows_its_limit() {
+    assert_eq!(scan_page_size(0), 16);
+    assert_eq!(scan_page_size(64), 256);
+    assert_eq!(scan_page_size(250), SCAN_PAGE);
+    assert_eq!(scan_page_size(256), SCAN_PAGE);
+    assert_eq!(scan_page_size(u32::MAX), SCAN_PAGE);
 }
