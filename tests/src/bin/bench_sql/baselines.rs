@@ -78,59 +78,51 @@ impl PlainClient {
 
     /// How long two single-row `UPDATE` commits took, one after the other.
     pub(crate) async fn two_updates(&mut self) -> Result<Option<Duration>, Error> {
+        /// `sql`, one parameter bound to 1, run twice on connection `c`.
+        macro_rules! twice {
+            ($c:expr, $sql:expr) => {
+                for _ in 0..2 {
+                    sqlx::query(sqlx::AssertSqlSafe($sql.clone()))
+                        .bind(1)
+                        .execute(&mut *$c)
+                        .await?;
+                }
+            };
+        }
         let started = Instant::now();
         match self {
             PlainClient::None => return Ok(None),
             PlainClient::Postgres(c, table) => {
-                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = $1");
-                for _ in 0..2 {
-                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                        .bind(1)
-                        .execute(&mut *c)
-                        .await?;
-                }
+                twice!(c, format!("UPDATE {table} SET v = v + 1 WHERE id = $1"))
             }
             PlainClient::MySql(c, table) => {
-                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = ?");
-                for _ in 0..2 {
-                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                        .bind(1)
-                        .execute(&mut *c)
-                        .await?;
-                }
+                twice!(c, format!("UPDATE {table} SET v = v + 1 WHERE id = ?"))
             }
             PlainClient::Sqlite(c, table) => {
-                let sql = format!("UPDATE {table} SET v = v + 1 WHERE id = ?");
-                for _ in 0..2 {
-                    sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                        .bind(1)
-                        .execute(&mut *c)
-                        .await?;
-                }
+                twice!(c, format!("UPDATE {table} SET v = v + 1 WHERE id = ?"))
             }
         }
         Ok(Some(started.elapsed()))
     }
 
     pub(crate) async fn finish(self) -> Result<(), Error> {
+        /// Drops `table` on connection `c`.
+        macro_rules! drop_table {
+            ($c:expr, $table:expr) => {{
+                sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP TABLE IF EXISTS {}",
+                    $table
+                )))
+                .execute(&mut $c)
+                .await?;
+            }};
+        }
         match self {
             PlainClient::None => {}
-            PlainClient::Postgres(mut c, table) => {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
-                    .execute(&mut c)
-                    .await?;
-            }
-            PlainClient::MySql(mut c, table) => {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
-                    .execute(&mut c)
-                    .await?;
-            }
-            PlainClient::Sqlite(mut c, table) => {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS {table}")))
-                    .execute(&mut c)
-                    .await?;
-            }
-        }
+            PlainClient::Postgres(mut c, table) => drop_table!(c, table),
+            PlainClient::MySql(mut c, table) => drop_table!(c, table),
+            PlainClient::Sqlite(mut c, table) => drop_table!(c, table),
+        };
         Ok(())
     }
 }
