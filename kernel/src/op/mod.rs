@@ -6,13 +6,15 @@ mod aging;
 mod held;
 mod herd;
 mod io;
+mod list;
 pub(crate) mod object;
 mod release;
 mod renew;
 
 pub use acquire::{Acquire, GIVE_UP_GRACE, GIVE_UP_GRACE_MAX};
-pub use admin::{ForceRelease, Inspect, ListLocks, ListPage, LockPage, Purge, LIST_PAGE_ROWS};
+pub use admin::{ForceRelease, Inspect, Purge};
 pub(crate) use held::io_for as io_for_lease;
+pub use list::{ListLocks, ListPage, LockPage, LIST_PAGE_ROWS};
 pub(crate) use object::{Levels as ObjectLevels, ObjectCall};
 pub use object::{ObjectOp, ObjectRequest};
 pub use release::Release;
