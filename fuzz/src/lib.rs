@@ -14,6 +14,10 @@
 //!
 //! The lock table of a target can be given as text ([`parse_table`]), one cell a line, so
 //! that a seed corpus is a readable list of real cell values.
+//!
+//! No unsafe code, as in the kernel and the statements: the long runs of the targets that use
+//! only these crates go without AddressSanitizer (`scripts/fuzz`, `plain_target`).
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeSet;
 use std::time::Duration;
