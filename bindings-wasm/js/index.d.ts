@@ -113,7 +113,7 @@ export interface SqlAdapter {
   readonly dialect: 'postgres' | 'mysql' | 'sqlite';
   readonly table?: string;
   readonly create?: boolean;
-  /** The layout of a table this store creates: `'one-row'` (PostgreSQL and MariaDB, and their default) or `'two-rows'` (the default on SQLite). */
+  /** The layout of a table this store creates: `'one-row'` (the default) or `'two-rows'` (for a table that versions of baton before its database's one-row layout share). */
   readonly layout?: 'one-row' | 'two-rows';
   readonly host?: string;
   readonly description?: string;

@@ -237,6 +237,20 @@ macro_rules! per_db {
                 }
             }
 
+            /// SQLite with a table of the two-row layout (`layout=two-rows`): tables made
+            /// before SQLite's one-row layout, and by a store that asks for it.
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite_two_rows() {
+                if let Some(url) = $crate::common::url($crate::common::Db::Sqlite) {
+                    let url = $crate::common::with_param(
+                        &url,
+                        $crate::common::layout_param(baton::sql::Layout::TwoRows),
+                    );
+                    ($body)(url.clone()).await;
+                    $crate::common::drop_table(&url).await;
+                }
+            }
+
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 if let Some(url) = $crate::common::url($crate::common::Db::Postgres) {

@@ -1,9 +1,10 @@
-//! The one-row layout of PostgreSQL and MariaDB (`layout=one-row`, the default of new tables):
+//! The one-row layout of SQLite, PostgreSQL and MariaDB (`layout=one-row`, the default of new
+//! tables):
 //! where such a table keeps each name's fencing counter (the `fence` column of its `lock` row),
 //! that a table keeps the layout it was made with, and what the layout refuses. That the
 //! layout answers every command as the kernel's reference table does is checked by the shared
-//! scripts and the command tests, which run on both layouts of both databases (`per_db!`'s
-//! `postgres`, `postgres_two_rows`, `mysql` and `mysql_two_rows`).
+//! scripts and the command tests, which run on both layouts of every database (`per_db!`'s
+//! `sqlite`, `sqlite_two_rows`, `postgres`, `postgres_two_rows`, `mysql` and `mysql_two_rows`).
 
 use std::time::Duration;
 
@@ -15,11 +16,12 @@ use baton::{Command, Consistency, ErrorKind, Locker, Reply, SqlPool, SqlStore, S
 
 use crate::common::{self, exec_raw, layout_param, with_param, Db};
 
-/// The databases that have the one-row layout.
-const DBS: [Db; 2] = [Db::Postgres, Db::MySql];
+/// The databases, each with both layouts.
+const DBS: [Db; 3] = [Db::Sqlite, Db::Postgres, Db::MySql];
 
 /// `(lock_name, cell, value, fence, released)` of every row of the store's table, sorted;
-/// `released`: `expires_at` is the layout's absent cell (`-infinity`; MariaDB `1000-01-01`);
+/// `released`: `expires_at` is the layout's absent cell (`-infinity`; MariaDB `1000-01-01`;
+/// SQLite 0);
 /// `fence` NULL where the table has no such column.
 async fn rows(store: &SqlStore) -> Vec<(String, String, String, Option<String>, bool)> {
     let table = &store.options().table;
@@ -46,7 +48,20 @@ async fn rows(store: &SqlStore) -> Vec<(String, String, String, Option<String>, 
                 .await
                 .expect("rows")
         }
-        _ => panic!("a PostgreSQL or MariaDB store"),
+        SqlPool::Sqlite(pool) => {
+            let fence = match store.layout() {
+                Some(Layout::OneRow) => "fence",
+                _ => "NULL",
+            };
+            let sql = format!(
+                "SELECT lock_name, cell, value, {fence}, COALESCE(expires_at = 0, FALSE) <> 0 FROM {table} ORDER BY lock_name, cell"
+            );
+            sqlx::query_as(AssertSqlSafe(sql))
+                .fetch_all(pool)
+                .await
+                .expect("rows")
+        }
+        _ => panic!("a SQLite, PostgreSQL or MariaDB store"),
     }
 }
 
@@ -246,15 +261,58 @@ async fn the_counter_is_never_removed_given_a_ttl_or_written_as_a_row() {
     }
 }
 
-#[test]
-fn one_row_is_refused_where_it_does_not_exist() {
-    let url = "sqlite::memory:?layout=one-row";
-    let e = SqlStore::open(url).expect_err(url);
-    assert_eq!(e.kind(), ErrorKind::InvalidOption, "{e}");
-    assert!(
-        e.message().contains("PostgreSQL and MariaDB, not on"),
-        "{e}"
-    );
-    assert!(SqlStore::open("sqlite::memory:?layout=two-rows").is_ok());
-    assert!(SqlStore::open("mysql://u@h/db?layout=one-row").is_ok());
+/// The names of the tables in a SQLite store's file.
+async fn sqlite_tables(store: &SqlStore) -> Vec<String> {
+    let SqlPool::Sqlite(pool) = store.pool() else {
+        panic!("a SQLite store")
+    };
+    sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .fetch_all(pool)
+        .await
+        .expect("tables")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_makes_a_one_row_table_with_its_flag_by_a_rename() {
+    let Some(url) = url(Db::Sqlite, Layout::OneRow) else {
+        return;
+    };
+    // Stores racing to make the table (each its own pool on the file): every one ends ready,
+    // with the one-row layout, and nothing but the table is left.
+    let stores: Vec<SqlStore> = (0..8)
+        .map(|_| SqlStore::open(&url).expect("valid"))
+        .collect();
+    let tasks: Vec<_> = stores
+        .iter()
+        .cloned()
+        .map(|s| tokio::spawn(async move { s.ensure_schema().await }))
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        task.await
+            .expect("no panic")
+            .unwrap_or_else(|e| panic!("store {i}: {e}"));
+        assert_eq!(stores[i].layout(), Some(Layout::OneRow), "store {i}");
+    }
+    let table = stores[0].options().table.clone();
+    assert_eq!(sqlite_tables(&stores[0]).await, vec![table.clone()]);
+    common::drop_table(&url).await;
+
+    // A creator that died between its statements left `<table>__creating` without its flag:
+    // the next creator takes it up and renames it, flag and all.
+    let store = SqlStore::open(&url).expect("valid");
+    exec_raw(
+        &store,
+        &format!(
+            "CREATE TABLE \"{table}__creating\" (lock_name TEXT NOT NULL, cell TEXT NOT NULL, value TEXT NOT NULL, expires_at INTEGER, stamp INTEGER NOT NULL DEFAULT 0, fence TEXT, fence_stamp INTEGER, PRIMARY KEY (lock_name, cell), CHECK (cell <> '_LOCK_')) WITHOUT ROWID"
+        ),
+    )
+    .await
+    .expect("a creator's leftover");
+    store.ensure_schema().await.expect("made");
+    assert_eq!(store.layout(), Some(Layout::OneRow));
+    assert_eq!(sqlite_tables(&store).await, vec![table.clone()]);
+    let after = after_one_release(&url).await;
+    let cells: Vec<String> = rows(&after).await.into_iter().map(|r| r.1).collect();
+    assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
+    common::drop_table(&url).await;
 }

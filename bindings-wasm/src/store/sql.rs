@@ -48,8 +48,8 @@ pub(crate) struct SqlHost {
 impl SqlHost {
     /// Reads the adapter's `dialect` (`"postgres"`, `"mysql"`/`"mariadb"`, `"sqlite"`), `table`
     /// (default `baton_locks`), `create` (default true: create the table when missing) and
-    /// `layout` (`"one-row"`, PostgreSQL's and MariaDB's default, or `"two-rows"`, SQLite's: the
-    /// layout of a table this store creates; an existing table keeps its own).
+    /// `layout` (`"one-row"`, the default, or `"two-rows"`: the layout of a table this store
+    /// creates; an existing table keeps its own).
     pub(crate) fn new(adapter: &JsValue, timeout: Duration) -> Result<SqlHost> {
         super::require_methods(adapter, "SQL", &["query", "transaction"])?;
         let dialect = js::string_field(adapter, "dialect");

@@ -3,22 +3,25 @@
 //!
 //! | layout | where the fencing counter `_LOCK_` of a name lives | tables |
 //! | --- | --- | --- |
-//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | every SQLite table; PostgreSQL and MariaDB tables made before their one-row layout, or with `layout=two-rows` (no flag) |
-//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | PostgreSQL and MariaDB tables made by this version (flag `fence`) |
+//! | [`Layout::TwoRows`] | a row of its own, `(name, '_LOCK_')` | tables made before their database's one-row layout, or with `layout=two-rows` (no flag) |
+//! | [`Layout::OneRow`] | the `fence` and `fence_stamp` columns of the row `(name, 'lock')` | tables made by this version (flag `fence`) |
 //!
 //! A new table is made in [`Layout::for_new_table`] unless its store asks for another.
 //!
 //! A host reads the table's columns and its flag once, at its first use, after the table check
 //! ([`SchemaCheck`](super::SchemaCheck)), and runs every command with the statements of that
-//! layout. The flag is written in the same statement that makes the table (a PostgreSQL `DO`
-//! block, one transaction; MariaDB's `CREATE TABLE … SELECT`), so no client ever sees a new table without it, and nothing in
+//! layout. The flag is written with the table (a PostgreSQL `DO` block, one transaction;
+//! MariaDB's `CREATE TABLE … SELECT`; on SQLite, in a table renamed into place once it has its
+//! flag), so no client ever sees a new table without it, and nothing in
 //! baton changes it afterwards: a table keeps its layout for life (an upgrade of existing
 //! tables is planned in `docs/one-row-claim.md`, phase 2).
 
 use alloc::format;
 use alloc::string::String;
 
-use baton_kernel::{Error, ErrorKind, Result};
+#[cfg(any(test, doc))]
+use baton_kernel::ErrorKind;
+use baton_kernel::Result;
 
 use super::{Dialect, Statements};
 
@@ -37,7 +40,7 @@ pub enum Layout {
     /// The counter in a row of its own, beside the lock's row (every table without a flag).
     TwoRows,
     /// The counter in the lock's own row, so that a claim and a release each change one row
-    /// (PostgreSQL: `docs/one-row-claim.md`).
+    /// (`docs/one-row-claim.md`).
     OneRow,
 }
 
@@ -60,19 +63,17 @@ impl Layout {
     }
 
     /// The layout of a table a store of `dialect` creates when it is not asked for one: one
-    /// row on PostgreSQL and MariaDB (a claim and a release each change one row version, where
-    /// two rows change two: docs/performance.md), two rows on SQLite (the only layout there).
+    /// row on every database (a claim and a release each change one row, where two rows
+    /// change two: docs/performance.md).
     pub fn for_new_table(dialect: Dialect) -> Layout {
         match dialect {
-            Dialect::Postgres | Dialect::MySql => Layout::OneRow,
-            Dialect::Sqlite => Layout::TwoRows,
+            Dialect::Postgres | Dialect::MySql | Dialect::Sqlite => Layout::OneRow,
         }
     }
 
     /// The layout of table `table` from its flag (`None`: no flag row) and its columns, or why
-    /// this version cannot use it (an unknown flag: a later version's layout; a one-row flag
-    /// on a database this version has no one-row statements for; a one-row table missing its
-    /// columns).
+    /// this version cannot use it (an unknown flag: a later version's layout; a one-row table
+    /// missing its columns).
     pub fn of_table(
         dialect: Dialect,
         table: &str,
@@ -81,7 +82,7 @@ impl Layout {
     ) -> Result<Layout, String> {
         match flag {
             None => Ok(Layout::TwoRows),
-            Some(ONE_ROW_FLAG) if dialect != Dialect::Sqlite => {
+            Some(ONE_ROW_FLAG) => {
                 let missing: alloc::vec::Vec<&str> = ONE_ROW_COLUMNS
                     .iter()
                     .copied()
@@ -129,16 +130,13 @@ mod tests {
         assert_eq!(mariadb.new_table(), Layout::OneRow);
         assert_eq!(mariadb.of(Layout::TwoRows).layout, Layout::TwoRows);
         let sqlite = StatementSets::new(Dialect::Sqlite, "t", None).expect("valid");
-        assert_eq!(sqlite.new_table(), Layout::TwoRows);
-        // A table found one-row (another database's flag) still gets two-row statements;
-        // the set-up refuses such a table first (`Layout::of_table`).
-        assert_eq!(sqlite.of(Layout::OneRow).layout, Layout::TwoRows);
-        let e =
-            StatementSets::new(Dialect::Sqlite, "t", Some(Layout::OneRow)).expect_err("one-row");
-        assert_eq!(e.kind(), ErrorKind::InvalidOption);
-        assert!(
-            e.message().contains("PostgreSQL and MariaDB, not on"),
-            "{e}"
+        assert_eq!(sqlite.new_table(), Layout::OneRow);
+        assert_eq!(sqlite.of(Layout::OneRow).layout, Layout::OneRow);
+        assert_eq!(sqlite.of(Layout::TwoRows).layout, Layout::TwoRows);
+        let asked = StatementSets::new(Dialect::Sqlite, "t", Some(Layout::TwoRows));
+        assert_eq!(
+            asked.expect("valid").for_new_table().layout,
+            Layout::TwoRows
         );
         assert!(StatementSets::new(Dialect::Sqlite, "bad name", None).is_err());
         for (name, dialect) in [
@@ -169,43 +167,33 @@ mod tests {
             Layout::of_table(Dialect::MySql, "t", Some("fence"), &all),
             Ok(Layout::OneRow)
         );
-        assert!(Layout::of_table(Dialect::Sqlite, "t", Some("fence"), &all).is_err());
+        assert_eq!(
+            Layout::of_table(Dialect::Sqlite, "t", Some("fence"), &all),
+            Ok(Layout::OneRow)
+        );
+        let e = StatementSets::new(Dialect::Sqlite, "bad name", None).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidOption);
     }
 }
 
-/// A store's statements in each layout its database has (two rows everywhere; one row on
-/// PostgreSQL and MariaDB), and the layout of a table the store creates. A host builds it once, runs the
+/// A store's statements in each layout (two rows, one row), and the layout of a table the
+/// store creates. A host builds it once, runs the
 /// schema set-up with [`StatementSets::for_new_table`], then every command with the statements
 /// of the layout the table turned out to have ([`StatementSets::of`]).
 #[derive(Clone, Debug)]
 pub struct StatementSets<S = String> {
     two_rows: Statements<S>,
-    one_row: Option<Statements<S>>,
+    one_row: Statements<S>,
     new_table: Layout,
 }
 
 impl StatementSets {
-    /// The statements of `dialect` on `table` (validated), a new table getting `layout`, or by
-    /// default [`Layout::for_new_table`]; [`ErrorKind::InvalidOption`] for a one-row layout on
-    /// SQLite.
+    /// The statements of `dialect` on `table` (validated: [`ErrorKind::InvalidOption`]), a new
+    /// table getting `layout`, or by default [`Layout::for_new_table`].
     pub fn new(dialect: Dialect, table: &str, layout: Option<Layout>) -> Result<StatementSets> {
         let two_rows = Statements::new(dialect, table)?;
-        let one_row = match dialect {
-            Dialect::Postgres | Dialect::MySql => {
-                Some(Statements::in_layout(dialect, table, Layout::OneRow)?)
-            }
-            Dialect::Sqlite => None,
-        };
+        let one_row = Statements::in_layout(dialect, table, Layout::OneRow)?;
         let new_table = layout.unwrap_or_else(|| Layout::for_new_table(dialect));
-        if new_table == Layout::OneRow && one_row.is_none() {
-            return Err(Error::new(
-                ErrorKind::InvalidOption,
-                format!(
-                    "layout one-row: the one-row table layout exists on PostgreSQL and MariaDB, not on {}",
-                    dialect.name()
-                ),
-            ));
-        }
         Ok(StatementSets {
             two_rows,
             one_row,
@@ -219,7 +207,7 @@ impl<S> StatementSets<S> {
     pub fn map<T>(self, mut f: impl FnMut(S) -> T) -> StatementSets<T> {
         StatementSets {
             two_rows: self.two_rows.map(&mut f),
-            one_row: self.one_row.map(|st| st.map(&mut f)),
+            one_row: self.one_row.map(&mut f),
             new_table: self.new_table,
         }
     }
@@ -236,9 +224,9 @@ impl<S> StatementSets<S> {
 
     /// The statements of a table in `layout` (every set has the same table-level statements).
     pub fn of(&self, layout: Layout) -> &Statements<S> {
-        match (layout, &self.one_row) {
-            (Layout::OneRow, Some(one_row)) => one_row,
-            _ => &self.two_rows,
+        match layout {
+            Layout::OneRow => &self.one_row,
+            Layout::TwoRows => &self.two_rows,
         }
     }
 

@@ -63,6 +63,7 @@ mod layout;
 mod object;
 mod one_row;
 pub(crate) mod one_row_mysql;
+pub(crate) mod one_row_sqlite;
 mod operation;
 mod schema;
 mod statement;
@@ -238,24 +239,16 @@ impl Statements {
         Statements::in_layout(dialect, table, Layout::TwoRows)
     }
 
-    /// The statements of `dialect` on `table` (validated here) in `layout`
-    /// ([`ErrorKind::InvalidOption`] for a one-row layout on SQLite). The table-level statements (`columns`, `layout_flag`, `create`, …) are the
-    /// same in every layout.
+    /// The statements of `dialect` on `table` (validated here) in `layout`. The table-level
+    /// statements (`columns`, `layout_flag`, `add_stamp`, …) are the same in every layout but
+    /// `create`, which makes a table of that layout.
     pub fn in_layout(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
         let mut st = Statements::two_rows(dialect, table)?;
         if layout == Layout::OneRow {
             st = match dialect {
                 Dialect::Postgres => one_row::one_row_statements(table, st),
                 Dialect::MySql => one_row_mysql::one_row_mysql_statements(table, st),
-                Dialect::Sqlite => {
-                    return Err(Error::new(
-                        ErrorKind::InvalidOption,
-                        format!(
-                            "the one-row table layout exists on PostgreSQL and MariaDB, not on {}",
-                            dialect.name()
-                        ),
-                    ))
-                }
+                Dialect::Sqlite => one_row_sqlite::one_row_sqlite_statements(table, st),
             };
             let create = create_table(dialect, table, layout);
             st.ddl = ddl_with_routines(&create, &st.routines);
@@ -340,6 +333,10 @@ impl Statements {
         let objects = object_statements(d, table, Layout::TwoRows);
         let create_sql = create_table(d, table, Layout::TwoRows);
         let add_stamp = add_stamp_column(d, table);
+        let purge_row = format!(
+            "DELETE FROM {t} WHERE lock_name = ? AND {} {returning}",
+            d.expired()
+        );
         let delete = format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND stamp <= ?");
         let cas_delete =
             format!("DELETE FROM {t} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
@@ -375,10 +372,8 @@ impl Statements {
                 "DELETE FROM {t} WHERE {} {returning}",
                 d.expired()
             )),
-            purge_row: d.finish(&format!(
-                "DELETE FROM {t} WHERE lock_name = ? AND {} {returning}",
-                d.expired()
-            )),
+            purge_row: d.finish(&purge_row),
+            purge_others: d.finish(&purge_row),
             scan_first: d.finish(&format!(
                 "SELECT DISTINCT lock_name FROM {t} WHERE {live} ORDER BY lock_name LIMIT ?"
             )),
@@ -470,7 +465,8 @@ pub fn create_table(dialect: Dialect, table: &str, layout: Layout) -> Vec<String
     let t = dialect.quote(table);
     let stamp = stamp_definition(dialect);
     match (dialect, layout) {
-        (Dialect::Sqlite, _) => vec![
+        (Dialect::Sqlite, Layout::OneRow) => one_row_sqlite::create(table, stamp),
+        (Dialect::Sqlite, Layout::TwoRows) => vec![
             format!(
                 "CREATE TABLE IF NOT EXISTS {t} (\n  lock_name TEXT NOT NULL,\n  cell TEXT NOT NULL,\n  value TEXT NOT NULL,\n  expires_at INTEGER,\n  {stamp},\n  PRIMARY KEY (lock_name, cell)\n) WITHOUT ROWID"
             ),

@@ -141,12 +141,12 @@ sql_statements! {
     cas_update: CasUpdate = "cas-update", Write;
     /// `(row, cell, expected)`: one row affected when applied.
     cas_delete: CasDelete = "cas-delete", Write;
-    /// MariaDB's one-row table: [`Statements::delete`] (and its `_async` and `_notify`
+    /// MariaDB's and SQLite's one-row tables: [`Statements::delete`] (and its `_async` and `_notify`
     /// forms) of the `lock` cell, which ends the cell in place (the row keeps the name's
     /// fencing counter) where the others delete a row: `(row, cell, stamp)`. Elsewhere the
     /// same text as `delete`, and not used.
     end_lock: EndLock = "end-lock", Write;
-    /// MariaDB's one-row table: [`Statements::cas_delete`] of the `lock` cell, ended in place:
+    /// MariaDB's and SQLite's one-row tables: [`Statements::cas_delete`] of the `lock` cell, ended in place:
     /// `(row, cell, expected)`, one row affected when applied. Elsewhere the same text as
     /// `cas_delete`, and not used.
     cas_end_lock: CasEndLock = "cas-end-lock", Write;
@@ -157,6 +157,12 @@ sql_statements! {
     purge_all: PurgeAll = "purge-all", Write;
     /// `(row)` → `(row, cell)` of the row's expired cells removed.
     purge_row: PurgeRow = "purge-row", Write;
+    /// SQLite's one-row table: the purge's second statement, after `purge_all` or `purge_row`
+    /// ended the expired `lock` cells that hold a counter in place: `(row, or NULL for every
+    /// row)` → `(row, cell, absent)` of every other expired row, deleted (`absent` 1: a `lock`
+    /// row ended before, without a counter, which was no cell and is not listed). Elsewhere
+    /// the same text as `purge_row`, and not used.
+    purge_others: PurgeOthers = "purge-others", Write;
     /// `(limit)` → the first live row names.
     scan_first: ScanFirst = "scan-first", Read;
     /// `(after, limit)` → live row names after `after`.

@@ -83,7 +83,8 @@ fn spawn(backend: Backend, base: String) -> mpsc::Sender<Request> {
     tx
 }
 
-/// The URL without `table`, `create`, `timeout` and `pool`, which sqlx does not know.
+/// The URL without baton's own parameters (`table`, `create`, `timeout`, `pool`, `layout`),
+/// which sqlx does not know.
 fn without_baton_params(url: &str) -> String {
     let Some((head, query)) = url.split_once('?') else {
         return url.to_owned();
@@ -92,7 +93,7 @@ fn without_baton_params(url: &str) -> String {
         .split('&')
         .filter(|kv| {
             let key = kv.split('=').next().unwrap_or("");
-            !matches!(key, "table" | "create" | "timeout" | "pool" | "")
+            !matches!(key, "table" | "create" | "timeout" | "pool" | "layout" | "")
         })
         .collect();
     if kept.is_empty() {

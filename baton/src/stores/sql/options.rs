@@ -39,9 +39,8 @@ pub struct SqlOptions {
     pub timeout: Duration,
     /// The most pooled connections (default 10; always 1 for `sqlite::memory:`).
     pub pool: Option<u32>,
-    /// The layout of a table this store creates (default [`Layout::for_new_table`]: one row on
-    /// PostgreSQL; two rows elsewhere, the only layout there). An existing
-    /// table keeps its own, whatever this says. A one-row table must not be shared with
+    /// The layout of a table this store creates (default [`Layout::for_new_table`]: one row).
+    /// An existing table keeps its own, whatever this says. A one-row table must not be shared with
     /// versions of baton before it, which read only two-row tables: [`Layout::TwoRows`] makes
     /// a table they can share (docs/sql-store.md, "The lock table").
     pub layout: Option<Layout>,

@@ -32,7 +32,7 @@ impl<'c> Operation<'c> {
         // `''` stands for "no counter yet" (a counter value is never empty).
         let expected = text(counter_expected.as_deref().unwrap_or(""));
         let ttl = Param::Int(ttl_ms(*ttl));
-        if self.dialect != Dialect::Sqlite {
+        if self.dialect != Dialect::Sqlite || self.ends_in_place() {
             self.state = State::ClaimOne;
             let statement = match counter_expected {
                 Some(_) => self.release(Statement::Claim, Statement::ClaimAsync),
@@ -48,9 +48,9 @@ impl<'c> Operation<'c> {
                 expected,
                 text(counter_next),
             ];
-            // MariaDB's one-row claim is a plain `UPDATE` (or `INSERT`): it answers by the
-            // rows it found.
-            if self.one_row_mysql() {
+            // MariaDB's and SQLite's one-row claims are a plain `UPDATE` (or `INSERT`): they
+            // answer by the rows they found or changed.
+            if self.ends_in_place() {
                 return execute(statement, params);
             }
             return fetch(statement, params, CLAIMED);
@@ -196,8 +196,9 @@ impl<'c> Operation<'c> {
                 params.extend(check);
                 let statement =
                     self.release(Statement::GuardedDelete, Statement::GuardedDeleteAsync);
-                // MariaDB's one-row release is an `UPDATE` that ends the cell in place.
-                if self.one_row_mysql() {
+                // MariaDB's and SQLite's one-row releases are an `UPDATE` that ends the cell
+                // in place.
+                if self.ends_in_place() {
                     return execute(statement, params);
                 }
                 fetch(statement, params, TEXT)

@@ -151,6 +151,20 @@ const SPLIT_CELL: &[Kind] = &[
 const ROW_CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind::Int];
 /// `(row, cell)` of a purged cell.
 const KEY: &[Kind] = &[Kind::Text, Kind::Text];
+/// `(row, cell, absent)` of a row SQLite's one-row purge deleted (`purge_others`).
+const PURGED_ROW: &[Kind] = &[Kind::Text, Kind::Text, Kind::Int];
+
+/// `(row, cell)` of a purged cell's result row.
+fn key(row: Vec<Val>) -> (String, String) {
+    let mut r = row.into_iter().map(Val::into_text);
+    (r.next().unwrap_or_default(), r.next().unwrap_or_default())
+}
+
+/// A purge's reply: the cells it removed, in order.
+fn purged(mut removed: Vec<(String, String)>) -> Reply {
+    removed.sort();
+    Reply::Purged(removed)
+}
 /// One text column.
 const TEXT: &[Kind] = &[Kind::Text];
 /// A claim's outcome: `(inserted, bumped, lock, counter)`.
@@ -195,6 +209,10 @@ enum State {
     VacateDelete(Vec<Cell>),
     /// A purge was sent.
     Purge,
+    /// SQLite's one-row purge: its first statement removed these cells; its second is next.
+    PurgeMore(Vec<(String, String)>),
+    /// SQLite's one-row purge: its second statement was sent, after the first removed these.
+    PurgeOthers(Vec<(String, String)>),
     /// A scan is filling its page.
     Scan(Scan),
     /// The reply was given.
@@ -301,18 +319,21 @@ impl<'c> Operation<'c> {
         self
     }
 
-    /// Whether the table is MariaDB's one-row layout, whose claims and releases answer by the
-    /// rows they found rather than rows they return.
-    fn one_row_mysql(&self) -> bool {
-        self.dialect == Dialect::MySql && self.layout == Layout::OneRow
+    /// Whether the table is MariaDB's or SQLite's one-row layout, whose claims and releases
+    /// answer by the rows they found or changed rather than rows they return, whose removals
+    /// of the `lock` cell end it in place, whose reads of many cells are split
+    /// ([`split_cells`]), and whose statements take their parameters in the order of their
+    /// `?`s ([`one_row::bound`]).
+    fn ends_in_place(&self) -> bool {
+        self.dialect != Dialect::Postgres && self.layout == Layout::OneRow
     }
 
     /// The statement that removes `column` in place of `delete` (a delete, a release's delete
-    /// or a compare-and-delete): on MariaDB's one-row table the `lock` cell is ended in place
-    /// by a statement of its own ([`Statements::end_lock`](super::Statements),
+    /// or a compare-and-delete): on MariaDB's and SQLite's one-row tables the `lock` cell is
+    /// ended in place by a statement of its own ([`Statements::end_lock`](super::Statements),
     /// [`Statements::cas_end_lock`](super::Statements)); any other cell's row is deleted.
     fn removal(&self, column: &str, delete: Statement) -> Statement {
-        if !self.one_row_mysql() || column != LOCK_COLUMN {
+        if !self.ends_in_place() || column != LOCK_COLUMN {
             return delete;
         }
         match delete {
@@ -335,8 +356,8 @@ impl<'c> Operation<'c> {
     /// (once: stepping again after that is a bug in the host, answered by an internal error).
     pub fn step(&mut self) -> Step<'c> {
         let step = self.next();
-        if self.one_row_mysql() {
-            return one_row::bound(step);
+        if self.ends_in_place() {
+            return one_row::bound(self.dialect, step);
         }
         step
     }
@@ -378,6 +399,19 @@ impl<'c> Operation<'c> {
                 }
             },
             State::Scan(_) => self.scan_step(),
+            State::PurgeMore(_) => {
+                let State::PurgeMore(removed) =
+                    core::mem::replace(&mut self.state, State::Finished)
+                else {
+                    return self.next();
+                };
+                self.state = State::PurgeOthers(removed);
+                let row = match self.command {
+                    Command::Purge { row: Some(row) } => text(row),
+                    _ => Param::Int(None),
+                };
+                fetch(Statement::PurgeOthers, vec![row], PURGED_ROW)
+            }
             State::Finished => Step::Reply(Reply::Failed(Failure::Rejected(String::from(
                 "internal error: a SQL operation was stepped after its reply",
             )))),
@@ -407,8 +441,9 @@ impl<'c> Operation<'c> {
             }
             // The transaction is in: the next step reads what it left.
             State::ClaimTx => {}
-            // MariaDB's one-row claim answers by the rows it found (and the marker of a kept
-            // row): applied, or the cells as found are read next.
+            // MariaDB's and SQLite's one-row claims answer by the rows they found or changed
+            // (and MariaDB's marker of a kept row): applied, or the cells as found are read
+            // next.
             State::ClaimOne => {
                 if self.applied(done) {
                     self.reply = Some(claim_applied(self.command));
@@ -490,15 +525,21 @@ impl<'c> Operation<'c> {
                 });
             }
             State::Purge => {
-                let mut removed: Vec<(String, String)> = rows
-                    .into_iter()
-                    .map(|r| {
-                        let mut r = r.into_iter().map(Val::into_text);
-                        (r.next().unwrap_or_default(), r.next().unwrap_or_default())
-                    })
-                    .collect();
-                removed.sort();
-                self.reply = Some(Reply::Purged(removed));
+                let removed: Vec<(String, String)> = rows.into_iter().map(key).collect();
+                if self.ends_in_place() && self.dialect == Dialect::Sqlite {
+                    self.state = State::PurgeMore(removed);
+                } else {
+                    self.reply = Some(purged(removed));
+                }
+            }
+            State::PurgeOthers(removed) => {
+                let mut removed = core::mem::take(removed);
+                // Rows flagged absent were no cells: not listed.
+                removed.extend(rows.into_iter().filter_map(|r| {
+                    let absent = r.get(2).and_then(|v| v.int()).unwrap_or(0) != 0;
+                    (!absent).then(|| key(r))
+                }));
+                self.reply = Some(purged(removed));
             }
             State::Scan(scan) => {
                 if let Some(reply) = scan.fetched(rows) {
@@ -527,13 +568,11 @@ impl<'c> Operation<'c> {
         }
     }
 
-    /// The read of `filter`'s cells of `row`. MariaDB's one-row reads of many cells answer
+    /// The read of `filter`'s cells of `row`. MariaDB's and SQLite's one-row reads of many cells answer
     /// table rows, each holding up to two cells (its own and the counter), which
     /// [`Operation::cells_of`] splits.
     pub(super) fn read(&mut self, row: &'c str, filter: &'c ColumnFilter) -> Step<'c> {
-        self.split_read = self.dialect == Dialect::MySql
-            && self.layout == Layout::OneRow
-            && !matches!(filter, ColumnFilter::Exact(_));
+        self.split_read = self.ends_in_place() && !matches!(filter, ColumnFilter::Exact(_));
         match read_step(row, filter) {
             Step::Fetch {
                 statement, params, ..

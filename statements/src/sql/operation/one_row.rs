@@ -14,8 +14,7 @@ use baton_kernel::strategy::COUNTER_COLUMN;
 use baton_kernel::{Command, ObjectGuard, Write};
 
 use super::{Param, Step};
-use crate::sql::one_row_mysql::binds;
-use crate::sql::Statement;
+use crate::sql::{one_row_mysql, one_row_sqlite, Dialect, Statement};
 
 /// Why `command` cannot run on a one-row table, if it cannot.
 pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
@@ -95,14 +94,20 @@ pub(super) fn one_row_refusal(command: &Command) -> Option<String> {
     }
 }
 
-/// `step` with its parameters as MariaDB's one-row statement takes them: in the order of its
-/// placeholders, a parameter repeated where the statement uses it twice
-/// (`one_row_mysql::binds`).
-pub(super) fn bound(step: Step<'_>) -> Step<'_> {
+/// `step` with its parameters as `dialect`'s one-row statement takes them (MariaDB's or
+/// SQLite's): in the order of its placeholders, a parameter repeated where the statement uses
+/// it twice (`one_row_mysql::binds`, `one_row_sqlite::binds`).
+pub(super) fn bound(dialect: Dialect, step: Step<'_>) -> Step<'_> {
+    let binds = match dialect {
+        Dialect::MySql => one_row_mysql::binds,
+        Dialect::Sqlite => one_row_sqlite::binds,
+        Dialect::Postgres => return step,
+    };
+    let reorder = |statement: Statement, params| in_order(binds(statement), params);
     match step {
         Step::Execute { statement, params } => Step::Execute {
             statement,
-            params: in_order(statement, params),
+            params: reorder(statement, params),
         },
         Step::Fetch {
             statement,
@@ -110,22 +115,22 @@ pub(super) fn bound(step: Step<'_>) -> Step<'_> {
             columns,
         } => Step::Fetch {
             statement,
-            params: in_order(statement, params),
+            params: reorder(statement, params),
             columns,
         },
         Step::Transaction(statements) => Step::Transaction(
             statements
                 .into_iter()
-                .map(|(statement, params)| (statement, in_order(statement, params)))
+                .map(|(statement, params)| (statement, reorder(statement, params)))
                 .collect(),
         ),
         reply @ Step::Reply(_) => reply,
     }
 }
 
-/// `params` in the order `statement`'s placeholders take them.
-fn in_order(statement: Statement, params: Vec<Param<'_>>) -> Vec<Param<'_>> {
-    match binds(statement) {
+/// `params` in the order `order` gives (the statement's placeholders), or as they are.
+fn in_order<'c>(order: Option<&'static [u8]>, params: Vec<Param<'c>>) -> Vec<Param<'c>> {
+    match order {
         Some(order) => order
             .iter()
             .map(|&n| {
