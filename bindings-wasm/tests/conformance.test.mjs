@@ -1,6 +1,6 @@
 // The Rust conformance suite's behaviours (tests/src/conformance), observed through the
-// JavaScript API: for each store (memory, PostgreSQL through pg, Cassandra through
-// cassandra-driver) and each strategy. Clients are separate Lockers, each with its own
+// JavaScript API: for each store (memory, SQLite through sql.js in both table layouts,
+// PostgreSQL through pg, Cassandra through cassandra-driver) and each strategy. Clients are separate Lockers, each with its own
 // adapter (and on PostgreSQL its own pool), on one table, as separate processes would be.
 
 import { test, after } from 'node:test';
@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import cassandra from 'cassandra-driver';
+import initSqlJs from 'sql.js';
 import {
   Locker, MemoryStore, BusyError, TimedOutError, NotOwnerError, LostError,
 } from 'baton-locks';
@@ -23,6 +24,65 @@ after(async () => { for (const close of closers) await close(); });
 function memoryTarget() {
   const store = new MemoryStore();
   return { name: 'memory', keepsExpired: true, client: (options) => new Locker(store, options) };
+}
+
+/**
+ * A SQL adapter over one sql.js database (SQLite compiled to WebAssembly, in this process's
+ * memory): what a user's SQLite adapter does, positional `?`s bound in order. sql.js runs each
+ * call to the end synchronously, so a transaction's statements run with nothing between them.
+ * @param {any} db a sql.js Database
+ * @param {'one-row' | 'two-rows'} layout
+ */
+function sqliteAdapter(db, layout) {
+  /** @param {string} sql @param {unknown[]} params */
+  const run = (sql, params) => {
+    const statement = db.prepare(sql);
+    try {
+      statement.bind(params.map((p) => (typeof p === 'bigint' ? Number(p) : p)));
+      const rows = [];
+      while (statement.step()) rows.push(statement.get());
+      return { rows, rowCount: db.getRowsModified() };
+    } finally {
+      statement.free();
+    }
+  };
+  /** sql.js throws plain errors: each is the database's (SQLITE_ERROR, 1). */
+  const fromDatabase = (/** @type {any} */ e) => Object.assign(e, { batonCause: 'database', code: '1' });
+  return {
+    kind: 'sql',
+    dialect: 'sqlite',
+    layout,
+    description: `sql.js (${layout})`,
+    async query(/** @type {string} */ sql, /** @type {unknown[]} */ params) {
+      try {
+        return run(sql, params);
+      } catch (e) {
+        throw fromDatabase(e);
+      }
+    },
+    async transaction(/** @type {{ sql: string, params: unknown[] }[]} */ statements) {
+      db.run('BEGIN IMMEDIATE');
+      try {
+        for (const { sql, params } of statements) run(sql, params);
+        db.run('COMMIT');
+      } catch (e) {
+        db.run('ROLLBACK');
+        throw fromDatabase(e);
+      }
+    },
+  };
+}
+
+/** @param {'one-row' | 'two-rows'} layout */
+async function sqliteTarget(layout) {
+  const SQL = await initSqlJs();
+  const db = new SQL.Database();
+  closers.push(async () => db.close());
+  return {
+    name: `sqlite (${layout})`,
+    keepsExpired: true,
+    client: (/** @type {any} */ options) => new Locker(/** @type {any} */ (sqliteAdapter(db, layout)), options),
+  };
 }
 
 function postgresTarget(url) {
@@ -51,6 +111,8 @@ function cassandraTarget(url) {
 
 const targets = [
   { make: memoryTarget, url: 'memory' },
+  { make: () => sqliteTarget('one-row'), url: 'sqlite' },
+  { make: () => sqliteTarget('two-rows'), url: 'sqlite' },
   { make: postgresTarget, url: process.env.BATON_POSTGRES_URL, what: 'BATON_POSTGRES_URL' },
   { make: cassandraTarget, url: process.env.BATON_CASSANDRA_URL, what: 'BATON_CASSANDRA_URL' },
 ];
@@ -239,7 +301,7 @@ const behaviours = {
 
 for (const target of targets) {
   const skip = !target.url && !required && `${target.what} is not set`;
-  const t = target.url ? target.make(target.url) : null;
+  const t = target.url ? await target.make(target.url) : null;
   for (const [behaviour, check] of Object.entries(behaviours)) {
     test(`${t?.name ?? target.what}: ${behaviour}`, { skip, timeout: 120_000 }, async () => {
       assert.ok(t, `BATON_REQUIRE_SERVICES=1 but ${target.what} is not set`);
@@ -250,3 +312,19 @@ for (const target of targets) {
     });
   }
 }
+
+test('sqlite: a one-row table keeps the counter in the lock row, a two-row table in a row of its own', async () => {
+  const SQL = await initSqlJs();
+  for (const [layout, cells] of /** @type {const} */ ([['one-row', ['layout', 'lock']], ['two-rows', ['_LOCK_']]])) {
+    const db = new SQL.Database();
+    const locker = new Locker(/** @type {any} */ (sqliteAdapter(db, layout)));
+    const first = await locker.lock('job');
+    await first.release();
+    const second = await locker.lock('job');
+    assert.ok(second.token > first.token, `${layout}: ${second.token} after ${first.token}`);
+    await second.release();
+    const rows = db.exec('SELECT cell FROM baton_locks ORDER BY lock_name, cell')[0]?.values ?? [];
+    assert.deepEqual(rows.map((r) => r[0]), cells, `${layout}: the table's rows after two releases`);
+    db.close();
+  }
+});
