@@ -267,18 +267,38 @@ fence = IF(LAST_INSERT_ID() = 2, VALUES(fence), fence), fence_stamp = IF(LAST_IN
     ]
 }
 
-/// `two_rows`, the MariaDB statements of `table` in the two-row layout, with those of the
-/// one-row layout in their place (the table-level ones stay, the routines among them). The
-/// statements below take the operation's parameters in order.
-pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Statements {
-    let t = Dialect::MySql.quote(table);
+/// How a one-row table of a database that ends a `lock` cell in place (MariaDB, SQLite) differs
+/// from another's: the assignments that end a cell, the test that it is not ended already, its
+/// purge, and the statements written with `$n` placeholders.
+pub(crate) struct InPlace {
+    /// The assignments that end a `lock` cell in place.
+    pub end: &'static str,
+    /// The `lock` cell is not absent already.
+    pub not_absent: &'static str,
+    /// `purge_all` and `purge_row`.
+    pub purge: (String, String),
+    /// The statements written with `$n` placeholders ([`positional`] makes their text).
+    pub numbered: Vec<(Statement, String)>,
+}
+
+/// `two_rows`, the statements of `table` on `d` (MariaDB or SQLite) in the two-row layout,
+/// with those of the one-row layout in their place (the table-level ones stay): those that
+/// take the operation's parameters in order, here, and `how`'s.
+pub(crate) fn in_place_statements(
+    d: Dialect,
+    table: &str,
+    two_rows: Statements,
+    how: InPlace,
+) -> Statements {
+    let t = d.quote(table);
     let t = t.as_str();
-    let live = Dialect::MySql.live();
+    let live = d.live();
+    let (end, not_absent) = (how.end, how.not_absent);
     let end_lock = format!(
-        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND stamp <= ? AND {NOT_ABSENT}"
+        "UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND stamp <= ? AND {not_absent}"
     );
     let cas_end_lock =
-        format!("UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
+        format!("UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
     let names = |after: &str| {
         format!(
             "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ({live} OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
@@ -287,23 +307,23 @@ pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Sta
     // Unique insert's release, the only guarded removal the layout takes: the `lock` cell
     // ended in place while the row's counter is the guard's value.
     let released = format!(
-        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?"
+        "UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?"
     );
     let guarded_update = format!(
         "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?",
-        expiry("?")
+        d.expiry()
     );
     let guarded_current = format!(
         "SELECT COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}), ''), COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = 'lock' AND ? = '_LOCK_'), '')"
     );
-    let purge = purge_name(table);
-    let objects = super::object::object_statements(Dialect::MySql, table, Layout::OneRow);
+    let objects = super::object::object_statements(d, table, Layout::OneRow);
+    let (purge_all, purge_row) = how.purge;
     let mut st = Statements {
         layout: Layout::OneRow,
         end_lock,
         cas_end_lock,
-        purge_all: format!("CALL {purge}(NULL)"),
-        purge_row: format!("CALL {purge}(?)"),
+        purge_all,
+        purge_row,
         scan_first: names(""),
         scan_after: names(" AND lock_name > ?"),
         guarded_delete: released.clone(),
@@ -316,10 +336,48 @@ pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Sta
         object_current: objects.current,
         ..two_rows
     };
-    for (statement, text) in numbered(t) {
+    for (statement, text) in how.numbered {
         *st.get_mut(statement) = positional(&text).0;
     }
     st
+}
+
+/// `two_rows`, the MariaDB statements of `table` in the two-row layout, with those of the
+/// one-row layout in their place (the table-level ones stay, the routines among them).
+pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Statements {
+    let purge = purge_name(table);
+    let t = Dialect::MySql.quote(table);
+    let how = InPlace {
+        end: END,
+        not_absent: NOT_ABSENT,
+        purge: (format!("CALL {purge}(NULL)"), format!("CALL {purge}(?)")),
+        numbered: numbered(&t),
+    };
+    in_place_statements(Dialect::MySql, table, two_rows, how)
+}
+
+/// Checks, for a test, that `binds` gives the order of every numbered text's placeholders, and
+/// that no statement of `dialect`'s one-row set is left with a `$`.
+#[cfg(test)]
+pub(crate) fn check_binds(
+    dialect: Dialect,
+    sources: &[(Statement, String)],
+    binds: fn(Statement) -> Option<&'static [u8]>,
+) {
+    for (statement, text) in sources {
+        assert_eq!(
+            binds(*statement),
+            Some(positional(text).1.as_slice()),
+            "{statement:?}"
+        );
+    }
+    let st = Statements::in_layout(dialect, "t", Layout::OneRow).expect("statements");
+    for statement in Statement::ALL {
+        assert!(!st.get(statement).contains('$'), "{statement:?}");
+        if !sources.iter().any(|(s, _)| *s == statement) {
+            assert_eq!(binds(statement), None, "{statement:?} has no numbered text");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -328,21 +386,7 @@ mod tests {
 
     #[test]
     fn binds_follow_the_numbered_texts() {
-        let sources = numbered("`t`");
-        for (statement, text) in &sources {
-            assert_eq!(
-                binds(*statement),
-                Some(positional(text).1.as_slice()),
-                "{statement:?}"
-            );
-        }
-        let st = Statements::in_layout(Dialect::MySql, "t", Layout::OneRow).expect("statements");
-        for statement in Statement::ALL {
-            assert!(!st.get(statement).contains('$'), "{statement:?}");
-            if !sources.iter().any(|(s, _)| *s == statement) {
-                assert_eq!(binds(statement), None, "{statement:?} has no numbered text");
-            }
-        }
+        check_binds(Dialect::MySql, &numbered("`t`"), binds);
     }
 
     #[test]

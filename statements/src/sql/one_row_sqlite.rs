@@ -34,8 +34,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::layout::{FLAG_CELL, FLAG_ROW, ONE_ROW_FLAG};
-use super::one_row_mysql::positional;
-use super::{Dialect, Layout, Statement, Statements};
+use super::one_row_mysql::{in_place_statements, InPlace};
+use super::{Dialect, Statement, Statements};
 
 /// The `expires_at` of an absent `lock` cell: never live, told apart from an expired cell (a
 /// past time, never 0: an expiry is the clock plus at least 1 ms) by equality.
@@ -72,7 +72,7 @@ pub(crate) fn binds(statement: Statement) -> Option<&'static [u8]> {
     })
 }
 
-/// The statements written with `$n` placeholders, by statement: [`positional`] makes the text
+/// The statements written with `$n` placeholders, by statement: `positional` makes the text
 /// SQLite runs, and the order [`binds`] gives.
 fn numbered(t: &str) -> Vec<(Statement, String)> {
     let d = Dialect::Sqlite;
@@ -213,65 +213,25 @@ pub(crate) fn create(table: &str, stamp: &str) -> Vec<String> {
 }
 
 /// `two_rows`, the SQLite statements of `table` in the two-row layout, with those of the
-/// one-row layout in their place (the table-level ones stay). The statements below take the
-/// operation's parameters in order.
+/// one-row layout in their place (the table-level ones stay).
 pub(crate) fn one_row_sqlite_statements(table: &str, two_rows: Statements) -> Statements {
     let d = Dialect::Sqlite;
     let t = d.quote(table);
-    let t = t.as_str();
-    let (live, expired) = (d.live(), d.expired());
-    let end_lock = format!(
-        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND stamp <= ? AND {NOT_ABSENT}"
-    );
-    let cas_end_lock =
-        format!("UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
-    let names = |after: &str| {
-        format!(
-            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ({live} OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
-        )
-    };
-    // Unique insert's release, the only guarded removal the layout takes: the `lock` cell
-    // ended in place while the row's counter is the guard's value.
-    let released = format!(
-        "UPDATE {t} SET {END} WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?"
-    );
-    let guarded_update = format!(
-        "UPDATE {t} SET value = ?, expires_at = {}, stamp = ? WHERE lock_name = ? AND cell = ? AND value = ? AND {live} AND ? = lock_name AND ? = '_LOCK_' AND fence = ?",
-        d.expiry()
-    );
-    let guarded_current = format!(
-        "SELECT COALESCE((SELECT value FROM {t} WHERE lock_name = ? AND cell = ? AND {live}), ''), COALESCE((SELECT fence FROM {t} WHERE lock_name = ? AND cell = 'lock' AND ? = '_LOCK_'), '')"
-    );
     // The purge's first statement: expired `lock` cells that hold a counter ended in place,
-    // and listed (the second deletes the other expired rows).
+    // and listed (the second, `purge_others`, deletes the other expired rows).
     let purge_locks = |row: &str| {
         format!(
-            "UPDATE {t} SET {END} WHERE {row}lock_name <> '' AND cell = 'lock' AND {expired} AND {NOT_ABSENT} AND fence IS NOT NULL RETURNING lock_name, cell"
+            "UPDATE {t} SET {END} WHERE {row}lock_name <> '' AND cell = 'lock' AND {} AND {NOT_ABSENT} AND fence IS NOT NULL RETURNING lock_name, cell",
+            d.expired()
         )
     };
-    let objects = super::object::object_statements(d, table, Layout::OneRow);
-    let mut st = Statements {
-        layout: Layout::OneRow,
-        end_lock,
-        cas_end_lock,
-        purge_all: purge_locks(""),
-        purge_row: purge_locks("lock_name = ? AND "),
-        scan_first: names(""),
-        scan_after: names(" AND lock_name > ?"),
-        guarded_delete: released.clone(),
-        guarded_delete_async: released,
-        guarded_update,
-        guarded_current,
-        object_insert_held: objects.insert_held,
-        object_update_held: objects.update_held,
-        object_update_held_from: objects.update_held_from,
-        object_current: objects.current,
-        ..two_rows
+    let how = InPlace {
+        end: END,
+        not_absent: NOT_ABSENT,
+        purge: (purge_locks(""), purge_locks("lock_name = ? AND ")),
+        numbered: numbered(&t),
     };
-    for (statement, text) in numbered(t) {
-        *st.get_mut(statement) = positional(&text).0;
-    }
-    st
+    in_place_statements(d, table, two_rows, how)
 }
 
 #[cfg(test)]
@@ -280,20 +240,6 @@ mod tests {
 
     #[test]
     fn binds_follow_the_numbered_texts() {
-        let sources = numbered("\"t\"");
-        for (statement, text) in &sources {
-            assert_eq!(
-                binds(*statement),
-                Some(positional(text).1.as_slice()),
-                "{statement:?}"
-            );
-        }
-        let st = Statements::in_layout(Dialect::Sqlite, "t", Layout::OneRow).expect("statements");
-        for statement in Statement::ALL {
-            assert!(!st.get(statement).contains('$'), "{statement:?}");
-            if !sources.iter().any(|(s, _)| *s == statement) {
-                assert_eq!(binds(statement), None, "{statement:?} has no numbered text");
-            }
-        }
+        super::super::one_row_mysql::check_binds(Dialect::Sqlite, &numbered("\"t\""), binds);
     }
 }
