@@ -19,8 +19,6 @@
 use alloc::format;
 use alloc::string::String;
 
-#[cfg(any(test, doc))]
-use baton_kernel::ErrorKind;
 use baton_kernel::Result;
 
 use super::{Dialect, Statements};
@@ -110,6 +108,7 @@ mod tests {
     use super::*;
     use alloc::string::ToString;
     use alloc::vec;
+    use baton_kernel::ErrorKind;
 
     #[test]
     fn statement_sets_hold_each_layout_a_database_has() {
@@ -188,7 +187,8 @@ pub struct StatementSets<S = String> {
 }
 
 impl StatementSets {
-    /// The statements of `dialect` on `table` (validated: [`ErrorKind::InvalidOption`]), a new
+    /// The statements of `dialect` on `table` (validated:
+    /// [`ErrorKind::InvalidOption`](baton_kernel::ErrorKind::InvalidOption)), a new
     /// table getting `layout`, or by default [`Layout::for_new_table`].
     pub fn new(dialect: Dialect, table: &str, layout: Option<Layout>) -> Result<StatementSets> {
         let two_rows = Statements::new(dialect, table)?;

@@ -153,18 +153,6 @@ const ROW_CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Text, Kind::Int, Kind:
 const KEY: &[Kind] = &[Kind::Text, Kind::Text];
 /// `(row, cell, absent)` of a row SQLite's one-row purge deleted (`purge_others`).
 const PURGED_ROW: &[Kind] = &[Kind::Text, Kind::Text, Kind::Int];
-
-/// `(row, cell)` of a purged cell's result row.
-fn key(row: Vec<Val>) -> (String, String) {
-    let mut r = row.into_iter().map(Val::into_text);
-    (r.next().unwrap_or_default(), r.next().unwrap_or_default())
-}
-
-/// A purge's reply: the cells it removed, in order.
-fn purged(mut removed: Vec<(String, String)>) -> Reply {
-    removed.sort();
-    Reply::Purged(removed)
-}
 /// One text column.
 const TEXT: &[Kind] = &[Kind::Text];
 /// A claim's outcome: `(inserted, bumped, lock, counter)`.
@@ -217,6 +205,18 @@ enum State {
     Scan(Scan),
     /// The reply was given.
     Finished,
+}
+
+/// `(row, cell)` of a purged cell's result row.
+fn key(row: Vec<Val>) -> (String, String) {
+    let mut r = row.into_iter().map(Val::into_text);
+    (r.next().unwrap_or_default(), r.next().unwrap_or_default())
+}
+
+/// A purge's reply: the cells it removed, in order.
+fn purged(mut removed: Vec<(String, String)>) -> Reply {
+    removed.sort();
+    Reply::Purged(removed)
 }
 
 mod guarded;
@@ -568,8 +568,8 @@ impl<'c> Operation<'c> {
         }
     }
 
-    /// The read of `filter`'s cells of `row`. MariaDB's and SQLite's one-row reads of many cells answer
-    /// table rows, each holding up to two cells (its own and the counter), which
+    /// The read of `filter`'s cells of `row`. MariaDB's and SQLite's one-row reads of many
+    /// cells answer table rows, each holding up to two cells (its own and the counter), which
     /// [`Operation::cells_of`] splits.
     pub(super) fn read(&mut self, row: &'c str, filter: &'c ColumnFilter) -> Step<'c> {
         self.split_read = self.ends_in_place() && !matches!(filter, ColumnFilter::Exact(_));
