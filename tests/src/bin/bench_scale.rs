@@ -19,7 +19,8 @@
 //! - **renewals**: for one renewal period from the end of the fill (a third of the TTL, or
 //!   `--window-secs`), in which every lease renews once: the storage commands the holders send
 //!   (all renewals; one renewal is two), per second, the leases they lost by then (a renewal
-//!   that did not get through in time), and the CPU of the database server (every process
+//!   that did not get through in time), those commands by kind and reply (a timed-out
+//!   compare-and-set settled by a read, say), and the CPU of the database server (every process
 //!   named `--server`; by default from the URL's scheme) and of the holders, in cores;
 //! - **held**: meanwhile, the same p50 and p99 of new names beside the held ones;
 //! - **listing**: `baton locks --json` over the full table (its time, and how many it listed),
@@ -207,6 +208,12 @@ async fn hold(
     });
     loop {
         println!("sent {}", store.executed());
+        let kinds: Vec<String> = store
+            .answered_by_kind()
+            .into_iter()
+            .map(|(kind, n)| format!("{kind}={n}"))
+            .collect();
+        println!("kinds {}", kinds.join(", "));
         println!(
             "lost {}",
             guards.iter().filter(|g| g.loss().is_some()).count()
@@ -227,6 +234,8 @@ struct Holders {
     held: Vec<Arc<AtomicU64>>,
     sent: Vec<Arc<AtomicU64>>,
     lost: Vec<Arc<AtomicU64>>,
+    /// Each holder's last `kinds` line.
+    kinds: Vec<Arc<std::sync::Mutex<String>>>,
 }
 
 impl Holders {
@@ -237,6 +246,7 @@ impl Holders {
             held: Vec::new(),
             sent: Vec::new(),
             lost: Vec::new(),
+            kinds: Vec::new(),
         };
         for h in 0..args.holders {
             let share = args.held / args.holders + usize::from(h < args.held % args.holders);
@@ -248,10 +258,18 @@ impl Holders {
                 .stdout(Stdio::piped())
                 .spawn()?;
             let [held, sent, lost] = [(); 3].map(|()| Arc::new(AtomicU64::new(0)));
+            let kinds = Arc::new(std::sync::Mutex::new(String::new()));
             let out = child.stdout.take().ok_or("a holder without stdout")?;
             let (h2, s2, l2) = (Arc::clone(&held), Arc::clone(&sent), Arc::clone(&lost));
+            let k2 = Arc::clone(&kinds);
             std::thread::spawn(move || {
                 for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Some(text) = line.strip_prefix("kinds ") {
+                        if let Ok(mut k) = k2.lock() {
+                            text.clone_into(&mut k);
+                        }
+                        continue;
+                    }
                     let (word, n) = line.split_once(' ').unwrap_or((&line, "0"));
                     let n = n.parse().unwrap_or(0);
                     match word {
@@ -266,8 +284,22 @@ impl Holders {
             holders.held.push(held);
             holders.sent.push(sent);
             holders.lost.push(lost);
+            holders.kinds.push(kinds);
         }
         Ok(holders)
+    }
+
+    /// The commands all holders had sent and seen answered, by the command's kind and the
+    /// reply's, as they last said.
+    fn kinds(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut sum = std::collections::BTreeMap::new();
+        for said in &self.kinds {
+            let text = said.lock().map(|t| t.clone()).unwrap_or_default();
+            for (kind, n) in text.split(", ").filter_map(|kv| kv.rsplit_once('=')) {
+                *sum.entry(kind.to_owned()).or_insert(0) += n.parse::<u64>().unwrap_or(0);
+            }
+        }
+        sum
     }
 
     fn total(counters: &[Arc<AtomicU64>]) -> u64 {
@@ -398,7 +430,8 @@ async fn bench(args: Args) -> Result<(), Failure> {
         window.as_secs()
     );
     let server = args.server.as_deref();
-    let (sent0, server0, holders0, at0) = (
+    let (kinds0, sent0, server0, holders0, at0) = (
+        holders.kinds(),
         Holders::total(&holders.sent),
         server.and_then(server_ns),
         holders.cpu_ns(),
@@ -408,6 +441,16 @@ async fn bench(args: Args) -> Result<(), Failure> {
     tokio::time::sleep(window.saturating_sub(at0.elapsed())).await;
     let secs = at0.elapsed().as_secs_f64();
     let renewals = (Holders::total(&holders.sent) - sent0) as f64 / secs;
+    let by_kind: Vec<String> = holders
+        .kinds()
+        .into_iter()
+        .map(|(kind, n)| {
+            let before = kinds0.get(&kind).copied().unwrap_or(0);
+            (kind, n.saturating_sub(before))
+        })
+        .filter(|(_, n)| *n > 0)
+        .map(|(kind, n)| format!("{kind} {:.1}", n as f64 / secs))
+        .collect();
     let server_cores = match (server.and_then(server_ns), server0) {
         (Some(b), Some(a)) => format!("{:.2}", b.saturating_sub(a) as f64 / 1e9 / secs),
         _ => String::from("n/a"),
@@ -456,6 +499,10 @@ async fn bench(args: Args) -> Result<(), Failure> {
         renewals,
         server_cores,
         holder_cores,
+    );
+    println!(
+        "\nThe renewal period's commands by kind and reply, per s (all holders): {}",
+        by_kind.join("; ")
     );
     println!("\n| store | clients | per s | Jain | min–max per client |");
     println!("| --- | ---: | ---: | ---: | ---: |");

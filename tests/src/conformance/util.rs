@@ -1,8 +1,9 @@
 //! Helpers of the behaviours: bounded waits and a store wrapper that counts commands.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::{Command, ErrorKind, Locker, LockerBuilder, Store, StoreFuture};
@@ -74,6 +75,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub struct CountingStore {
     inner: Arc<dyn Store>,
     executed: Arc<AtomicU64>,
+    by_kind: Arc<Mutex<BTreeMap<String, u64>>>,
 }
 
 impl CountingStore {
@@ -82,6 +84,7 @@ impl CountingStore {
         CountingStore {
             inner,
             executed: Arc::new(AtomicU64::new(0)),
+            by_kind: Arc::default(),
         }
     }
 
@@ -89,12 +92,38 @@ impl CountingStore {
     pub fn executed(&self) -> u64 {
         self.executed.load(Ordering::SeqCst)
     }
+
+    /// Commands answered so far, by the command's kind and the reply's (`CompareAndSet
+    /// Conditional`, `Read Failed(Timeout)`, ...): where a client's commands went.
+    pub fn answered_by_kind(&self) -> BTreeMap<String, u64> {
+        self.by_kind.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+/// The variant of a `Debug` text: `CompareAndSet` of `CompareAndSet { row: … }`, and one level
+/// in for a failure (`Failed(Timeout)` of `Failed(Timeout("…"))`).
+fn variant(debug: &str) -> String {
+    let end = |s: &str| s.find(|c: char| !c.is_alphanumeric()).unwrap_or(s.len());
+    let outer = &debug[..end(debug)];
+    match debug[outer.len()..].strip_prefix('(') {
+        Some(inner) if outer == "Failed" => format!("{outer}({})", &inner[..end(inner)]),
+        _ => outer.to_owned(),
+    }
 }
 
 impl Store for CountingStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         self.executed.fetch_add(1, Ordering::SeqCst);
-        self.inner.execute(command)
+        let kind = variant(&format!("{command:?}"));
+        let reply = self.inner.execute(command);
+        Box::pin(async move {
+            let reply = reply.await;
+            let key = format!("{kind} {}", variant(&format!("{reply:?}")));
+            if let Ok(mut by_kind) = self.by_kind.lock() {
+                *by_kind.entry(key).or_default() += 1;
+            }
+            reply
+        })
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
