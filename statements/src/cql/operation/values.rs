@@ -36,7 +36,8 @@ pub(super) fn execute<'c>(
 }
 
 /// A stamp as CQL's `bigint` timestamp. Every stamp a generator of wall-clock microseconds
-/// gives fits; a larger one, which only a [`Command::DeleteVersion`] could carry, means "every
+/// gives fits; a larger one, which only a
+/// [`Command::DeleteVersion`](baton_kernel::Command::DeleteVersion) could carry, means "every
 /// version" and becomes `i64::MAX`.
 pub(super) fn cql_stamp(stamp: u64) -> i64 {
     i64::try_from(stamp).unwrap_or(i64::MAX)

@@ -137,7 +137,7 @@ pub enum Step<'c> {
 const CELL: &[Kind] = &[Kind::Text, Kind::Text, Kind::Int, Kind::Int];
 /// The columns of a MariaDB one-row read of many cells: `(cell, value, remaining_ms, stamp,
 /// own, counter, counter_stamp)`, split into the cells each table row holds by
-/// [`split_cells`](params::split_cells).
+/// [`params::split_cells`].
 const SPLIT_CELL: &[Kind] = &[
     Kind::Text,
     Kind::Text,
