@@ -308,6 +308,28 @@ pub struct LocksArgs {
     /// Print JSON (one object with a `locks` array) instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// Cassandra only: the consistency level of the listing's reads (one, quorum, local_quorum
+    /// or all; default: the store URL's). `one` answers from a single replica:
+    /// quicker on a loaded cluster, and it may miss a lock taken a moment ago or show one
+    /// released a moment ago. The listing writes nothing, so this changes nothing for holders.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_read_level)]
+    pub consistency: Option<String>,
+}
+
+/// The consistency levels `baton locks --consistency` takes: those of a Cassandra store URL.
+pub const READ_LEVELS: [&str; 4] = ["one", "quorum", "local_quorum", "all"];
+
+fn parse_read_level(text: &str) -> Result<String, String> {
+    let level = text.trim().to_ascii_lowercase();
+    if READ_LEVELS.contains(&level.as_str()) {
+        Ok(level)
+    } else {
+        Err(format!(
+            "unknown consistency level {text:?}: use one of {}",
+            READ_LEVELS.join(", ")
+        ))
+    }
 }
 
 /// `baton purge`.

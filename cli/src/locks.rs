@@ -186,7 +186,10 @@ async fn with_progress<T>(what: &str, work: impl std::future::Future<Output = T>
 
 /// `baton locks`.
 pub async fn locks(store_url: &str, args: &LocksArgs) -> Result<u8, CliError> {
-    let locker = store::open(store_url)?;
+    let locker = match &args.consistency {
+        Some(level) => store::open(&store::with_read_level(store_url, level)?)?,
+        None => store::open(store_url)?,
+    };
     let mut entries = list_with_progress(&locker).await?;
     entries.sort_by(|a, b| (&a.name, a.ticket, &a.column).cmp(&(&b.name, b.ticket, &b.column)));
     if args.json {

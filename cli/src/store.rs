@@ -90,6 +90,39 @@ pub fn open(url: &str) -> Result<Locker, CliError> {
     })
 }
 
+/// `url` (a Cassandra store's) with its plain reads and writes at `level` (one of
+/// [`READ_LEVELS`](crate::args::READ_LEVELS)): the URL's `consistency` replaced or added, and
+/// for `one` also `allow_weak_consistency=true`, which the store asks for below a quorum. For a
+/// command that only reads (`baton locks`). Another store's URL is a usage error: SQL stores
+/// have no levels.
+pub fn with_read_level(url: &str, level: &str) -> Result<String, CliError> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    if scheme.as_deref() != Some("cassandra") {
+        return Err(CliError::usage(format!(
+            "--consistency {level} applies to Cassandra stores only, not to {}",
+            scheme.map_or_else(|| String::from("this store"), |s| format!("{s}:// stores"))
+        ))
+        .hint(
+            "a SQL store answers every read from what it has committed; leave --consistency out",
+        ));
+    }
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut params: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .filter(|p| {
+            let key = p.split_once('=').map_or(*p, |(k, _)| k);
+            key != "consistency" && !(level == "one" && key == "allow_weak_consistency")
+        })
+        .map(String::from)
+        .collect();
+    params.push(format!("consistency={level}"));
+    if level == "one" {
+        params.push(String::from("allow_weak_consistency=true"));
+    }
+    Ok(format!("{base}?{}", params.join("&")))
+}
+
 /// Whether a store URL names a store that lives inside one process (useless across processes).
 pub fn is_in_process(url: &str) -> bool {
     url.trim().to_ascii_lowercase().starts_with("memory:")
@@ -98,6 +131,38 @@ pub fn is_in_process(url: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_level_replaces_the_urls_own() {
+        let set = |url: &str, level: &str| with_read_level(url, level).expect("cassandra");
+        assert_eq!(
+            set("cassandra://h/ks", "one"),
+            "cassandra://h/ks?consistency=one&allow_weak_consistency=true"
+        );
+        assert_eq!(
+            set(
+                "cassandra://u:p%3Fw@h1,h2/ks?consistency=quorum&timeout=30s",
+                "one"
+            ),
+            "cassandra://u:p%3Fw@h1,h2/ks?timeout=30s&consistency=one&allow_weak_consistency=true"
+        );
+        assert_eq!(
+            set(
+                "cassandra://h/ks?consistency=one&allow_weak_consistency=true&table=t",
+                "quorum"
+            ),
+            "cassandra://h/ks?allow_weak_consistency=true&table=t&consistency=quorum"
+        );
+        assert_eq!(
+            set("CASSANDRA://h/ks?allow_weak_consistency=false", "one"),
+            "CASSANDRA://h/ks?consistency=one&allow_weak_consistency=true"
+        );
+        for url in ["sqlite:///tmp/x.db", "postgres://u@h/db", "memory:"] {
+            let e = with_read_level(url, "one").expect_err("not cassandra");
+            assert_eq!(e.status, USAGE, "{url}");
+            assert!(e.message.contains("Cassandra stores only"), "{}", e.message);
+        }
+    }
 
     #[test]
     fn given_urls_win_and_blank_means_default() {

@@ -76,6 +76,15 @@ fn bad_arguments_exit_64_naming_the_problem() {
             "--min-lease 99% (990ms) is more than a lease can have left with --ttl 1s: at most 989ms",
         ),
         (&["demo", "--workers", "0"], "0 is not in 1..=64"),
+        (
+            &["locks", "--consistency", "sometimes"],
+            "unknown consistency level \"sometimes\": use one of one, quorum, local_quorum, all",
+        ),
+        // The world's store is a SQLite file: no levels there.
+        (
+            &["locks", "--consistency", "one"],
+            "--consistency one applies to Cassandra stores only, not to sqlite:// stores",
+        ),
         (&["nosuch"], "unrecognized subcommand"),
     ];
     for (args, needle) in cases {

@@ -59,6 +59,22 @@ fn every_command_on(var: &str, store: &str) {
         .unwrap_or_else(|| panic!("{lock} is not listed; {listed:#?}"))
         .clone();
     assert_eq!(entry["pid"], holder.pid(), "{entry}");
+    if store.starts_with("cassandra") {
+        // An operator's listing at ONE, from one replica (the store URL says QUORUM).
+        let at_one = world.output(&["locks", "--json", "--consistency", "one"]);
+        at_one.expect_code(0);
+        let listed = at_one.json();
+        let names: Vec<&str> = listed["locks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no locks array; {at_one:#?}"))
+            .iter()
+            .filter_map(|l| l["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&lock.as_str()),
+            "{lock} not listed at ONE; {at_one:#?}"
+        );
+    }
 
     world
         .output(&["release", "--force", &lock])
