@@ -9,6 +9,7 @@
 mod tls_support;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use baton::cassandra::{CassandraStore, TlsMode};
@@ -36,11 +37,14 @@ fn tls() -> Option<(String, PathBuf)> {
 
 /// A lock taken and released on a fresh table at `url`, or the error that stopped it.
 async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
+    // The tests run side by side: a counter, not a clock, tells their tables apart (the
+    // nanoseconds elapsed since a moment ago were once used here, and can be equal).
+    static TABLES: AtomicU32 = AtomicU32::new(0);
     let started = Instant::now();
     let table = format!(
         "tls_{}_{}",
         std::process::id(),
-        started.elapsed().as_nanos()
+        TABLES.fetch_add(1, Ordering::Relaxed)
     );
     let url = param(url, "table", Some(&table));
     let outcome = async {

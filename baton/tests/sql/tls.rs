@@ -22,14 +22,16 @@ fn tls_dir() -> Option<PathBuf> {
     ))
 }
 
-/// The first use of a store: a lock taken and released, or the error that stopped it, and how
-/// long that took.
-async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
+/// The first use of a store: the lock `name` taken and released, or the error that stopped it,
+/// and how long that took. The tests run side by side on one database, so each that takes a
+/// lock names its own: with one name, two try-once locks race and one is refused as busy
+/// (seen in CI, stop 60).
+async fn first_use(url: &str, name: &str) -> (Result<(), Error>, Duration) {
     let started = Instant::now();
     let outcome = async {
         let locker = Locker::open(url)?;
         let mut guard = locker
-            .lock_with("tls", LockRequest::new().try_once())
+            .lock_with(name, LockRequest::new().try_once())
             .await?;
         guard.release().await
     }
@@ -39,7 +41,7 @@ async fn first_use(url: &str) -> (Result<(), Error>, Duration) {
 
 /// Asserts that `url` fails at its first use with a store error naming `cause`, within 20 s.
 async fn refused(url: &str, cause: &str) -> Error {
-    let (outcome, took) = first_use(url).await;
+    let (outcome, took) = first_use(url, "tls-refused").await;
     assert_refused(url, outcome, took, cause, Duration::from_secs(20))
 }
 
@@ -58,7 +60,7 @@ fn urls() -> Vec<(String, [&'static str; 4])> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verified_tls_with_a_password_file_takes_a_lock() {
     for (url, _) in urls() {
-        let (outcome, _) = first_use(&url).await;
+        let (outcome, _) = first_use(&url, "tls-verified").await;
         outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
     }
 }
@@ -103,7 +105,7 @@ async fn require_without_a_ca_encrypts_without_checking() {
     let modes = [("sslmode", "require"), ("ssl-mode", "REQUIRED")];
     for ((url, [mode, ca, _, _]), (_, value)) in urls().into_iter().zip(modes) {
         let url = param(&param(&url, ca, None), mode, Some(value));
-        let (outcome, _) = first_use(&url).await;
+        let (outcome, _) = first_use(&url, "tls-require").await;
         outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
         // verify-full without the CA: the system's trust store does not know the test CA.
         let strict = if mode == "sslmode" {
@@ -124,7 +126,7 @@ async fn a_client_certificate_logs_in_where_the_server_demands_one() {
         let url = param(&url, "password_file", None).replacen(from, to, 1);
         let url = param(&url, cert_key, Some(cert.to_str().expect("UTF-8")));
         let url = param(&url, key_key, Some(key.to_str().expect("UTF-8")));
-        let (outcome, _) = first_use(&url).await;
+        let (outcome, _) = first_use(&url, "tls-client-certificate").await;
         outcome.unwrap_or_else(|e| panic!("{url}: {e}"));
     }
 }
@@ -149,7 +151,7 @@ async fn a_wrong_password_says_so_and_no_password_is_ever_shown() {
         let locker = Locker::open(&inline).expect("valid URL");
         assert!(!format!("{locker:?}").contains(secret), "{locker:?}");
         let e = locker
-            .lock_with("tls", LockRequest::new().try_once())
+            .lock_with("tls-refused", LockRequest::new().try_once())
             .await
             .expect_err("wrong password");
         assert!(!format!("{e} {e:?}").contains(secret), "{e:?}");
