@@ -1,5 +1,5 @@
-//! [`Detached`]: the connections a PostgreSQL or MariaDB store runs its own statements on,
-//! taken out of its sqlx pool so that no statement costs a ping.
+//! [`Detached`]: the connections a PostgreSQL, MariaDB or SQLite-file store runs its own
+//! statements on, taken out of its sqlx pool so that no statement costs a ping.
 //!
 //! sqlx's pool pings a connection when it is returned (always, in a task of its own) and, with
 //! `test_before_acquire`, before handing it out: two round trips that do no work around every
@@ -18,8 +18,11 @@
 //! Each connection keeps its statement timer ([`Deadline`]) with it, so that its statements'
 //! client-side time limit costs no new timer each.
 //!
-//! SQLite is not detached: its pings cross no network, and the in-memory database lives in the
-//! pool's only connection.
+//! A SQLite file's store detaches its connections too: there a ping crosses no network but is
+//! a round trip to the connection's worker thread, and the two around each statement made a
+//! lock + release 1.41-1.44x two plain `UPDATE`s on one connection (`bench_sql`, in blocks,
+//! 2026-12-02). An in-memory database is not detached (it lives in the pool's only
+//! connection), nor is a caller's SQLite pool (which may hold one).
 //!
 //! [`PoolConnection::detach`]: sqlx::pool::PoolConnection::detach
 

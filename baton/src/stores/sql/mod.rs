@@ -52,9 +52,7 @@
 //! caller's own writes. The lock table must be in the database of that transaction.
 
 mod conn;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod deadline;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 mod detached;
 pub(crate) mod dialect;
 mod errors;
@@ -81,7 +79,6 @@ pub use dialect::{Dialect, Layout, DEFAULT_TABLE};
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 
-#[cfg(any(feature = "postgres", feature = "mysql"))]
 use detached::Detached;
 
 use crate::stores::store::{may_free_a_lock, Store, StoreFuture};
@@ -100,8 +97,11 @@ pub struct SqlStore {
 
 struct Inner {
     pool: SqlPool,
-    /// The connections the store's own statements run on (PostgreSQL, MariaDB): see
-    /// [`detached`].
+    /// The connections the store's own statements run on (PostgreSQL, MariaDB, and a SQLite
+    /// file the store opened from a URL; `None` for an in-memory database or a caller's SQLite
+    /// pool, whose statements run on pooled connections): see [`detached`].
+    #[cfg(feature = "sqlite")]
+    sqlite_conns: Option<Detached<sqlx::SqliteConnection>>,
     #[cfg(feature = "postgres")]
     pg_conns: Detached<sqlx::PgConnection>,
     #[cfg(feature = "mysql")]
@@ -136,7 +136,8 @@ impl SqlStore {
     pub fn open(url: &str) -> Result<SqlStore> {
         let (target, options) = options::parse(url)?;
         let pool = pool::connect_lazy(&target, &options, url)?;
-        SqlStore::assemble(pool, options)
+        let file = matches!(target, options::Target::SqliteFile(_));
+        SqlStore::assemble(pool, options, file)
     }
 
     /// A store on a pool the caller already has, so that the lock table lives in the caller's
@@ -145,17 +146,23 @@ impl SqlStore {
     /// client-side wait (set the server's statement timeout on the pool yourself).
     pub fn from_pool(pool: impl Into<SqlPool>, options: SqlOptions) -> Result<SqlStore> {
         options.validate()?;
-        SqlStore::assemble(pool.into(), options)
+        SqlStore::assemble(pool.into(), options, false)
     }
 
-    fn assemble(pool: SqlPool, options: SqlOptions) -> Result<SqlStore> {
+    /// The store on `pool`; with `sqlite_file`, a SQLite file's pool of the store's own, whose
+    /// connections it may detach (a caller's pool may hold an in-memory database, which lives
+    /// in its connections: those stay in the pool).
+    fn assemble(pool: SqlPool, options: SqlOptions, sqlite_file: bool) -> Result<SqlStore> {
         let dialect = pool.dialect();
         let sets = dialect::statement_sets(dialect, &options.table, options.layout)?;
         let describe = format!("{}, table {}", pool.describe(), options.table);
-        #[cfg(any(feature = "postgres", feature = "mysql"))]
         let size = pool.max_connections();
+        #[cfg(not(feature = "sqlite"))]
+        let _ = sqlite_file;
         Ok(SqlStore {
             inner: Arc::new(Inner {
+                #[cfg(feature = "sqlite")]
+                sqlite_conns: sqlite_file.then(|| Detached::new(size)),
                 #[cfg(feature = "postgres")]
                 pg_conns: Detached::new(size),
                 #[cfg(feature = "mysql")]
@@ -262,6 +269,9 @@ impl SqlStore {
         match &inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
+                if let Some(conns) = &inner.sqlite_conns {
+                    return self.ensure_detached(p, conns).await;
+                }
                 let mut conn = self.acquire(p).await?;
                 let st = inner.sets.for_new_table();
                 schema::ensure(&mut *conn, st, create, table).await
@@ -302,7 +312,10 @@ impl SqlStore {
         }
         match &self.inner.pool {
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(p) => self.execute_on(p, command, stamp).await,
+            SqlPool::Sqlite(p) => match &self.inner.sqlite_conns {
+                Some(conns) => self.execute_detached(p, conns, command, stamp).await,
+                None => self.execute_on(p, command, stamp).await,
+            },
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => {
                 self.execute_detached(p, &self.inner.pg_conns, command, stamp)
@@ -317,7 +330,6 @@ impl SqlStore {
     }
 
     /// The schema check on one of the store's detached connections, kept if it succeeded.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
     async fn ensure_detached<DB>(
         &self,
         pool: &sqlx::Pool<DB>,
@@ -342,7 +354,6 @@ impl SqlStore {
 
     /// Runs `command` on one of the store's detached connections (no ping before or after),
     /// kept for the next command only if this one succeeded.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
     async fn execute_detached<DB>(
         &self,
         pool: &sqlx::Pool<DB>,

@@ -87,7 +87,6 @@ impl SqlPool {
     }
 
     /// The most connections the pool opens.
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub(crate) fn max_connections(&self) -> u32 {
         match self {
             #[cfg(feature = "sqlite")]
