@@ -95,8 +95,17 @@ fn whole_second_ttl(command: &Command, now: u64) -> Command {
 /// A Paxos proposal accepted by a minority, which the next round on its row completes or
 /// supersedes.
 enum Proposal {
-    /// A conditional command, whose condition the completing round checks again.
-    Command(Command),
+    /// A conditional command as its first round decided it: its TTL computed and its
+    /// conditions judged on that round's coordinator's clock (`now`), the turn as that round
+    /// read it (`turn_holds`). Cassandra commits the accepted mutation as decided, its cells'
+    /// expiry fixed by the first coordinator; nothing else changes the row's conditional cells
+    /// meanwhile (every Paxos operation on the row completes or supersedes the proposal first),
+    /// so applying the command later at the first round's `now` gives what was decided.
+    Command {
+        command: Command,
+        now: u64,
+        turn_holds: Option<bool>,
+    },
     /// An object write whose conditions held when it was proposed: Cassandra commits the
     /// accepted mutation as it was decided (a later round checks nothing again), and the
     /// object cell cannot have moved since (every object write is a Paxos round on the row,
@@ -268,9 +277,12 @@ impl Replicated {
             if rng.below(2) == 0 {
                 let now = self.node_now(rng.below(3) as usize, at);
                 match proposal {
-                    Proposal::Command(command) => {
-                        let command = whole_second_ttl(&command, now);
-                        let _ = self.paxos_apply(&command, at, now, stamp, rng);
+                    Proposal::Command {
+                        command,
+                        now: decided_at,
+                        turn_holds,
+                    } => {
+                        let _ = self.paxos_commit(&command, at, decided_at, stamp, turn_holds, rng);
                     }
                     Proposal::Object { write, mut change } => {
                         let _ = self
@@ -297,17 +309,20 @@ impl Replicated {
         stamp: u64,
         rng: &mut SplitMix64,
     ) -> Reply {
+        let turn_holds = self.turn_holds(command, at, now);
+        self.paxos_commit(command, at, now, stamp, turn_holds, rng)
+    }
+
+    /// Whether a claim's turn condition holds, read from a quorum of the plain cells as a
+    /// round at `at` on a coordinator whose clock reads `now` does (`None`: no turn).
+    fn turn_holds(&self, command: &Command, at: u64, now: u64) -> Option<bool> {
         let Command::Claim {
             row,
-            column,
-            counter,
             turn: Some(turn),
             ..
         } = command
         else {
-            return self
-                .paxos
-                .apply_stamped(command, Instant::from_nanos(now), stamp);
+            return None;
         };
         let skip = usize::try_from(at % 3).unwrap_or(0);
         let found = self
@@ -315,9 +330,37 @@ impl Replicated {
             .into_iter()
             .find(|c| c.column == TURN_COLUMN)
             .map(|c| c.value);
-        let holds = match turn {
+        Some(match turn {
             Turn::Free => found.is_none(),
             Turn::Ours(ours) => found.as_deref() == Some(ours.as_str()),
+        })
+    }
+
+    /// [`Self::paxos_apply`] with the turn already judged (`turn_holds`, as
+    /// [`Self::turn_holds`] gives it).
+    fn paxos_commit(
+        &mut self,
+        command: &Command,
+        at: u64,
+        now: u64,
+        stamp: u64,
+        turn_holds: Option<bool>,
+        rng: &mut SplitMix64,
+    ) -> Reply {
+        let (
+            Command::Claim {
+                row,
+                column,
+                counter,
+                turn: Some(turn),
+                ..
+            },
+            Some(holds),
+        ) = (command, turn_holds)
+        else {
+            return self
+                .paxos
+                .apply_stamped(command, Instant::from_nanos(now), stamp);
         };
         if !holds {
             let value_of = |c: &str| {
@@ -627,8 +670,21 @@ impl SimStore for Replicated {
                 }
                 let done = at + MS + rng.below(4 * MS);
                 if fate == Fate::Minority && command.is_conditional() {
+                    // Decided here: the TTL and the conditions on this round's coordinator's
+                    // clock, the turn as this round reads it.
                     let row = command.row().unwrap_or_default().to_string();
-                    self.proposal = Some((row, Proposal::Command(command.clone()), stamp));
+                    let now = self.node_now(rng.below(3) as usize, at);
+                    let command = whole_second_ttl(command, now);
+                    let turn_holds = self.turn_holds(&command, at, now);
+                    self.proposal = Some((
+                        row,
+                        Proposal::Command {
+                            command,
+                            now,
+                            turn_holds,
+                        },
+                        stamp,
+                    ));
                     let reply = if rng.below(2) == 0 {
                         timeout()
                     } else {
@@ -677,5 +733,58 @@ impl SimStore for Replicated {
     fn arrival_stamp(&mut self) -> u64 {
         self.arrivals += 1;
         self.arrivals
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_kernel::{Consistency, SerialConsistency};
+
+    fn serial_read(row: &str) -> Command {
+        Command::Read {
+            row: row.to_string(),
+            filter: ColumnFilter::All,
+            consistency: ReadConsistency::Serial(SerialConsistency::Serial),
+        }
+    }
+
+    /// A conditional insert accepted by a minority at 0 s with a TTL of 10 s, completed by a
+    /// round 30 s later, commits as its first round decided: its cell expired at 11 s (10 s
+    /// rounded up, plus a second for the truncation) and is not live at 30 s. Judged again at
+    /// the completing round, as the simulator once did, it would live until 41 s.
+    #[test]
+    fn a_minority_proposal_commits_as_its_first_round_decided() {
+        let insert = Command::InsertIfAbsent {
+            row: "r".into(),
+            column: "lock".into(),
+            value: "a".into(),
+            ttl: Some(Duration::from_secs(10)),
+            serial: SerialConsistency::Serial,
+            consistency: Consistency::Quorum,
+        };
+        let mut completions = 0;
+        for seed in 0..64 {
+            let mut rng = SplitMix64::new(seed);
+            let mut store = Replicated::new(0, Duration::ZERO, 0, &mut rng);
+            let _ = store.execute(&insert, SEC, 1, Fate::Minority, &mut rng);
+            let (reply, _) = store.execute(&serial_read("r"), 30 * SEC, 2, Fate::Normal, &mut rng);
+            let Reply::Cells(cells) = reply else {
+                panic!("a read answers cells, got {reply:?}");
+            };
+            assert!(cells.is_empty(), "seed {seed}: {cells:?} outlived its TTL");
+            // The same insert decided at 25 s and completed at 30 s is still live then.
+            let mut store = Replicated::new(0, Duration::ZERO, 0, &mut rng);
+            let _ = store.execute(&insert, 25 * SEC, 1, Fate::Minority, &mut rng);
+            let (reply, _) = store.execute(&serial_read("r"), 30 * SEC, 2, Fate::Normal, &mut rng);
+            completions += store.completed;
+            if store.completed == 1 {
+                assert!(
+                    matches!(&reply, Reply::Cells(c) if c.len() == 1 && c[0].value == "a"),
+                    "seed {seed}: {reply:?}"
+                );
+            }
+        }
+        assert!(completions > 0, "no seed completed a proposal");
     }
 }
