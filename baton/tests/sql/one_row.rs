@@ -316,3 +316,117 @@ async fn sqlite_makes_a_one_row_table_with_its_flag_by_a_rename() {
     assert_eq!(cells, ["layout", LOCK_COLUMN], "the flag and the lock row");
     common::drop_table(&url).await;
 }
+
+/// Moves every counter of the two-row table of `store` into its `lock` rows by hand, as `baton
+/// migrate` is designed to (`docs/one-row-claim.md`, phase 2): the fence columns added, each
+/// counter copied into its `lock` row's `fence` (the row made absent where there was none),
+/// the counter row's value replaced by the marker, and the flag written.
+async fn move_counters_by_hand(store: &SqlStore) {
+    let t = &store.options().table;
+    let marker = baton::sql::MARKER;
+    let (columns, absent, upsert): (&[&str], &str, &str) = match store.pool() {
+        SqlPool::Postgres(_) => (
+            &["ALTER TABLE {t} ADD COLUMN fence text, ADD COLUMN fence_stamp bigint"],
+            "'-infinity'",
+            "ON CONFLICT (lock_name, cell) DO UPDATE SET fence = excluded.fence, fence_stamp = excluded.fence_stamp",
+        ),
+        SqlPool::MySql(_) => (
+            &["ALTER TABLE {t} ADD COLUMN fence TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL, ADD COLUMN fence_stamp BIGINT NULL"],
+            "'1000-01-01 00:00:00'",
+            "ON DUPLICATE KEY UPDATE fence = VALUES(fence), fence_stamp = VALUES(fence_stamp)",
+        ),
+        SqlPool::Sqlite(_) => (
+            &[
+                "ALTER TABLE {t} ADD COLUMN fence TEXT",
+                "ALTER TABLE {t} ADD COLUMN fence_stamp INTEGER",
+            ],
+            "0",
+            "ON CONFLICT (lock_name, cell) DO UPDATE SET fence = excluded.fence, fence_stamp = excluded.fence_stamp",
+        ),
+        _ => panic!("a SQLite, PostgreSQL or MariaDB store"),
+    };
+    let mut script: Vec<String> = columns.iter().map(|c| c.replace("{t}", t)).collect();
+    script.push(format!(
+        "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence, fence_stamp) SELECT lock_name, 'lock', '', {absent}, 0, value, stamp FROM {t} WHERE cell = '_LOCK_' {upsert}"
+    ));
+    script.push(format!(
+        "UPDATE {t} SET value = '{marker}' WHERE cell = '_LOCK_'"
+    ));
+    script.push(format!(
+        "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES ('', 'layout', 'fence', NULL, 0)"
+    ));
+    for sql in script {
+        exec_raw(store, &sql).await.expect(&sql);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_names_marker_is_never_a_cell() {
+    for db in DBS {
+        let Some(url) = url(db, Layout::TwoRows) else {
+            continue;
+        };
+        let locker = Locker::open(&url).expect("valid");
+        let mut guard = locker.lock("job").await.expect("lock");
+        let before = guard.token();
+        guard.release().await.expect("release");
+        let store = locker.sql_store().expect("a SQL store").clone();
+        assert_eq!(store.layout(), Some(Layout::TwoRows));
+        move_counters_by_hand(&store).await;
+
+        // A store that reads the table now finds it one-row, and every reply shows the
+        // counter from `fence` and never the marker row.
+        let moved = SqlStore::open(&url).expect("valid");
+        moved.ensure_schema().await.expect("ready");
+        assert_eq!(moved.layout(), Some(Layout::OneRow), "{db:?}");
+        let marker = baton::sql::MARKER;
+        let commands = [
+            Command::Read {
+                row: "job".into(),
+                filter: ColumnFilter::All,
+                consistency: ReadConsistency::Plain(Consistency::Quorum),
+            },
+            Command::Read {
+                row: "job".into(),
+                filter: ColumnFilter::Prefix("_".into()),
+                consistency: ReadConsistency::Plain(Consistency::Quorum),
+            },
+            read_counter("job"),
+            Command::Scan {
+                after: None,
+                limit: 10,
+                consistency: Consistency::Quorum,
+            },
+            Command::Purge { row: None },
+        ];
+        for command in commands {
+            let reply = moved.execute(command.clone()).await;
+            let shown = format!("{reply:?}");
+            assert!(!shown.contains(marker), "{db:?} {command:?}: {shown}");
+            assert!(
+                !matches!(reply, Reply::Failed(_)),
+                "{db:?} {command:?}: {shown}"
+            );
+            if let Reply::Cells(cells) = &reply {
+                let counters: Vec<_> = cells
+                    .iter()
+                    .filter(|c| c.column == COUNTER_COLUMN)
+                    .collect();
+                assert_eq!(counters.len(), 1, "{db:?} {command:?}: {cells:?}");
+                assert!(counters[0].value.contains(&before.to_string()), "{cells:?}");
+            }
+        }
+        // A locker on the moved table counts on from the moved counter.
+        let after = Locker::open(&url).expect("valid");
+        let mut guard = after.lock("job").await.expect("lock on the moved table");
+        assert!(guard.token() > before, "{} after {before}", guard.token());
+        guard.release().await.expect("release");
+        let left = rows(&moved).await;
+        assert!(
+            left.iter()
+                .any(|(n, c, v, _, _)| n == "job" && c == COUNTER_COLUMN && v == marker),
+            "the marker stays: {left:?}"
+        );
+        common::drop_table(&url).await;
+    }
+}

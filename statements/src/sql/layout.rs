@@ -29,6 +29,11 @@ pub const FLAG_ROW: &str = "";
 pub const FLAG_CELL: &str = "layout";
 /// The flag's value in a one-row table.
 pub const ONE_ROW_FLAG: &str = "fence";
+/// The value `baton migrate` leaves in a moved name's counter row `(name, '_LOCK_')`, whose
+/// counter is then the `lock` row's `fence` (`docs/one-row-claim.md`, phase 2): not a number,
+/// so an earlier client's claim never applies against it, and no one-row statement shows the
+/// row as a cell.
+pub const MARKER: &str = "moved=fence";
 /// The columns a one-row table has besides [`COLUMNS`](super::COLUMNS).
 pub const ONE_ROW_COLUMNS: [&str; 2] = ["fence", "fence_stamp"];
 

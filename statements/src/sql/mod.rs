@@ -70,7 +70,9 @@ mod statement;
 
 use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
-pub use layout::{Layout, StatementSets, FLAG_CELL, FLAG_ROW, ONE_ROW_COLUMNS, ONE_ROW_FLAG};
+pub use layout::{
+    Layout, StatementSets, FLAG_CELL, FLAG_ROW, MARKER, ONE_ROW_COLUMNS, ONE_ROW_FLAG,
+};
 use object::object_statements;
 pub use object::MYSQL_MAX_VALUE_BYTES;
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};

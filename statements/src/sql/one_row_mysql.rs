@@ -160,6 +160,9 @@ fn numbered(t: &str) -> Vec<(Statement, String)> {
     // into the cells it holds ([`Kind`](super::operation::Kind) list `SPLIT_CELL`).
     let split = |own: &str, counter_in: &str| {
         let counter = format!("cell = 'lock' AND fence IS NOT NULL AND {counter_in}");
+        // A row named `_LOCK_` is never a cell here: in a table `migrate` moved, it is a
+        // name's marker (`layout::MARKER`); a table made one-row refuses such rows.
+        let own = format!("({own}) AND cell <> {COUNTER_CELL}");
         format!(
             "SELECT cell, value, {rem}, stamp, ({own}) AND {live}, IF({counter}, fence, ''), IF({counter}, COALESCE(fence_stamp, 0), NULL) FROM {t} WHERE lock_name = $1 AND ((({own}) AND {live}) OR ({counter})) ORDER BY cell"
         )
@@ -211,7 +214,7 @@ WHERE lock_name = $4 AND cell = IF({cas_counter}, 'lock', $5) AND IF({cas_counte
     );
     let scan_cells = format!(
         "SELECT lock_name, cell, value, {rem}, stamp FROM (\
-SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' \
+SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell <> {COUNTER_CELL} \
 UNION ALL SELECT lock_name, {COUNTER_CELL}, fence, CAST(NULL AS DATETIME(6)), fence_stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell = 'lock' AND fence IS NOT NULL\
 ) AS c WHERE {live} ORDER BY lock_name, cell"
     );
@@ -301,7 +304,7 @@ pub(crate) fn in_place_statements(
         format!("UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
     let names = |after: &str| {
         format!(
-            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ({live} OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
+            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ((cell <> '_LOCK_' AND {live}) OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
         )
     };
     // Unique insert's release, the only guarded removal the layout takes: the `lock` cell

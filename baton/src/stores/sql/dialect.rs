@@ -4,7 +4,7 @@
 //! the server clocks they use and the stamps they compare).
 
 use baton_kernel::Result;
-pub use baton_statements::sql::{validate_table, Dialect, Layout, DEFAULT_TABLE};
+pub use baton_statements::sql::{validate_table, Dialect, Layout, DEFAULT_TABLE, MARKER};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 /// Every statement a store runs, as sqlx statements, built once per store.

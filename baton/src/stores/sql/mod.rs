@@ -75,7 +75,7 @@ use baton_kernel::ErrorKind;
 use tokio::sync::{watch, OnceCell};
 
 pub use conn::SqlConn;
-pub use dialect::{Dialect, Layout, DEFAULT_TABLE};
+pub use dialect::{Dialect, Layout, DEFAULT_TABLE, MARKER};
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 
