@@ -15,6 +15,8 @@ mod durability;
 mod locks;
 #[cfg(feature = "mysql")]
 mod mariadb;
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "sqlite"))]
+mod migrate;
 #[cfg(feature = "postgres")]
 mod notify;
 #[path = "../shared/objects.rs"]

@@ -60,6 +60,7 @@ use baton_kernel::{Error, ErrorKind, Result};
 mod claim;
 mod errors;
 mod layout;
+mod migrate;
 mod object;
 mod one_row;
 pub(crate) mod one_row_mysql;
@@ -73,6 +74,7 @@ pub use errors::{describe_database, failure, DriverError, Phase};
 pub use layout::{
     Layout, StatementSets, FLAG_CELL, FLAG_ROW, MARKER, ONE_ROW_COLUMNS, ONE_ROW_FLAG,
 };
+pub use migrate::Migration;
 use object::object_statements;
 pub use object::MYSQL_MAX_VALUE_BYTES;
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};

@@ -59,6 +59,7 @@ mod errors;
 pub(crate) mod exec;
 #[cfg(feature = "postgres")]
 mod listen;
+mod migrate;
 mod options;
 mod pool;
 mod schema;
@@ -76,6 +77,7 @@ use tokio::sync::{watch, OnceCell};
 
 pub use conn::SqlConn;
 pub use dialect::{Dialect, Layout, DEFAULT_TABLE, MARKER};
+pub use migrate::MigrationReport;
 pub use options::SqlOptions;
 pub use pool::SqlPool;
 

@@ -1,0 +1,358 @@
+//! Moving a two-row lock table's fencing counters into its `lock` rows
+//! ([`SqlStore::migrate`]). The statements and the order they run in are
+//! [`baton_statements::sql::Migration`]'s; this module runs them on one connection.
+//!
+//! Not yet safe beside clients that are running: until the migrating layout is built (a client
+//! that routes each name's commands by the layout that name is in, `docs/one-row-claim.md`,
+//! "Phase 2, revised"), a client that started before a run fails on every moved name with
+//! `malformed fencing counter` (it never takes a wrong token: the marker is no number), and no
+//! command offers this yet.
+
+use std::collections::BTreeSet;
+
+use baton_kernel::{Error, Result};
+use baton_statements::sql::{Kind, Layout, Migration, Param, Val, MARKER};
+use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
+
+use super::conn::Sealed;
+use super::dialect::Dialect;
+use super::errors::{failure, Phase};
+use super::{SqlPool, SqlStore};
+
+/// Names read per page of pending counters.
+const PAGE: i64 = 500;
+
+/// What a run of [`SqlStore::migrate`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The table was one-row already (it has the layout flag): nothing was done.
+    pub already_one_row: bool,
+    /// Names whose counter this run moved.
+    pub moved: u64,
+    /// Names left because a cell of theirs with a TTL was live (a held lock, a bakery ticket,
+    /// a column-prefix entry): moved by a later run, once released.
+    pub held: Vec<String>,
+    /// Names left because another transaction had one of their rows locked at that moment.
+    pub busy: Vec<String>,
+    /// The table is one-row now: every counter moved and its layout flag written.
+    pub finished: bool,
+}
+
+impl MigrationReport {
+    /// One line for a person.
+    pub fn summary(&self) -> String {
+        if self.already_one_row {
+            return "the table is one-row already: nothing to move".into();
+        }
+        let mut line = format!("moved {} counter(s)", self.moved);
+        if !self.held.is_empty() {
+            line.push_str(&format!(
+                "; {} held name(s) left for a later run: {}",
+                self.held.len(),
+                shown(&self.held)
+            ));
+        }
+        if !self.busy.is_empty() {
+            line.push_str(&format!(
+                "; {} name(s) busy in another transaction, left for a later run: {}",
+                self.busy.len(),
+                shown(&self.busy)
+            ));
+        }
+        line.push_str(if self.finished {
+            "; the table is one-row now"
+        } else {
+            "; the table is not one-row yet: run again"
+        });
+        line
+    }
+}
+
+/// Up to ten names, then how many more.
+fn shown(names: &[String]) -> String {
+    let mut s = names
+        .iter()
+        .take(10)
+        .map(|n| format!("{n:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > 10 {
+        s.push_str(&format!(" and {} more", names.len() - 10));
+    }
+    s
+}
+
+fn sql(text: &str) -> SqlStr {
+    // Built from constant text and the validated, quoted table name only.
+    AssertSqlSafe(text.to_owned()).into_sql_str()
+}
+
+/// Whether `e` says a `NOWAIT` lock was taken by another transaction: PostgreSQL's
+/// `lock_not_available`, MariaDB's lock wait timeout (which `NOWAIT` answers at once).
+fn lock_taken(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            db.code().as_deref() == Some("55P03")
+                || db.message().contains("Lock wait timeout")
+                || db.message().contains("NOWAIT")
+        }
+        _ => false,
+    }
+}
+
+impl SqlStore {
+    /// Moves the fencing counters of this store's two-row table into its `lock` rows, then
+    /// marks the table one-row (`docs/one-row-claim.md`, phase 2): names with a live cell
+    /// that has a TTL are left and reported, to be moved by a later run; the table is marked
+    /// one-row by the run that leaves none. Safe to run again, and to stop at any point: each
+    /// name moves in a transaction of its own.
+    ///
+    /// **Run it while no client of the table runs** (this version): a client that read the
+    /// table as two-row before the run fails every command on a moved name's counter with
+    /// `store_error: malformed fencing counter` until it is restarted (never a wrong token:
+    /// the marker is no number). Clients that route each name by its layout during a run are
+    /// designed, not built (`docs/one-row-claim.md`, "Phase 2, revised"); until they are, no
+    /// command of `baton` offers this.
+    ///
+    /// `progress` is called after each page of names.
+    ///
+    /// Cost: a few statements per name (about a millisecond each on a local server).
+    ///
+    /// Errors: the store's, as [`Locker`](crate::Locker) reports them (an unreachable
+    /// database, a missing table); [`ErrorKind::StoreError`](crate::ErrorKind::StoreError)
+    /// when the database refuses the columns, the triggers or the constraint (privileges).
+    pub async fn migrate(
+        &self,
+        progress: &mut (dyn FnMut(&MigrationReport) + Send),
+    ) -> Result<MigrationReport> {
+        self.ensure_schema().await?;
+        if self.layout() == Some(Layout::OneRow) {
+            return Ok(MigrationReport {
+                already_one_row: true,
+                ..MigrationReport::default()
+            });
+        }
+        let m = Migration::new(self.dialect(), &self.options().table);
+        let columns = self.statements().columns.clone();
+        let catalog = self.statements().catalog_name.clone();
+        let d = self.dialect();
+        let run = |e: sqlx::Error| {
+            let f = failure(&e, d, Phase::Statement);
+            Error::new(f.setup_kind(), f.message())
+        };
+        match self.pool() {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => {
+                let mut c = p.acquire().await.map_err(run)?;
+                on(&mut *c, &m, &columns, &catalog, progress)
+                    .await
+                    .map_err(run)
+            }
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => {
+                let mut c = p.acquire().await.map_err(run)?;
+                on(&mut *c, &m, &columns, &catalog, progress)
+                    .await
+                    .map_err(run)
+            }
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => {
+                let mut c = p.acquire().await.map_err(run)?;
+                on(&mut *c, &m, &columns, &catalog, progress)
+                    .await
+                    .map_err(run)
+            }
+        }
+    }
+}
+
+/// What happened to one name.
+enum Moved {
+    Yes,
+    Held,
+    Busy,
+    /// Moved by someone else meanwhile, or its counter row gone.
+    Nothing,
+}
+
+/// The whole run on `c`.
+async fn on<C>(
+    c: &mut C,
+    m: &Migration,
+    columns: &SqlStr,
+    catalog: &str,
+    progress: &mut (dyn FnMut(&MigrationReport) + Send),
+) -> std::result::Result<MigrationReport, sqlx::Error>
+where
+    C: Sealed + sqlx::Connection,
+    <C::Database as sqlx::Database>::Connection: Sealed,
+{
+    // The columns and the guards.
+    let present: Vec<String> = c
+        .fetch(columns, &[Param::Text(catalog.into())], &[Kind::Text])
+        .await?
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().map(Val::into_text))
+        .collect();
+    for add in m.missing_columns(&present) {
+        c.script(&sql(add)).await?;
+    }
+    for guard in &m.guards {
+        c.script(&sql(guard)).await?;
+    }
+
+    let mut report = MigrationReport::default();
+    let mut left = BTreeSet::new();
+    let mut after = String::new();
+    loop {
+        let page = c
+            .fetch(
+                &sql(&m.pending),
+                &[Param::Text(after.as_str().into()), Param::Int(Some(PAGE))],
+                &[Kind::Text],
+            )
+            .await?;
+        let names: Vec<String> = page
+            .into_iter()
+            .filter_map(|r| r.into_iter().next().map(Val::into_text))
+            .collect();
+        let Some(last) = names.last() else { break };
+        after = last.clone();
+        for name in names {
+            match move_one(c, m, &name).await? {
+                Moved::Yes => report.moved += 1,
+                Moved::Held => {
+                    left.insert(name.clone());
+                    report.held.push(name);
+                }
+                Moved::Busy => {
+                    left.insert(name.clone());
+                    report.busy.push(name);
+                }
+                Moved::Nothing => {}
+            }
+        }
+        progress(&report);
+    }
+    if left.is_empty() {
+        report.finished = finish(c, m).await?;
+    }
+    Ok(report)
+}
+
+/// Moves `name`'s counter, in a transaction of its own.
+async fn move_one<C>(
+    c: &mut C,
+    m: &Migration,
+    name: &str,
+) -> std::result::Result<Moved, sqlx::Error>
+where
+    C: Sealed + sqlx::Connection,
+    <C::Database as sqlx::Database>::Connection: Sealed,
+{
+    let by_name = [Param::Text(name.into())];
+    let held = |rows: Vec<Vec<Val>>| {
+        rows.first()
+            .and_then(|r| r.first())
+            .and_then(Val::int)
+            .unwrap_or(0)
+            > 0
+    };
+    // A plain read first: a held name is skipped without locking anything.
+    if held(c.fetch(&sql(&m.held), &by_name, &[Kind::Int]).await?) {
+        return Ok(Moved::Held);
+    }
+    if m.dialect == Dialect::MySql {
+        // Row locks only, no gap locks on the names around it.
+        c.script(&sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED"))
+            .await?;
+    }
+    let mut tx = match m.dialect {
+        Dialect::Sqlite => c.begin_with(sql("BEGIN IMMEDIATE")).await?,
+        Dialect::Postgres | Dialect::MySql => c.begin().await?,
+    };
+    let counter = match tx
+        .fetch(&sql(&m.lock_counter), &by_name, &[Kind::Text, Kind::Int])
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) if lock_taken(&e) => return Ok(Moved::Busy),
+        Err(e) => return Err(e),
+    };
+    let Some([value, stamp]) = counter
+        .into_iter()
+        .next()
+        .and_then(|r| <[Val; 2]>::try_from(r).ok())
+    else {
+        return Ok(Moved::Nothing);
+    };
+    let value = value.into_text();
+    if value == MARKER {
+        return Ok(Moved::Nothing);
+    }
+    match tx.fetch(&sql(&m.lock_row), &by_name, &[Kind::Text]).await {
+        Ok(_) => {}
+        Err(e) if lock_taken(&e) => return Ok(Moved::Busy),
+        Err(e) => return Err(e),
+    }
+    // Again, after both rows are ours: a claim that committed since the first look.
+    if held(tx.fetch(&sql(&m.held), &by_name, &[Kind::Int]).await?) {
+        return Ok(Moved::Held);
+    }
+    tx.run(
+        &sql(&m.write_fence),
+        &[
+            Param::Text(name.into()),
+            Param::Text(value.as_str().into()),
+            Param::Int(stamp.int()),
+        ],
+    )
+    .await?;
+    tx.run(&sql(&m.mark), &by_name).await?;
+    tx.commit().await?;
+    Ok(Moved::Yes)
+}
+
+/// Marks the table one-row if no counter is pending (checked again with writers kept out).
+async fn finish<C>(c: &mut C, m: &Migration) -> std::result::Result<bool, sqlx::Error>
+where
+    C: Sealed + sqlx::Connection,
+    <C::Database as sqlx::Database>::Connection: Sealed,
+{
+    let pending = [Param::Text("".into()), Param::Int(Some(1))];
+    if m.dialect == Dialect::MySql {
+        // DDL commits on its own: the constraint first, alone. It checks the rows there, so
+        // it fails while a counter is pending, and from then on no counter row can be made.
+        for s in &m.finish_begin {
+            match c.script(&sql(s)).await {
+                Ok(()) => {}
+                // A counter row still pending (made since the last page was read).
+                Err(sqlx::Error::Database(db)) if db.message().contains("CONSTRAINT") => {
+                    return Ok(false)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let mut tx = match m.dialect {
+        Dialect::Sqlite => c.begin_with(sql("BEGIN IMMEDIATE")).await?,
+        Dialect::Postgres | Dialect::MySql => c.begin().await?,
+    };
+    if m.dialect == Dialect::Postgres {
+        for s in &m.finish_begin {
+            tx.script(&sql(s)).await?;
+        }
+    }
+    if !tx
+        .fetch(&sql(&m.pending), &pending, &[Kind::Text])
+        .await?
+        .is_empty()
+    {
+        return Ok(false);
+    }
+    for s in &m.finish {
+        tx.script(&sql(s)).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}

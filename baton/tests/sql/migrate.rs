@@ -1,0 +1,244 @@
+//! `SqlStore::migrate` (`docs/one-row-claim.md`, phase 2): a two-row table's counters moved into
+//! its `lock` rows, held names left for a later run, the table marked one-row by the run that
+//! leaves none, and the guards that keep moved counters from clients still in two rows.
+
+use baton::sql::{Layout, MARKER};
+use baton::sqlx::{self, AssertSqlSafe};
+use baton::{Command, Locker, Reply, SqlPool, SqlStore, Store, Strategy};
+
+use crate::common::{self, exec_raw, layout_param, with_param, Db};
+
+const DBS: [Db; 3] = [Db::Sqlite, Db::Postgres, Db::MySql];
+
+/// `(lock_name, cell, value, fence)` of every row but the flag, sorted (after the columns
+/// were added).
+async fn rows(store: &SqlStore) -> Vec<(String, String, String, Option<String>)> {
+    let t = &store.options().table;
+    let sql = AssertSqlSafe(format!(
+        "SELECT lock_name, cell, value, fence FROM {t} WHERE lock_name <> '' ORDER BY lock_name, cell"
+    ));
+    match store.pool() {
+        SqlPool::Postgres(p) => sqlx::query_as::<_, (String, String, String, Option<String>)>(sql)
+            .fetch_all(p)
+            .await
+            .expect("rows"),
+        SqlPool::MySql(p) => sqlx::query_as(sql).fetch_all(p).await.expect("rows"),
+        SqlPool::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await.expect("rows"),
+        _ => panic!("a SQL store"),
+    }
+}
+
+/// The fence the `lock` row of `name` holds.
+async fn fence(store: &SqlStore, name: &str) -> Option<String> {
+    rows(store)
+        .await
+        .into_iter()
+        .find(|(n, c, _, _)| n == name && c == "lock")
+        .and_then(|r| r.3)
+}
+
+fn two_rows(db: Db) -> Option<String> {
+    Some(with_param(&common::url(db)?, layout_param(Layout::TwoRows)))
+}
+
+async fn token_after_release(locker: &Locker, name: &str) -> u64 {
+    let mut guard = locker.lock(name).await.expect("lock");
+    let token = guard.token();
+    guard.release().await.expect("release");
+    token
+}
+
+async fn migrate(url: &str) -> baton::sql::MigrationReport {
+    SqlStore::open(url)
+        .expect("valid")
+        .migrate(&mut |_| {})
+        .await
+        .expect("migrate")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_moves_every_counter_and_marks_the_table_one_row() {
+    for db in DBS {
+        let Some(url) = two_rows(db) else { continue };
+        let unique = Locker::open(&url).expect("valid");
+        let bakery = bakery_on(&url);
+        let mut before = Vec::new();
+        for name in ["a", "b", "c"] {
+            before.push((name, token_after_release(&unique, name).await));
+        }
+        before.push(("d", token_after_release(&bakery, "d").await));
+
+        let report = migrate(&url).await;
+        assert_eq!(report.moved, 4, "{db:?} {report:?}");
+        assert!(
+            report.finished && report.held.is_empty(),
+            "{db:?} {report:?}"
+        );
+        assert!(
+            report.summary().contains("one-row now"),
+            "{}",
+            report.summary()
+        );
+        let again = migrate(&url).await;
+        assert!(again.already_one_row, "{db:?} {again:?}");
+
+        let store = SqlStore::open(&url).expect("valid");
+        store.ensure_schema().await.expect("ready");
+        assert_eq!(store.layout(), Some(Layout::OneRow), "{db:?}");
+        for (name, token) in &before {
+            assert!(
+                fence(&store, name)
+                    .await
+                    .is_some_and(|f| f.contains(&token.to_string())),
+                "{db:?} {name}: {:?}",
+                rows(&store).await
+            );
+        }
+        // Lockers that start now count on from the moved counters, in both strategies.
+        let unique = Locker::open(&url).expect("valid");
+        let bakery = bakery_on(&url);
+        for (name, token) in before {
+            let locker = if name == "d" { &bakery } else { &unique };
+            let next = token_after_release(locker, name).await;
+            assert!(next > token, "{db:?} {name}: {next} after {token}");
+        }
+        let markers = rows(&store)
+            .await
+            .into_iter()
+            .filter(|(_, c, v, _)| c == "_LOCK_" && v == MARKER)
+            .count();
+        assert_eq!(markers, 4, "{db:?}: every counter row stays, as a marker");
+        common::drop_table(&url).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_leaves_held_names_and_finishes_once_they_are_released() {
+    for db in DBS {
+        let Some(url) = two_rows(db) else { continue };
+        let locker = Locker::open(&url).expect("valid");
+        let free = token_after_release(&locker, "free").await;
+        let mut held = locker.lock("held").await.expect("lock");
+        let held_token = held.token();
+        // A client that read the table as two-row before the run, as one still running would.
+        let old = SqlStore::open(&url).expect("valid");
+        old.ensure_schema().await.expect("ready");
+        assert_eq!(old.layout(), Some(Layout::TwoRows));
+
+        let report = migrate(&url).await;
+        assert_eq!(report.moved, 1, "{db:?} {report:?}");
+        assert_eq!(report.held, ["held"], "{db:?} {report:?}");
+        assert!(!report.finished, "{db:?} {report:?}");
+        assert!(
+            report.summary().contains("run again"),
+            "{}",
+            report.summary()
+        );
+
+        // In the window, a client still in two rows never gets a token from a moved name's
+        // counter row: the marker is no number (it fails at once, until the migrating layout
+        // routes it), and its purge leaves the moved counter where it is (PostgreSQL and SQLite
+        // skip the row, MariaDB refuses the statement).
+        let old_locker = Locker::new(old.clone());
+        match old_locker.lock("free").await {
+            Ok(mut g) => {
+                assert!(g.token() > free, "{db:?}: token {} after {free}", g.token());
+                g.release().await.expect("release");
+            }
+            Err(e) => assert!(e.message().contains("fencing counter"), "{db:?}: {e}"),
+        }
+        let t = old.options().table.clone();
+        exec_raw(
+            &old,
+            &format!(
+                "UPDATE {t} SET expires_at = {} WHERE lock_name = 'free' AND cell = 'lock'",
+                past(db)
+            ),
+        )
+        .await
+        .expect("expired by hand");
+        let purged = old.execute(Command::Purge { row: None }).await;
+        assert!(
+            fence(&old, "free")
+                .await
+                .is_some_and(|f| f.contains(&free.to_string())),
+            "{db:?}: the moved counter survives a two-row purge ({purged:?}): {:?}",
+            rows(&old).await
+        );
+        if db != Db::MySql {
+            assert!(!matches!(purged, Reply::Failed(_)), "{db:?}: {purged:?}");
+        }
+
+        // The holder releases in two rows, as it took the lock; the next run finishes.
+        held.release().await.expect("the holder's release");
+        let report = migrate(&url).await;
+        assert_eq!(report.moved, 1, "{db:?} {report:?}");
+        assert!(
+            report.finished && report.held.is_empty(),
+            "{db:?} {report:?}"
+        );
+        let after = Locker::open(&url).expect("valid");
+        assert!(
+            token_after_release(&after, "held").await > held_token,
+            "{db:?}"
+        );
+        assert!(token_after_release(&after, "free").await > free, "{db:?}");
+        common::drop_table(&url).await;
+    }
+}
+
+/// A past `expires_at` in `db`'s type, not its absent value.
+fn past(db: Db) -> &'static str {
+    match db {
+        Db::Postgres => "'2001-01-01'",
+        Db::MySql => "'2001-01-01 00:00:00'",
+        _ => "1",
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migrated_table_refuses_what_would_lose_or_restart_a_counter() {
+    for db in DBS {
+        let Some(url) = two_rows(db) else { continue };
+        let locker = Locker::open(&url).expect("valid");
+        let token = token_after_release(&locker, "job").await;
+        assert!(migrate(&url).await.finished);
+        let store = SqlStore::open(&url).expect("valid");
+        store.ensure_schema().await.expect("ready");
+        let t = store.options().table.clone();
+        let before = rows(&store).await;
+
+        // Deleting the moved counter or its marker by hand: skipped, or refused on MariaDB.
+        let deleted = exec_raw(&store, &format!("DELETE FROM {t} WHERE lock_name = 'job'")).await;
+        assert_eq!(rows(&store).await, before, "{db:?}: {deleted:?}");
+        assert_eq!(deleted.is_err(), db == Db::MySql, "{db:?}: {deleted:?}");
+        // A marker set back to a number, and a new counter row (a client still in two rows
+        // making a name's first counter): refused.
+        let set_back = exec_raw(
+            &store,
+            &format!("UPDATE {t} SET value = '1' WHERE lock_name = 'job' AND cell = '_LOCK_'"),
+        )
+        .await;
+        assert!(set_back.is_err(), "{db:?}: a marker set back");
+        let new_counter = exec_raw(
+            &store,
+            &format!("INSERT INTO {t} (lock_name, cell, value) VALUES ('new', '_LOCK_', '1')"),
+        )
+        .await;
+        assert!(new_counter.is_err(), "{db:?}: a new counter row");
+        assert_eq!(rows(&store).await, before, "{db:?}");
+        assert!(token_after_release(&locker_on(&url), "job").await > token);
+        common::drop_table(&url).await;
+    }
+}
+
+fn locker_on(url: &str) -> Locker {
+    Locker::open(url).expect("valid")
+}
+
+fn bakery_on(url: &str) -> Locker {
+    Locker::builder(SqlStore::open(url).expect("valid"))
+        .strategy(Strategy::Bakery)
+        .build()
+        .expect("valid")
+}
