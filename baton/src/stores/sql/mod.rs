@@ -267,10 +267,10 @@ impl SqlStore {
 
     async fn ensure_schema_once(&self) -> std::result::Result<Layout, Failure> {
         let inner = &self.inner;
-        let (create, table) = (inner.options.create, &inner.options.table);
         match &inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
+                let (create, table) = (inner.options.create, &inner.options.table);
                 if let Some(conns) = &inner.sqlite_conns {
                     return self.ensure_detached(p, conns).await;
                 }
@@ -390,6 +390,7 @@ impl SqlStore {
         }
     }
 
+    #[cfg(feature = "sqlite")]
     async fn execute_on<DB>(
         &self,
         pool: &sqlx::Pool<DB>,
@@ -486,7 +487,9 @@ impl Store for SqlStore {
     /// On PostgreSQL, listens on the table's channel from now until no waiter has waited for
     /// 30 s (see the `listen` module); nothing elsewhere.
     fn waiting(&self) {
+        // The only variant when PostgreSQL is the only database compiled in.
         #[cfg(feature = "postgres")]
+        #[allow(irrefutable_let_patterns)]
         if let SqlPool::Postgres(pool) = &self.inner.pool {
             let channel = &self.inner.options.table;
             let changes = Arc::downgrade(&self.inner.changes);
