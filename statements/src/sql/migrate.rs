@@ -44,8 +44,14 @@ pub struct Migration {
     /// `ALTER TABLE` adding the columns (PostgreSQL and MariaDB: one statement that skips
     /// those present; SQLite: one per column, for the host to run where missing).
     pub add_columns: Vec<String>,
-    /// The triggers that keep moved counters (scripts: MariaDB's hold semicolons).
+    /// The triggers that keep moved counters (scripts: MariaDB's hold semicolons), made only
+    /// when [`Migration::guards_present`] counts fewer than [`Migration::guards_count`]: each
+    /// waits for every open transaction on the table.
     pub guards: Vec<String>,
+    /// Columns `(count)`: how many of the guards the table has.
+    pub guards_present: String,
+    /// How many guards the dialect makes.
+    pub guards_count: i64,
     /// `(after, limit)`: up to `limit` names after `after` whose counter row is not a
     /// marker, in order. Columns: `(lock_name)`.
     pub pending: String,
@@ -53,7 +59,9 @@ pub struct Migration {
     pub held: String,
     /// `(name)`: the counter row, locked. Columns: `(value, stamp)`.
     pub lock_counter: String,
-    /// `(name)`: the `lock` row, locked. Columns: `(value)`.
+    /// `(name)`: the `lock` row, locked. Columns: `(fence)`, empty when it has none (a counter
+    /// value is never empty); a name whose `lock` row has a fence while its counter row is no
+    /// marker is left alone, for a person to look at.
     pub lock_row: String,
     /// `(name, fence, fence_stamp)`: the counter written into the `lock` row (made absent
     /// where missing); `fence_stamp` an integer.
@@ -80,8 +88,12 @@ impl Migration {
         let pending = format!(
             "SELECT lock_name FROM {t} WHERE {not_marker} AND lock_name > ? ORDER BY lock_name LIMIT ?"
         );
-        let mark =
-            format!("UPDATE {t} SET value = '{MARKER}' WHERE lock_name = ? AND cell = '_LOCK_'");
+        // The largest stamp: no plain write of the cell (an earlier build's blind put) is
+        // newer, so none sets the marker back.
+        let mark = format!(
+            "UPDATE {t} SET value = '{MARKER}', stamp = {} WHERE lock_name = ? AND cell = '_LOCK_'",
+            i64::MAX
+        );
         let flag = format!(
             "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp) VALUES ('{FLAG_ROW}', '{FLAG_CELL}', '{ONE_ROW_FLAG}', NULL, 0)"
         );
@@ -123,19 +135,25 @@ impl Migration {
                         "CREATE TRIGGER baton_keep_marker BEFORE UPDATE ON {t} FOR EACH ROW WHEN (OLD.cell = '_LOCK_' AND OLD.value = '{MARKER}' AND NEW.value IS DISTINCT FROM '{MARKER}') EXECUTE FUNCTION baton_keep_fence('{refused}')"
                     ),
                 ],
+                guards_present: format!(
+                    "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = '{t}'::regclass AND tgname IN ('baton_keep_fence', 'baton_keep_marker')"
+                ),
+                guards_count: 2,
                 pending: d.finish(&pending),
                 held: d.finish(&held),
                 lock_counter: d.finish(&format!(
                     "SELECT value, stamp FROM {t} WHERE lock_name = ? AND cell = '_LOCK_' FOR UPDATE NOWAIT"
                 )),
                 lock_row: d.finish(&format!(
-                    "SELECT value FROM {t} WHERE lock_name = ? AND cell = 'lock' FOR UPDATE NOWAIT"
+                    "SELECT COALESCE(fence, '') FROM {t} WHERE lock_name = ? AND cell = 'lock' FOR UPDATE NOWAIT"
                 )),
                 write_fence: d.finish(&format!(
                     "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence, fence_stamp) VALUES (?, 'lock', '', '-infinity', 0, ?, ?) ON CONFLICT (lock_name, cell) DO UPDATE SET fence = excluded.fence, fence_stamp = excluded.fence_stamp"
                 )),
                 mark: d.finish(&mark),
-                finish_begin: vec![format!("LOCK TABLE {t} IN SHARE ROW EXCLUSIVE MODE")],
+                // `ACCESS EXCLUSIVE` at once: the constraint needs it, and a weaker lock taken first
+                // could deadlock with a claim between its two table locks.
+                finish_begin: vec![format!("LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE")],
                 finish: vec![
                     format!("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {moved}"),
                     format!("ALTER TABLE {t} ADD CONSTRAINT {moved} {check}"),
@@ -154,23 +172,27 @@ impl Migration {
                     "CREATE OR REPLACE TRIGGER {} BEFORE DELETE ON {t} FOR EACH ROW BEGIN IF OLD.fence IS NOT NULL OR OLD.cell = '_LOCK_' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{refused}'; END IF; END",
                     d.quote(&format!("{table}_fdel"))
                 )],
+                guards_present: format!(
+                    "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = '{table}' AND TRIGGER_NAME = '{table}_fdel'"
+                ),
+                guards_count: 1,
                 pending,
                 held,
                 lock_counter: format!(
                     "SELECT value, stamp FROM {t} WHERE lock_name = ? AND cell = '_LOCK_' FOR UPDATE NOWAIT"
                 ),
                 lock_row: format!(
-                    "SELECT value FROM {t} WHERE lock_name = ? AND cell = 'lock' FOR UPDATE NOWAIT"
+                    "SELECT COALESCE(fence, '') FROM {t} WHERE lock_name = ? AND cell = 'lock' FOR UPDATE NOWAIT"
                 ),
                 write_fence: format!(
                     "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence, fence_stamp) VALUES (?, 'lock', '', {}, 0, ?, ?) ON DUPLICATE KEY UPDATE fence = VALUES(fence), fence_stamp = VALUES(fence_stamp)",
                     one_row_mysql::ABSENT
                 ),
                 mark,
-                finish_begin: vec![
-                    format!("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS {moved}"),
-                    format!("ALTER TABLE {t} ADD CONSTRAINT {moved} {check}"),
-                ],
+                // Added, never dropped first: each DDL statement commits on its own, and a gap
+                // without the constraint would let a counter row in. Present already (a run
+                // stopped before the flag): the host takes the duplicate name as done.
+                finish_begin: vec![format!("ALTER TABLE {t} ADD CONSTRAINT {moved} {check}")],
                 finish: vec![format!("{flag} ON DUPLICATE KEY UPDATE value = value")],
             },
             Dialect::Sqlite => Migration {
@@ -189,13 +211,19 @@ impl Migration {
                         d.quote(&format!("{table}_keep_marker"))
                     ),
                 ],
+                guards_present: format!(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('{table}_keep_fence', '{table}_keep_marker')"
+                ),
+                guards_count: 2,
                 pending,
                 held,
                 // One writer: `BEGIN IMMEDIATE` holds the file; these only read.
                 lock_counter: format!(
                     "SELECT value, stamp FROM {t} WHERE lock_name = ? AND cell = '_LOCK_'"
                 ),
-                lock_row: format!("SELECT value FROM {t} WHERE lock_name = ? AND cell = 'lock'"),
+                lock_row: format!(
+                    "SELECT COALESCE(fence, '') FROM {t} WHERE lock_name = ? AND cell = 'lock'"
+                ),
                 write_fence: format!(
                     "INSERT INTO {t} (lock_name, cell, value, expires_at, stamp, fence, fence_stamp) VALUES (?, 'lock', '', {}, 0, ?, ?) ON CONFLICT (lock_name, cell) DO UPDATE SET fence = excluded.fence, fence_stamp = excluded.fence_stamp",
                     one_row_sqlite::ABSENT
@@ -214,17 +242,21 @@ impl Migration {
 
     /// The statements of [`Migration::add_columns`] a table with `present` columns still
     /// needs (SQLite's, one per column; elsewhere all, which skip what is there).
+    /// (An `ALTER TABLE` waits for every open transaction on the table, and every statement
+    /// that comes after waits for it: none is run for columns that are there.)
     pub fn missing_columns(&self, present: &[String]) -> Vec<&str> {
+        let missing = |c: &&str| !present.iter().any(|p| p.eq_ignore_ascii_case(c));
         match self.dialect {
             Dialect::Sqlite => ONE_ROW_COLUMNS
                 .iter()
                 .zip(&self.add_columns)
-                .filter(|(c, _)| !present.iter().any(|p| p.eq_ignore_ascii_case(c)))
+                .filter(|(c, _)| missing(c))
                 .map(|(_, s)| s.as_str())
                 .collect(),
-            Dialect::Postgres | Dialect::MySql => {
+            Dialect::Postgres | Dialect::MySql if ONE_ROW_COLUMNS.iter().any(missing) => {
                 self.add_columns.iter().map(String::as_str).collect()
             }
+            Dialect::Postgres | Dialect::MySql => Vec::new(),
         }
     }
 }
@@ -259,5 +291,7 @@ mod tests {
         );
         let pg = Migration::new(Dialect::Postgres, "locks");
         assert_eq!(pg.missing_columns(&[]).len(), 1);
+        let both = ["fence".to_string(), "fence_stamp".to_string()];
+        assert!(pg.missing_columns(&both).is_empty());
     }
 }

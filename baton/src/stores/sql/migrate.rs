@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use baton_kernel::{Error, Result};
-use baton_statements::sql::{Kind, Layout, Migration, Param, Val, MARKER};
+use baton_statements::sql::{Kind, Layout, Migration, Param, Val, MARKER, ONE_ROW_FLAG};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
 use super::conn::Sealed;
@@ -21,6 +21,10 @@ use super::{SqlPool, SqlStore};
 
 /// Names read per page of pending counters.
 const PAGE: i64 = 500;
+
+/// How long a change of the table's definition waits for transactions open on it, in
+/// seconds: then the run fails, to be run again when they end.
+const DDL_WAIT_S: u32 = 2;
 
 /// What a run of [`SqlStore::migrate`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -34,6 +38,9 @@ pub struct MigrationReport {
     pub held: Vec<String>,
     /// Names left because another transaction had one of their rows locked at that moment.
     pub busy: Vec<String>,
+    /// Names left alone because their `lock` row holds a fence while their counter row is no
+    /// marker (no run of `migrate` leaves that: a table changed by hand, to look at).
+    pub conflicts: Vec<String>,
     /// The table is one-row now: every counter moved and its layout flag written.
     pub finished: bool,
 }
@@ -57,6 +64,13 @@ impl MigrationReport {
                 "; {} name(s) busy in another transaction, left for a later run: {}",
                 self.busy.len(),
                 shown(&self.busy)
+            ));
+        }
+        if !self.conflicts.is_empty() {
+            line.push_str(&format!(
+                "; {} name(s) with a fence already beside a counter row, left alone (look at them by hand): {}",
+                self.conflicts.len(),
+                shown(&self.conflicts)
             ));
         }
         line.push_str(if self.finished {
@@ -114,6 +128,9 @@ impl SqlStore {
     /// designed, not built (`docs/one-row-claim.md`, "Phase 2, revised"); until they are, no
     /// command of `baton` offers this.
     ///
+    /// The store keeps the layout it read at its first use: lock with a new store after a
+    /// run that finished.
+    ///
     /// `progress` is called after each page of names.
     ///
     /// Cost: a few statements per name (about a millisecond each on a local server).
@@ -134,6 +151,7 @@ impl SqlStore {
         }
         let m = Migration::new(self.dialect(), &self.options().table);
         let columns = self.statements().columns.clone();
+        let flag = self.statements().layout_flag.clone();
         let catalog = self.statements().catalog_name.clone();
         let d = self.dialect();
         let run = |e: sqlx::Error| {
@@ -144,21 +162,21 @@ impl SqlStore {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => {
                 let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, &columns, &catalog, progress)
+                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
                     .await
                     .map_err(run)
             }
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => {
                 let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, &columns, &catalog, progress)
+                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
                     .await
                     .map_err(run)
             }
             #[cfg(feature = "mysql")]
             SqlPool::MySql(p) => {
                 let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, &columns, &catalog, progress)
+                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
                     .await
                     .map_err(run)
             }
@@ -171,6 +189,8 @@ enum Moved {
     Yes,
     Held,
     Busy,
+    /// A fence already in its `lock` row.
+    Conflict,
     /// Moved by someone else meanwhile, or its counter row gone.
     Nothing,
 }
@@ -179,7 +199,7 @@ enum Moved {
 async fn on<C>(
     c: &mut C,
     m: &Migration,
-    columns: &SqlStr,
+    [columns, flag]: [&SqlStr; 2],
     catalog: &str,
     progress: &mut (dyn FnMut(&MigrationReport) + Send),
 ) -> std::result::Result<MigrationReport, sqlx::Error>
@@ -187,6 +207,18 @@ where
     C: Sealed + sqlx::Connection,
     <C::Database as sqlx::Database>::Connection: Sealed,
 {
+    // The flag as it is now (another run may have finished since this store read it).
+    let flagged = c
+        .fetch(flag, &[], &[Kind::Text])
+        .await?
+        .into_iter()
+        .any(|r| r.into_iter().next().map(Val::into_text).as_deref() == Some(ONE_ROW_FLAG));
+    if flagged {
+        return Ok(MigrationReport {
+            already_one_row: true,
+            ..MigrationReport::default()
+        });
+    }
     // The columns and the guards.
     let present: Vec<String> = c
         .fetch(columns, &[Param::Text(catalog.into())], &[Kind::Text])
@@ -194,11 +226,46 @@ where
         .into_iter()
         .filter_map(|r| r.into_iter().next().map(Val::into_text))
         .collect();
-    for add in m.missing_columns(&present) {
-        c.script(&sql(add)).await?;
+    // DDL waits for every transaction open on the table, and holds up every statement after
+    // it while it waits: only what is missing is made, and each waits at most DDL_WAIT.
+    let mut ddl: Vec<&str> = m.missing_columns(&present);
+    let guards = c
+        .fetch(&sql(&m.guards_present), &[], &[Kind::Int])
+        .await?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Val::int)
+        .unwrap_or(0);
+    if guards < m.guards_count {
+        ddl.extend(m.guards.iter().map(String::as_str));
     }
-    for guard in &m.guards {
-        c.script(&sql(guard)).await?;
+    if !ddl.is_empty() {
+        match m.dialect {
+            // One transaction: PostgreSQL drops and makes its triggers again, with no moment
+            // without them.
+            Dialect::Postgres => {
+                let mut tx = c.begin().await?;
+                tx.script(&sql(&format!("SET LOCAL lock_timeout = '{DDL_WAIT_S}s'")))
+                    .await?;
+                for s in ddl {
+                    tx.script(&sql(s)).await?;
+                }
+                tx.commit().await?;
+            }
+            Dialect::MySql => {
+                for s in ddl {
+                    c.script(&sql(&format!(
+                        "SET STATEMENT lock_wait_timeout = {DDL_WAIT_S} FOR {s}"
+                    )))
+                    .await?;
+                }
+            }
+            Dialect::Sqlite => {
+                for s in ddl {
+                    c.script(&sql(s)).await?;
+                }
+            }
+        }
     }
 
     let mut report = MigrationReport::default();
@@ -228,6 +295,10 @@ where
                 Moved::Busy => {
                     left.insert(name.clone());
                     report.busy.push(name);
+                }
+                Moved::Conflict => {
+                    left.insert(name.clone());
+                    report.conflicts.push(name);
                 }
                 Moved::Nothing => {}
             }
@@ -291,7 +362,16 @@ where
         return Ok(Moved::Nothing);
     }
     match tx.fetch(&sql(&m.lock_row), &by_name, &[Kind::Text]).await {
-        Ok(_) => {}
+        Ok(rows) => {
+            let fenced = rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .is_some_and(|f| !f.into_text().is_empty());
+            if fenced {
+                return Ok(Moved::Conflict);
+            }
+        }
         Err(e) if lock_taken(&e) => return Ok(Moved::Busy),
         Err(e) => return Err(e),
     }
@@ -324,8 +404,11 @@ where
         // DDL commits on its own: the constraint first, alone. It checks the rows there, so
         // it fails while a counter is pending, and from then on no counter row can be made.
         for s in &m.finish_begin {
-            match c.script(&sql(s)).await {
+            let s = format!("SET STATEMENT lock_wait_timeout = {DDL_WAIT_S} FOR {s}");
+            match c.script(&sql(&s)).await {
                 Ok(()) => {}
+                // Added by a run that stopped before the flag.
+                Err(sqlx::Error::Database(db)) if db.message().contains("Duplicate") => {}
                 // A counter row still pending (made since the last page was read).
                 Err(sqlx::Error::Database(db)) if db.message().contains("CONSTRAINT") => {
                     return Ok(false)
@@ -339,6 +422,8 @@ where
         Dialect::Postgres | Dialect::MySql => c.begin().await?,
     };
     if m.dialect == Dialect::Postgres {
+        tx.script(&sql(&format!("SET LOCAL lock_timeout = '{DDL_WAIT_S}s'")))
+            .await?;
         for s in &m.finish_begin {
             tx.script(&sql(s)).await?;
         }
