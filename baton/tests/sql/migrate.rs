@@ -260,6 +260,46 @@ async fn migrate_leaves_a_name_whose_rows_another_transaction_holds() {
         // for open transactions: it is not what this test holds up) and leaves a held name.
         let locker = Locker::open(&url).expect("valid");
         let mut held = locker.lock("held").await.expect("lock");
+        // While a transaction is open on the table, the first run cannot add the columns: it
+        // fails after a short wait, saying so, and changes nothing.
+        let early = SqlStore::open(&url).expect("valid");
+        early.ensure_schema().await.expect("ready");
+        let t = early.options().table.clone();
+        let read = format!("SELECT value FROM {t} WHERE lock_name = 'held' FOR UPDATE");
+        let failed = match early.pool() {
+            SqlPool::Postgres(p) => {
+                let mut tx = p.begin().await.expect("begin");
+                sqlx::query(AssertSqlSafe(read))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("rows locked");
+                let failed = SqlStore::open(&url)
+                    .expect("valid")
+                    .migrate(&mut |_| {})
+                    .await;
+                tx.rollback().await.expect("rollback");
+                failed
+            }
+            SqlPool::MySql(p) => {
+                let mut tx = p.begin().await.expect("begin");
+                sqlx::query(AssertSqlSafe(read))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("rows locked");
+                let failed = SqlStore::open(&url)
+                    .expect("valid")
+                    .migrate(&mut |_| {})
+                    .await;
+                tx.rollback().await.expect("rollback");
+                failed
+            }
+            _ => unreachable!(),
+        };
+        let e = failed.expect_err("a run that cannot change the table's definition");
+        assert!(
+            e.message().contains("run again when they end"),
+            "{db:?}: {e}"
+        );
         let first = migrate(&url).await;
         assert_eq!(first.held, ["held"], "{db:?} {first:?}");
         let two_rows = Locker::open(&url).expect("valid");

@@ -109,6 +109,7 @@ fn lock_taken(e: &sqlx::Error) -> bool {
             db.code().as_deref() == Some("55P03")
                 || db.message().contains("Lock wait timeout")
                 || db.message().contains("NOWAIT")
+                || db.message().contains("database is locked")
         }
         _ => false,
     }
@@ -154,9 +155,16 @@ impl SqlStore {
         let flag = self.statements().layout_flag.clone();
         let catalog = self.statements().catalog_name.clone();
         let d = self.dialect();
+        let table = &self.options().table;
         let run = |e: sqlx::Error| {
             let f = failure(&e, d, Phase::Statement);
-            Error::new(f.setup_kind(), f.message())
+            let mut message = f.message().to_string();
+            if lock_taken(&e) {
+                message.push_str(&format!(
+                    " (a change of table {table}'s definition waited {DDL_WAIT_S} s for transactions open on it: run again when they end)"
+                ));
+            }
+            Error::new(f.setup_kind(), message)
         };
         match self.pool() {
             #[cfg(feature = "sqlite")]
@@ -339,7 +347,12 @@ where
             .await?;
     }
     let mut tx = match m.dialect {
-        Dialect::Sqlite => c.begin_with(sql("BEGIN IMMEDIATE")).await?,
+        // Another writer past the busy timeout: the name waits for a later run.
+        Dialect::Sqlite => match c.begin_with(sql("BEGIN IMMEDIATE")).await {
+            Ok(tx) => tx,
+            Err(e) if lock_taken(&e) => return Ok(Moved::Busy),
+            Err(e) => return Err(e),
+        },
         Dialect::Postgres | Dialect::MySql => c.begin().await?,
     };
     let counter = match tx
