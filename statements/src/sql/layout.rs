@@ -188,7 +188,20 @@ mod tests {
 pub struct StatementSets<S = String> {
     two_rows: Statements<S>,
     one_row: Statements<S>,
+    moving: Statements<S>,
     new_table: Layout,
+}
+
+/// Which of a store's statement sets a step's statement comes from
+/// ([`Operation::statement_set`](super::Operation::statement_set)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatementSet {
+    /// The two-row layout's.
+    TwoRows,
+    /// The one-row layout's.
+    OneRow,
+    /// A table being moved ([`Statements::moving`]).
+    Moving,
 }
 
 impl StatementSets {
@@ -198,10 +211,12 @@ impl StatementSets {
     pub fn new(dialect: Dialect, table: &str, layout: Option<Layout>) -> Result<StatementSets> {
         let two_rows = Statements::new(dialect, table)?;
         let one_row = Statements::in_layout(dialect, table, Layout::OneRow)?;
+        let moving = Statements::moving(dialect, table)?;
         let new_table = layout.unwrap_or_else(|| Layout::for_new_table(dialect));
         Ok(StatementSets {
             two_rows,
             one_row,
+            moving,
             new_table,
         })
     }
@@ -213,6 +228,7 @@ impl<S> StatementSets<S> {
         StatementSets {
             two_rows: self.two_rows.map(&mut f),
             one_row: self.one_row.map(&mut f),
+            moving: self.moving.map(&mut f),
             new_table: self.new_table,
         }
     }
@@ -232,6 +248,15 @@ impl<S> StatementSets<S> {
         match layout {
             Layout::OneRow => &self.one_row,
             Layout::TwoRows => &self.two_rows,
+        }
+    }
+
+    /// The statements of `set`.
+    pub fn get(&self, set: StatementSet) -> &Statements<S> {
+        match set {
+            StatementSet::TwoRows => &self.two_rows,
+            StatementSet::OneRow => &self.one_row,
+            StatementSet::Moving => &self.moving,
         }
     }
 

@@ -61,6 +61,7 @@ mod claim;
 mod errors;
 mod layout;
 mod migrate;
+mod moving;
 mod object;
 mod one_row;
 pub(crate) mod one_row_mysql;
@@ -72,9 +73,10 @@ mod statement;
 use claim::claim_statements;
 pub use errors::{describe_database, failure, DriverError, Phase};
 pub use layout::{
-    Layout, StatementSets, FLAG_CELL, FLAG_ROW, MARKER, ONE_ROW_COLUMNS, ONE_ROW_FLAG,
+    Layout, StatementSet, StatementSets, FLAG_CELL, FLAG_ROW, MARKER, ONE_ROW_COLUMNS, ONE_ROW_FLAG,
 };
 pub use migrate::Migration;
+pub use moving::{is_moving, moving_route, shows_marker, Route};
 use object::object_statements;
 pub use object::MYSQL_MAX_VALUE_BYTES;
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
@@ -247,12 +249,30 @@ impl Statements {
     /// statements (`columns`, `layout_flag`, `add_stamp`, …) are the same in every layout but
     /// `create`, which makes a table of that layout.
     pub fn in_layout(dialect: Dialect, table: &str, layout: Layout) -> Result<Statements> {
+        Statements::in_layout_moving(dialect, table, layout, false)
+    }
+
+    /// The statements of a table `baton migrate` is moving (it has the `fence` columns and no
+    /// layout flag yet): the one-row set, but for reads, which also show, as a name's counter,
+    /// its counter row where that is no marker (a name not moved yet). Correct for both kinds
+    /// of name in every command that does not write or guard by the counter; those run on the
+    /// two-row set first ([`moving_route`](super::moving_route)).
+    pub fn moving(dialect: Dialect, table: &str) -> Result<Statements> {
+        Statements::in_layout_moving(dialect, table, Layout::OneRow, true)
+    }
+
+    fn in_layout_moving(
+        dialect: Dialect,
+        table: &str,
+        layout: Layout,
+        moving: bool,
+    ) -> Result<Statements> {
         let mut st = Statements::two_rows(dialect, table)?;
         if layout == Layout::OneRow {
             st = match dialect {
-                Dialect::Postgres => one_row::one_row_statements(table, st),
-                Dialect::MySql => one_row_mysql::one_row_mysql_statements(table, st),
-                Dialect::Sqlite => one_row_sqlite::one_row_sqlite_statements(table, st),
+                Dialect::Postgres => one_row::one_row_statements(table, st, moving),
+                Dialect::MySql => one_row_mysql::one_row_mysql_statements(table, st, moving),
+                Dialect::Sqlite => one_row_sqlite::one_row_sqlite_statements(table, st, moving),
             };
             let create = create_table(dialect, table, layout);
             st.ddl = ddl_with_routines(&create, &st.routines);

@@ -38,6 +38,7 @@
 use alloc::format;
 use alloc::string::String;
 
+use super::layout::MARKER;
 use super::{Dialect, Layout, Statements};
 
 const NOW: &str = "statement_timestamp()";
@@ -57,11 +58,22 @@ fn expiry(ms: &str) -> String {
 /// The cells of row `r` as the kernel sees them: every row but a counter's (a migrated name's
 /// marker, none in a table made one-row), and the `_LOCK_` cell from the `lock` row's `fence`.
 /// Columns `(cell, value, expires_at, stamp)`.
-fn cells(t: &str, r: &str) -> String {
+fn cells(t: &str, r: &str, not_a_marker: &str) -> String {
     format!(
-        "(SELECT cell, value, expires_at, stamp FROM {t} WHERE lock_name = {r}::text AND cell <> '_LOCK_' \
+        "(SELECT cell, value, expires_at, stamp FROM {t} WHERE lock_name = {r}::text AND {not_a_marker} \
 UNION ALL SELECT '_LOCK_'::varchar COLLATE \"C\", fence, NULL::timestamptz, fence_stamp FROM {t} WHERE lock_name = {r}::text AND cell = 'lock' AND fence IS NOT NULL) AS c"
     )
+}
+
+/// The rows named `_LOCK_` that are cells: none in a one-row table (a moved name's row is its
+/// marker); while `migrate` moves the table (`moving`), the counter rows of names not moved
+/// yet, which are no marker.
+fn not_a_marker(moving: bool) -> String {
+    if moving {
+        format!("(cell <> '_LOCK_' OR value <> '{MARKER}')")
+    } else {
+        String::from("cell <> '_LOCK_'")
+    }
 }
 
 /// The removal of cells matching `cond`: ended in place (and returned) where the row holds a
@@ -76,9 +88,12 @@ d AS (DELETE FROM {t} WHERE {cond} AND fence IS NULL RETURNING {returning})"
 
 /// `two_rows`, the statements of `table` in the two-row layout, with those of the one-row
 /// layout in their place (the table-level ones stay).
-pub(crate) fn one_row_statements(table: &str, two_rows: Statements) -> Statements {
+pub(crate) fn one_row_statements(table: &str, two_rows: Statements, moving: bool) -> Statements {
     let t = Dialect::Postgres.quote(table);
     let t = t.as_str();
+    let not_a_marker = not_a_marker(moving);
+    let not_a_marker = not_a_marker.as_str();
+    let cells = |t: &str, r: &str| cells(t, r, not_a_marker);
     let select = |r: &str| {
         format!(
             "SELECT cell, value, {REMAINING}, stamp FROM {}",
@@ -109,7 +124,7 @@ pub(crate) fn one_row_statements(table: &str, two_rows: Statements) -> Statement
     };
     let names = |after: &str, limit: &str| {
         format!(
-            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ((cell <> '_LOCK_' AND {LIVE}) OR fence IS NOT NULL) ORDER BY lock_name LIMIT {limit}::bigint"
+            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND (({not_a_marker} AND {LIVE}) OR fence IS NOT NULL) ORDER BY lock_name LIMIT {limit}::bigint"
         )
     };
     // A counter's first write creates the `lock` row absent, at stamp 0 (any put replaces it).
@@ -197,7 +212,7 @@ SELECT 1 FROM k UNION ALL SELECT 1 FROM o",
         scan_after: names(" AND lock_name > $1::text", "$2"),
         scan_cells: format!(
             "SELECT lock_name, cell, value, {REMAINING}, stamp FROM (\
-SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1::text AND lock_name <= $2::text AND lock_name <> '' AND cell <> '_LOCK_' \
+SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1::text AND lock_name <= $2::text AND lock_name <> '' AND {not_a_marker} \
 UNION ALL SELECT lock_name, '_LOCK_'::varchar COLLATE \"C\", fence, NULL::timestamptz, fence_stamp FROM {t} WHERE lock_name >= $1::text AND lock_name <= $2::text AND lock_name <> '' AND cell = 'lock' AND fence IS NOT NULL\
 ) AS c WHERE {LIVE} ORDER BY lock_name, cell"
         ),

@@ -44,6 +44,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::claim::rollback_on_error;
+use super::layout::MARKER;
 use super::{Dialect, Layout, Statement, Statements};
 
 /// The `expires_at` of an absent `lock` cell: the earliest `DATETIME`, never live, told apart
@@ -150,7 +151,7 @@ pub(crate) fn purge_routine(table: &str) -> String {
 
 /// The statements written with `$n` placeholders, by statement: [`positional`] makes the
 /// text MariaDB runs, and the order [`binds`] gives.
-fn numbered(t: &str) -> Vec<(Statement, String)> {
+fn numbered(t: &str, moving: bool) -> Vec<(Statement, String)> {
     let d = Dialect::MySql;
     let (rem, live, expired) = (d.remaining(), d.live(), d.expired());
     // A read of many cells of row $1: its table rows in key order (no sort, no derived
@@ -158,11 +159,18 @@ fn numbered(t: &str) -> Vec<(Statement, String)> {
     // and live), and the counter `_LOCK_` its `fence` columns hold when it is in (the `lock`
     // row's, in the range; the stamp NULL otherwise). The operation splits each table row
     // into the cells it holds ([`Kind`](super::operation::Kind) list `SPLIT_CELL`).
+    // Rows named `_LOCK_` that are cells: none in a one-row table (a moved name's row is its
+    // marker), the counter rows of names not moved yet while `migrate` moves the table.
+    let not_a_marker = if moving {
+        format!("(cell <> {COUNTER_CELL} OR value <> '{MARKER}')")
+    } else {
+        format!("cell <> {COUNTER_CELL}")
+    };
     let split = |own: &str, counter_in: &str| {
         let counter = format!("cell = 'lock' AND fence IS NOT NULL AND {counter_in}");
         // A row named `_LOCK_` is never a cell here: in a table `migrate` moved, it is a
         // name's marker (`layout::MARKER`); a table made one-row refuses such rows.
-        let own = format!("({own}) AND cell <> {COUNTER_CELL}");
+        let own = format!("({own}) AND {not_a_marker}");
         format!(
             "SELECT cell, value, {rem}, stamp, ({own}) AND {live}, IF({counter}, fence, ''), IF({counter}, COALESCE(fence_stamp, 0), NULL) FROM {t} WHERE lock_name = $1 AND ((({own}) AND {live}) OR ({counter})) ORDER BY cell"
         )
@@ -170,10 +178,20 @@ fn numbered(t: &str) -> Vec<(Statement, String)> {
     // A read of one cell of row $1 ($2): the counter from the `lock` row's `fence`, any
     // other cell from its own row (a point read of the key either way).
     let is_counter = format!("$2 = {COUNTER_CELL}");
+    // While `migrate` moves the table (`moving`), the counter of a name not moved yet is its
+    // counter row (when that is not a marker): both rows are candidates, and the last `IF`
+    // keeps the right one (the placeholders keep the one-row order: `binds` serves both).
+    let from_lock_row = if moving { " AND cell = 'lock'" } else { "" };
     let exact = |columns: &str| {
-        format!(
-            "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell = IF({is_counter}, 'lock', $2) AND IF({is_counter}, fence IS NOT NULL, {live})"
-        )
+        if moving {
+            format!(
+                "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell IN (IF({is_counter}, 'lock', $2), {COUNTER_CELL}) AND IF({is_counter}, (cell = 'lock' AND fence IS NOT NULL) OR (cell = {COUNTER_CELL} AND value <> '{MARKER}'), cell <> {COUNTER_CELL} AND {live})"
+            )
+        } else {
+            format!(
+                "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell = IF({is_counter}, 'lock', $2) AND IF({is_counter}, fence IS NOT NULL, {live})"
+            )
+        }
     };
     // A write of `_LOCK_` is a write of the `lock` row's `fence` and `fence_stamp` (the row
     // created absent, at stamp 0, when missing); of any other cell, of its own row.
@@ -214,7 +232,7 @@ WHERE lock_name = $4 AND cell = IF({cas_counter}, 'lock', $5) AND IF({cas_counte
     );
     let scan_cells = format!(
         "SELECT lock_name, cell, value, {rem}, stamp FROM (\
-SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell <> {COUNTER_CELL} \
+SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND {not_a_marker} \
 UNION ALL SELECT lock_name, {COUNTER_CELL}, fence, CAST(NULL AS DATETIME(6)), fence_stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell = 'lock' AND fence IS NOT NULL\
 ) AS c WHERE {live} ORDER BY lock_name, cell"
     );
@@ -252,12 +270,12 @@ fence = IF(LAST_INSERT_ID() = 2, VALUES(fence), fence), fence_stamp = IF(LAST_IN
         (
             Statement::ReadExact,
             exact(&format!(
-                "IF({is_counter}, {COUNTER_CELL}, cell), IF({is_counter}, fence, value), IF({is_counter}, NULL, {rem}), IF({is_counter}, fence_stamp, stamp)"
+                "IF({is_counter}, {COUNTER_CELL}, cell), IF({is_counter}{from_lock_row}, fence, value), IF({is_counter}, NULL, {rem}), IF({is_counter}{from_lock_row}, fence_stamp, stamp)"
             )),
         ),
         (
             Statement::Current,
-            exact(&format!("IF({is_counter}, fence, value)")),
+            exact(&format!("IF({is_counter}{from_lock_row}, fence, value)")),
         ),
         (Statement::Put, put),
         (Statement::InsertIfAbsent, insert_if_absent),
@@ -282,6 +300,9 @@ pub(crate) struct InPlace {
     pub purge: (String, String),
     /// The statements written with `$n` placeholders ([`positional`] makes their text).
     pub numbered: Vec<(Statement, String)>,
+    /// The set of a table `migrate` is moving: rows named `_LOCK_` that are no marker are
+    /// counters of names not moved yet, and read as cells.
+    pub moving: bool,
 }
 
 /// `two_rows`, the statements of `table` on `d` (MariaDB or SQLite) in the two-row layout,
@@ -297,6 +318,11 @@ pub(crate) fn in_place_statements(
     let t = t.as_str();
     let live = d.live();
     let (end, not_absent) = (how.end, how.not_absent);
+    let not_a_marker = if how.moving {
+        format!("(cell <> '_LOCK_' OR value <> '{MARKER}')")
+    } else {
+        String::from("cell <> '_LOCK_'")
+    };
     let end_lock = format!(
         "UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND stamp <= ? AND {not_absent}"
     );
@@ -304,7 +330,7 @@ pub(crate) fn in_place_statements(
         format!("UPDATE {t} SET {end} WHERE lock_name = ? AND cell = ? AND value = ? AND {live}");
     let names = |after: &str| {
         format!(
-            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND ((cell <> '_LOCK_' AND {live}) OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
+            "SELECT DISTINCT lock_name FROM {t} WHERE lock_name <> ''{after} AND (({not_a_marker} AND {live}) OR fence IS NOT NULL) ORDER BY lock_name LIMIT ?"
         )
     };
     // Unique insert's release, the only guarded removal the layout takes: the `lock` cell
@@ -347,14 +373,19 @@ pub(crate) fn in_place_statements(
 
 /// `two_rows`, the MariaDB statements of `table` in the two-row layout, with those of the
 /// one-row layout in their place (the table-level ones stay, the routines among them).
-pub(crate) fn one_row_mysql_statements(table: &str, two_rows: Statements) -> Statements {
+pub(crate) fn one_row_mysql_statements(
+    table: &str,
+    two_rows: Statements,
+    moving: bool,
+) -> Statements {
     let purge = purge_name(table);
     let t = Dialect::MySql.quote(table);
     let how = InPlace {
         end: END,
         not_absent: NOT_ABSENT,
         purge: (format!("CALL {purge}(NULL)"), format!("CALL {purge}(?)")),
-        numbered: numbered(&t),
+        numbered: numbered(&t, moving),
+        moving,
     };
     in_place_statements(Dialect::MySql, table, two_rows, how)
 }
@@ -389,7 +420,8 @@ mod tests {
 
     #[test]
     fn binds_follow_the_numbered_texts() {
-        check_binds(Dialect::MySql, &numbered("`t`"), binds);
+        check_binds(Dialect::MySql, &numbered("`t`", false), binds);
+        check_binds(Dialect::MySql, &numbered("`t`", true), binds);
     }
 
     #[test]

@@ -33,7 +33,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::layout::{FLAG_CELL, FLAG_ROW, ONE_ROW_FLAG};
+use super::layout::{FLAG_CELL, FLAG_ROW, MARKER, ONE_ROW_FLAG};
 use super::one_row_mysql::{in_place_statements, InPlace};
 use super::{Dialect, Statement, Statements};
 
@@ -74,20 +74,27 @@ pub(crate) fn binds(statement: Statement) -> Option<&'static [u8]> {
 
 /// The statements written with `$n` placeholders, by statement: `positional` makes the text
 /// SQLite runs, and the order [`binds`] gives.
-fn numbered(t: &str) -> Vec<(Statement, String)> {
+fn numbered(t: &str, moving: bool) -> Vec<(Statement, String)> {
     let d = Dialect::Sqlite;
     let (rem, live, expired) = (d.remaining(), d.live(), d.expired());
     // A read of many cells of row $1: its table rows in key order, each with its own cell's
     // columns, whether that cell is in (`own`: in the range asked for, and live), and the
     // counter its `fence` columns hold when that is in (as MariaDB's: `split_cells`).
+    let not_a_marker = if moving {
+        format!("(cell <> '_LOCK_' OR value <> '{MARKER}')")
+    } else {
+        String::from("cell <> '_LOCK_'")
+    };
     let split = |own: &str, counter_in: &str| {
         let counter = format!("cell = 'lock' AND fence IS NOT NULL AND {counter_in}");
         // A row named `_LOCK_` is never a cell here: in a table `migrate` moved, it is a
-        // name's marker (`layout::MARKER`); a table made one-row refuses such rows.
+        // name's marker (`layout::MARKER`); a table made one-row refuses such rows. While
+        // `migrate` moves the table, those that are no marker are counters of names not moved
+        // yet, and cells.
         let own = if own.is_empty() {
-            format!("cell <> '_LOCK_' AND {live}")
+            format!("{not_a_marker} AND {live}")
         } else {
-            format!("{own} AND cell <> '_LOCK_' AND {live}")
+            format!("{own} AND {not_a_marker} AND {live}")
         };
         format!(
             "SELECT cell, value, {rem}, stamp, ({own}), CASE WHEN {counter} THEN fence ELSE '' END, CASE WHEN {counter} THEN COALESCE(fence_stamp, 0) END FROM {t} WHERE lock_name = $1 AND (({own}) OR ({counter})) ORDER BY cell"
@@ -96,10 +103,20 @@ fn numbered(t: &str) -> Vec<(Statement, String)> {
     // A read of one cell of row $1 ($2): the counter from the `lock` row's `fence`, any other
     // cell from its own row (a point read of the key either way).
     let c = "$2 = '_LOCK_'";
+    // While `migrate` moves the table, the counter of a name not moved yet is its counter row
+    // (when that is not a marker): both rows are candidates, and the last `CASE` keeps the
+    // right one (the placeholders keep the one-row order: `binds` serves both).
+    let from_lock_row = if moving { " AND cell = 'lock'" } else { "" };
     let exact = |columns: &str| {
-        format!(
-            "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell = CASE WHEN {c} THEN 'lock' ELSE $2 END AND CASE WHEN {c} THEN fence IS NOT NULL ELSE {live} END"
-        )
+        if moving {
+            format!(
+                "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell IN (CASE WHEN {c} THEN 'lock' ELSE $2 END, '_LOCK_') AND CASE WHEN {c} THEN (cell = 'lock' AND fence IS NOT NULL) OR (cell = '_LOCK_' AND value <> '{MARKER}') ELSE cell <> '_LOCK_' AND {live} END"
+            )
+        } else {
+            format!(
+                "SELECT {columns} FROM {t} WHERE lock_name = $1 AND cell = CASE WHEN {c} THEN 'lock' ELSE $2 END AND CASE WHEN {c} THEN fence IS NOT NULL ELSE {live} END"
+            )
+        }
     };
     // A write of `_LOCK_` is a write of the `lock` row's `fence` and `fence_stamp` (the row
     // created absent, at stamp 0, when missing); of any other cell, of its own row. On a
@@ -130,7 +147,7 @@ WHERE lock_name = $4 AND cell = CASE WHEN {cc} THEN 'lock' ELSE $5 END AND CASE 
     );
     let scan_cells = format!(
         "SELECT lock_name, cell, value, {rem}, stamp FROM (\
-SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell <> '_LOCK_' \
+SELECT lock_name, cell, value, expires_at, stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND {not_a_marker} \
 UNION ALL SELECT lock_name, '_LOCK_' AS cell, fence AS value, NULL AS expires_at, fence_stamp AS stamp FROM {t} WHERE lock_name >= $1 AND lock_name <= $2 AND lock_name <> '' AND cell = 'lock' AND fence IS NOT NULL\
 ) WHERE {live} ORDER BY lock_name, cell"
     );
@@ -170,12 +187,12 @@ WHERE {expired} AND fence IS NULL",
         (
             Statement::ReadExact,
             exact(&format!(
-                "CASE WHEN {c} THEN '_LOCK_' ELSE cell END, CASE WHEN {c} THEN fence ELSE value END, CASE WHEN {c} THEN NULL ELSE {rem} END, CASE WHEN {c} THEN fence_stamp ELSE stamp END"
+                "CASE WHEN {c} THEN '_LOCK_' ELSE cell END, CASE WHEN {c}{from_lock_row} THEN fence ELSE value END, CASE WHEN {c} THEN NULL ELSE {rem} END, CASE WHEN {c}{from_lock_row} THEN fence_stamp ELSE stamp END"
             )),
         ),
         (
             Statement::Current,
-            exact(&format!("CASE WHEN {c} THEN fence ELSE value END")),
+            exact(&format!("CASE WHEN {c}{from_lock_row} THEN fence ELSE value END")),
         ),
         (Statement::Put, put),
         (Statement::InsertIfAbsent, insert_if_absent),
@@ -216,7 +233,11 @@ pub(crate) fn create(table: &str, stamp: &str) -> Vec<String> {
 
 /// `two_rows`, the SQLite statements of `table` in the two-row layout, with those of the
 /// one-row layout in their place (the table-level ones stay).
-pub(crate) fn one_row_sqlite_statements(table: &str, two_rows: Statements) -> Statements {
+pub(crate) fn one_row_sqlite_statements(
+    table: &str,
+    two_rows: Statements,
+    moving: bool,
+) -> Statements {
     let d = Dialect::Sqlite;
     let t = d.quote(table);
     // The purge's first statement: expired `lock` cells that hold a counter ended in place,
@@ -231,7 +252,8 @@ pub(crate) fn one_row_sqlite_statements(table: &str, two_rows: Statements) -> St
         end: END,
         not_absent: NOT_ABSENT,
         purge: (purge_locks(""), purge_locks("lock_name = ? AND ")),
-        numbered: numbered(&t),
+        numbered: numbered(&t, moving),
+        moving,
     };
     in_place_statements(d, table, two_rows, how)
 }
@@ -242,6 +264,7 @@ mod tests {
 
     #[test]
     fn binds_follow_the_numbered_texts() {
-        super::super::one_row_mysql::check_binds(Dialect::Sqlite, &numbered("\"t\""), binds);
+        super::super::one_row_mysql::check_binds(Dialect::Sqlite, &numbered("\"t\"", false), binds);
+        super::super::one_row_mysql::check_binds(Dialect::Sqlite, &numbered("\"t\"", true), binds);
     }
 }

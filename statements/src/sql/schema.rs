@@ -89,6 +89,8 @@ pub struct SchemaSetup {
     stage: Stage,
     /// The failure of the statement run last, if it failed.
     last_failure: Option<Failure>,
+    /// The table is being moved ([`super::is_moving`]), once its flag was read.
+    moving: bool,
 }
 
 impl SchemaSetup {
@@ -107,6 +109,7 @@ impl SchemaSetup {
             changed: None,
             stage: Stage::Start,
             last_failure: None,
+            moving: false,
         }
     }
 
@@ -194,12 +197,21 @@ impl SchemaSetup {
     /// The answer to [`SchemaStep::ReadLayoutFlag`]: the flag's value (`None`: no flag row).
     pub fn layout_flag(&mut self, flag: Option<&str>) {
         if self.stage == Stage::LayoutFlag {
+            self.moving = super::is_moving(flag, &self.present);
             let layout = Layout::of_table(self.dialect, &self.table, flag, &self.present);
             self.stage = Stage::Done(match layout {
                 Ok(layout) => SchemaStep::Ready(layout),
                 Err(message) => SchemaStep::Refused(message),
             });
         }
+    }
+
+    /// Whether the table is being moved by `baton migrate` (the `fence` columns, no flag yet),
+    /// once [`SchemaStep::Ready`] was given: a host that routes its commands
+    /// ([`super::moving_route`]) then runs them so; one that does not keeps the two-row
+    /// statements, and fails on a moved name's marker rather than take a wrong token.
+    pub fn moving(&self) -> bool {
+        self.moving
     }
 
     /// The end of a set-up whose last statement failed: that failure (`add_stamp`: adding the

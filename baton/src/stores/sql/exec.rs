@@ -8,10 +8,63 @@
 
 use baton_kernel::{Command, Failure, Reply};
 use baton_statements::sql::{Done, Operation, Step};
+use std::time::Duration;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use baton_statements::sql::{moving_route, shows_marker, Layout, Route, StatementSet};
 
 use super::conn::Sealed;
-use super::dialect::Statements;
+use super::dialect::StatementSets;
 use crate::stores::stamps::next_stamp_after;
+
+/// How a command runs: the store's statement sets, its table, and the table's layout as last
+/// read ([`TableState`]).
+pub(crate) struct Plan<'a> {
+    pub sets: &'a StatementSets,
+    pub table: &'a str,
+    pub state: &'a TableState,
+}
+
+/// The table's layout as a store last read it. `baton migrate` changes a two-row table under
+/// its clients: a store reads the layout again when a command meets a moved name.
+#[derive(Debug, Default)]
+pub(crate) struct TableState {
+    one_row: AtomicBool,
+    /// The table has the `fence` columns and no flag: `migrate` is moving it.
+    pub(crate) moving: AtomicBool,
+    /// A command met a moved name's marker since the layout was last read.
+    pub(crate) refresh_due: AtomicBool,
+    last_refresh: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl TableState {
+    pub(crate) fn layout(&self) -> Layout {
+        if self.one_row.load(Ordering::Relaxed) {
+            Layout::OneRow
+        } else {
+            Layout::TwoRows
+        }
+    }
+
+    pub(crate) fn set(&self, layout: Layout, moving: bool) -> Layout {
+        self.one_row
+            .store(layout == Layout::OneRow, Ordering::Relaxed);
+        self.moving.store(moving, Ordering::Relaxed);
+        layout
+    }
+
+    /// Whether a second has passed since the last read (and if so, that one starts now).
+    pub(crate) fn may_refresh(&self) -> bool {
+        let mut last = self.last_refresh.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
 
 /// Why a command did not run: a database error, or a command the table cannot hold.
 pub(crate) enum ExecError {
@@ -30,7 +83,7 @@ impl From<sqlx::Error> for ExecError {
 /// `own`: `conn` is the store's own, each statement its own transaction (not a caller's).
 pub(crate) async fn execute<C: Sealed + ?Sized>(
     conn: &mut C,
-    st: &Statements,
+    plan: &Plan<'_>,
     command: &Command,
     given: Option<u64>,
     own: bool,
@@ -40,14 +93,72 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         Some(g) if floor == 0 => g,
         Some(g) => g.max(floor.saturating_add(1)),
     };
-    let mut op = Operation::new(st.dialect, command, stamp)
+    let layout = plan.state.layout();
+    let moving = plan.state.moving.load(Ordering::Relaxed) && layout == Layout::TwoRows;
+    let first = run(conn, plan, command, &stamp, own, layout, moving).await;
+    // The table changed under the store: `migrate` moved a name (a store that read the table
+    // as two-row before the columns were added meets its marker), or finished (the guard it
+    // made with the flag refuses a counter row that a store still in two rows would make).
+    // The store reads the layout again at once, and runs again a command that applied nothing
+    // when meeting either (one that writes or guards by the counter); any other fails this
+    // once, closed (a marker is no counter).
+    let changed = match &first {
+        Ok(reply) => !moving && layout == Layout::TwoRows && shows_marker(reply),
+        Err(ExecError::Sql(e)) => layout == Layout::TwoRows && names_the_flag_guard(e, plan.table),
+        Err(ExecError::Invalid(_)) => false,
+    };
+    if changed {
+        let st = plan.sets.get(StatementSet::TwoRows);
+        if let Ok((layout, moving)) = super::schema::read_layout(conn, st, plan.table).await {
+            plan.state.set(layout, moving);
+            if (moving || layout == Layout::OneRow) && moving_route(command) == Route::TwoRowsFirst
+            {
+                let moving = moving && layout == Layout::TwoRows;
+                return run(conn, plan, command, &stamp, own, layout, moving).await;
+            }
+        }
+    }
+    first
+}
+
+/// Whether `e` is the refusal of the guard `baton migrate` makes with the layout flag (a
+/// counter row made in a table whose counters are in its lock rows): PostgreSQL's and
+/// MariaDB's constraint `<table>_moved`, SQLite's trigger of that name and message.
+fn names_the_flag_guard(e: &sqlx::Error, table: &str) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            let m = db.message();
+            m.contains(&format!("{table}_moved"))
+                || m.contains("keeps its fencing counters in its lock rows")
+        }
+        _ => false,
+    }
+}
+
+/// One run of `command` with the statements of `layout` (routed, when `moving`).
+async fn run<C: Sealed + ?Sized>(
+    conn: &mut C,
+    plan: &Plan<'_>,
+    command: &Command,
+    stamp: &(impl Fn(u64) -> u64 + Sync),
+    own: bool,
+    layout: Layout,
+    moving: bool,
+) -> Result<Reply, ExecError> {
+    let sets = plan.sets;
+    let mut op = Operation::new(sets.dialect(), command, stamp)
         .map_err(ExecError::Invalid)?
-        .in_layout(st.layout);
+        .in_layout(layout);
+    if moving {
+        op = op.moving();
+    }
     if own {
         op = op.on_own_connection();
     }
     loop {
-        match op.step() {
+        let step = op.step();
+        let st = sets.get(op.statement_set());
+        match step {
             Step::Execute { statement, params } => {
                 let done = conn.run(st.get(statement), &params).await?;
                 op.executed(done);
@@ -68,7 +179,12 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
                 conn.batch(&statements).await?;
                 op.executed(Done::default());
             }
-            Step::Reply(reply) => return Ok(reply),
+            Step::Reply(reply) => {
+                if op.met_marker() {
+                    plan.state.refresh_due.store(true, Ordering::Relaxed);
+                }
+                return Ok(reply);
+            }
         }
     }
 }

@@ -66,6 +66,7 @@ mod schema;
 pub(crate) mod tx;
 
 use std::any::Any;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,6 +114,8 @@ struct Inner {
     options: SqlOptions,
     /// Set, to the table's layout, once the table is known to exist with every column.
     ready: OnceCell<Layout>,
+    /// The table's layout as last read, which `baton migrate` can change under the store.
+    table: exec::TableState,
     /// Bumped when a lock of this store may have been freed (by this process, or, on
     /// PostgreSQL, by another: see [`listen`]).
     changes: Arc<watch::Sender<u64>>,
@@ -173,6 +176,7 @@ impl SqlStore {
                 sets,
                 options,
                 ready: OnceCell::new(),
+                table: exec::TableState::default(),
                 changes: Arc::new(watch::Sender::new(0)),
                 #[cfg(feature = "postgres")]
                 listening: listen::Listening::default(),
@@ -276,7 +280,8 @@ impl SqlStore {
                 }
                 let mut conn = self.acquire(p).await?;
                 let st = inner.sets.for_new_table();
-                schema::ensure(&mut *conn, st, create, table).await
+                let (layout, moving) = schema::ensure(&mut *conn, st, create, table).await?;
+                Ok(self.inner.table.set(layout, moving))
             }
             // On a connection the store then keeps for its statements: the check opens none of
             // its own.
@@ -312,6 +317,12 @@ impl SqlStore {
         if let Err(f) = self.ready().await {
             return Reply::Failed(f);
         }
+        let reply = self.execute_ready(command, stamp).await;
+        self.refresh_layout_if_due().await;
+        reply
+    }
+
+    async fn execute_ready(&self, command: &Command, stamp: Option<u64>) -> Reply {
         match &self.inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => match &self.inner.sqlite_conns {
@@ -349,9 +360,9 @@ impl SqlStore {
         let mut conn = conns.checkout(connect).await?;
         let (create, table) = (inner.options.create, &inner.options.table);
         let st = inner.sets.for_new_table();
-        let layout = schema::ensure(&mut *conn, st, create, table).await?;
+        let (layout, moving) = schema::ensure(&mut *conn, st, create, table).await?;
         conn.keep();
-        Ok(layout)
+        Ok(self.inner.table.set(layout, moving))
     }
 
     /// Runs `command` on one of the store's detached connections (no ping before or after),
@@ -376,7 +387,8 @@ impl SqlStore {
             Err(f) => return Reply::Failed(f),
         };
         let (on, deadline) = conn.with_deadline();
-        let run = exec::execute(on, self.statements(), command, stamp, true);
+        let plan = self.plan();
+        let run = exec::execute(on, &plan, command, stamp, true);
         match deadline.within(self.client_timeout(), run).await {
             Some(outcome) => {
                 let reply = self.reply(outcome);
@@ -405,7 +417,8 @@ impl SqlStore {
             Ok(conn) => conn,
             Err(f) => return Reply::Failed(f),
         };
-        let run = exec::execute(&mut *conn, self.statements(), command, stamp, true);
+        let plan = self.plan();
+        let run = exec::execute(&mut *conn, &plan, command, stamp, true);
         match tokio::time::timeout(self.client_timeout(), run).await {
             Ok(reply) => self.reply(reply),
             Err(_) => {
@@ -449,15 +462,66 @@ impl SqlStore {
     }
 
     /// The statements of the table's layout (two-row ones until the first check read it:
-    /// every command runs after [`SqlStore::ready`]).
+    /// every command runs after [`SqlStore::ready`]). The table-level statements are the same
+    /// in every set.
     pub(crate) fn statements(&self) -> &Statements {
-        (self.inner.sets).of(self.inner.ready.get().copied().unwrap_or(Layout::TwoRows))
+        (self.inner.sets).of(self.inner.table.layout())
+    }
+
+    /// How the next command runs: the statement sets, the table's layout as last read, and
+    /// whether `baton migrate` is moving it.
+    pub(crate) fn plan(&self) -> exec::Plan<'_> {
+        exec::Plan {
+            sets: &self.inner.sets,
+            table: &self.inner.options.table,
+            state: &self.inner.table,
+        }
     }
 
     /// The table's layout ([`Layout`]: where it keeps each name's fencing counter), once the
-    /// first use (or [`SqlStore::ensure_schema`]) read it; `None` before.
+    /// first use (or [`SqlStore::ensure_schema`]) read it; `None` before. Read again after a
+    /// command meets a name `baton migrate` moved.
     pub fn layout(&self) -> Option<Layout> {
-        self.inner.ready.get().copied()
+        self.inner.ready.get().map(|_| self.inner.table.layout())
+    }
+
+    /// After a command met a moved name's marker: the table's columns and flag read again
+    /// (at most once a second), so that the store uses the one-row statements once
+    /// `baton migrate` finished. A failure leaves the layout as it was (the next marker tries
+    /// again).
+    async fn refresh_layout_if_due(&self) {
+        let table = &self.inner.table;
+        if !table.refresh_due.swap(false, Ordering::Relaxed) || !table.may_refresh() {
+            return;
+        }
+        let st = self.statements();
+        let name = &self.inner.options.table;
+        let read = match &self.inner.pool {
+            #[cfg(feature = "sqlite")]
+            SqlPool::Sqlite(p) => match self.acquire(p).await {
+                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
+                Err(f) => Err(f),
+            },
+            #[cfg(feature = "postgres")]
+            SqlPool::Postgres(p) => match self.acquire(p).await {
+                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
+                Err(f) => Err(f),
+            },
+            #[cfg(feature = "mysql")]
+            SqlPool::MySql(p) => match self.acquire(p).await {
+                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
+                Err(f) => Err(f),
+            },
+        };
+        match read {
+            Ok((layout, moving)) => {
+                table.set(layout, moving);
+                tracing::info!(table = %name, ?layout, moving, "lock table layout read again");
+            }
+            Err(f) => {
+                tracing::warn!(table = %name, error = %f.message(), "reading the lock table's layout again failed")
+            }
+        }
     }
 
     /// Tells this process's waiters that a lock may have been freed.

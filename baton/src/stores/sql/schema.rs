@@ -14,13 +14,14 @@ use super::errors::{failure, Phase};
 /// sequence every host runs ([`SchemaSetup`]: creates the table when missing and `create` is
 /// on, race-safe; adds the `stamp` column to an older table; makes the routines; refuses a
 /// table that is not baton's with the DDL), executed here on `conn`. Runs once per store (the
-/// caller caches success and the layout).
+/// caller caches success and the layout). Also says whether `baton migrate` is moving the
+/// table ([`SchemaSetup::moving`]).
 pub(crate) async fn ensure<C: Sealed + ?Sized>(
     conn: &mut C,
     st: &Statements,
     create: bool,
     table: &str,
-) -> Result<Layout, Failure> {
+) -> Result<(Layout, bool), Failure> {
     let mut setup = SchemaSetup::new(st, table, create);
     loop {
         let run = match setup.step() {
@@ -38,7 +39,7 @@ pub(crate) async fn ensure<C: Sealed + ?Sized>(
                 if let Some(what) = setup.changed() {
                     tracing::info!(table, database = st.dialect.name(), "{what}");
                 }
-                return Ok(layout);
+                return Ok((layout, setup.moving()));
             }
             SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
             SchemaStep::Failed(failure) => return Err(failure),
@@ -80,4 +81,21 @@ async fn columns<C: Sealed + ?Sized>(
         .into_iter()
         .filter_map(|r| r.into_iter().next().map(Val::into_text))
         .collect())
+}
+
+/// The table's layout and whether it is being moved, read again (its columns and its flag): after
+/// a command met a moved name's marker.
+pub(crate) async fn read_layout<C: Sealed + ?Sized>(
+    conn: &mut C,
+    st: &Statements,
+    table: &str,
+) -> Result<(Layout, bool), Failure> {
+    let present = columns(conn, st).await?;
+    let flag = layout_flag(conn, st).await?;
+    let layout = Layout::of_table(st.dialect, table, flag.as_deref(), &present)
+        .map_err(Failure::Rejected)?;
+    Ok((
+        layout,
+        baton_statements::sql::is_moving(flag.as_deref(), &present),
+    ))
 }

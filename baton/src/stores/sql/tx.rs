@@ -42,7 +42,8 @@ impl<C: SqlConn + ?Sized> Store for ConnStore<'_, C> {
             let mut conn = self.conn.lock().await;
             // Stamped like the pool's commands, from the same generator: a release in the
             // caller's transaction follows the same rules as any other write.
-            let run = exec::execute(&mut **conn, self.sql.statements(), &command, None, false);
+            let plan = self.sql.plan();
+            let run = exec::execute(&mut **conn, &plan, &command, None, false);
             let reply: Reply = match tokio::time::timeout(self.sql.client_timeout(), run).await {
                 Ok(outcome) => self.sql.reply(outcome),
                 Err(_) => Reply::Failed(self.sql.client_timed_out()),

@@ -34,7 +34,7 @@ use alloc::vec::Vec;
 use baton_kernel::strategy::unique::LOCK_COLUMN;
 use baton_kernel::{Cell, ColumnFilter, Command, Failure, Reply, Write};
 
-use super::{Dialect, Layout, Statement};
+use super::{moving_route, shows_marker, Dialect, Layout, Route, Statement, StatementSet};
 
 use guarded::{claim_applied, claimed};
 use one_row::one_row_refusal;
@@ -246,6 +246,13 @@ pub struct Operation<'c> {
     layout: Layout,
     /// The read sent answers table rows to split into cells ([`Operation::read`]).
     split_read: bool,
+    /// The statement set the host runs the next step's statement from.
+    set: StatementSet,
+    /// The table is being moved ([`Operation::moving`]); `routed` once the route was chosen.
+    moving: bool,
+    routed: bool,
+    /// A two-row attempt met a moved name's marker, and the command ran again in one row.
+    met_marker: bool,
 }
 
 impl<'c> Operation<'c> {
@@ -297,6 +304,10 @@ impl<'c> Operation<'c> {
             own: false,
             layout: Layout::TwoRows,
             split_read: false,
+            set: StatementSet::TwoRows,
+            moving: false,
+            routed: false,
+            met_marker: false,
         })
     }
 
@@ -306,7 +317,34 @@ impl<'c> Operation<'c> {
     /// a guarded change of other cells than `lock` and `_LOCK_`).
     pub fn in_layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
+        self.set = match layout {
+            Layout::TwoRows => StatementSet::TwoRows,
+            Layout::OneRow => StatementSet::OneRow,
+        };
         self
+    }
+
+    /// Says that `baton migrate` is moving the table ([`is_moving`](super::is_moving)): the
+    /// command runs as [`moving_route`] says (a command that writes or guards by the counter
+    /// first with the two-row statements, and again with the one-row ones when the reply
+    /// shows a moved name's marker; every other with the moving set), so that each name is
+    /// served in the layout it is in. The host looks each step's statement up in
+    /// [`Operation::statement_set`]; [`Operation::met_marker`] then says to read the table's
+    /// layout again.
+    pub fn moving(mut self) -> Self {
+        self.moving = true;
+        self
+    }
+
+    /// The statement set the statement of the step just given comes from.
+    pub fn statement_set(&self) -> StatementSet {
+        self.set
+    }
+
+    /// Whether the command met a moved name's marker (and ran again in one row): the table's
+    /// flag may be there now.
+    pub fn met_marker(&self) -> bool {
+        self.met_marker
     }
 
     /// Says that the host runs each statement as its own transaction, on a connection of its
@@ -365,6 +403,23 @@ impl<'c> Operation<'c> {
     /// [`Operation::step`] with the parameters in the operation's order.
     fn next(&mut self) -> Step<'c> {
         if let Some(reply) = self.reply.take() {
+            if self.moving && shows_marker(&reply) {
+                if self.set == StatementSet::TwoRows {
+                    // A moved name: the same command again, in one row, with the same stamp
+                    // (the two-row attempt applied nothing: a statement that meets the marker
+                    // never does).
+                    self.met_marker = true;
+                    self.layout = Layout::OneRow;
+                    self.set = StatementSet::OneRow;
+                    self.split_read = false;
+                    self.state = State::Start;
+                    return self.next();
+                }
+                self.state = State::Finished;
+                return Step::Reply(Reply::Failed(Failure::Rejected(String::from(
+                    "internal error: a one-row statement answered a moved name's marker as its counter",
+                ))));
+            }
             self.state = State::Finished;
             return Step::Reply(reply);
         }
@@ -600,6 +655,23 @@ impl<'c> Operation<'c> {
 
     /// The first statement of the command.
     fn first(&mut self) -> Step<'c> {
+        if self.moving && !self.routed {
+            self.routed = true;
+            match moving_route(self.command) {
+                Route::TwoRowsFirst => {
+                    self.layout = Layout::TwoRows;
+                    self.set = StatementSet::TwoRows;
+                }
+                Route::Moving => {
+                    self.layout = Layout::OneRow;
+                    self.set = StatementSet::Moving;
+                }
+                Route::Refused(why) => {
+                    self.state = State::Finished;
+                    return Step::Reply(Reply::Failed(Failure::Rejected(why)));
+                }
+            }
+        }
         if self.layout == Layout::OneRow {
             if let Some(why) = one_row_refusal(self.command) {
                 self.state = State::Finished;
