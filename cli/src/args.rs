@@ -65,6 +65,10 @@ pub enum Command {
     /// Remove expired lock entries from the store and print what was removed.
     #[command(after_help = PURGE_HELP)]
     Purge(PurgeArgs),
+    /// Move a SQL lock table made by an earlier version to one row per lock (faster), leaving
+    /// held locks for a later run.
+    #[command(after_help = MIGRATE_HELP)]
+    Migrate(MigrateArgs),
     /// Break a lock on purpose (needs --force), saying whose it was.
     #[command(after_help = RELEASE_HELP)]
     Release(ReleaseArgs),
@@ -131,6 +135,23 @@ Examples:
   0 * * * * baton purge --json >> /var/log/baton-purge.log
 
 Exit status: 0, 64 (bad store URL), 69 (store unavailable).";
+
+const MIGRATE_HELP: &str = "\
+A table made before its database's one-row layout keeps each lock's fencing counter in a row
+of its own, so a lock and a release change two rows. This moves every counter into its lock's
+row, one lock at a time, while clients keep working (each serves a lock in the layout it is
+in), and marks the table one-row in the run that leaves no lock behind. Locks held during a
+run (and rows another transaction holds) are left for the next: run it again once they are
+released. Tokens keep increasing throughout. Every client of the table must run this version
+of baton or later first (docs/one-row-claim.md, phase 2). Needs the right to alter the table
+and make triggers.
+
+Examples:
+  baton --store postgres://locks@db1/ops migrate
+  baton migrate --json
+
+Exit status: 0 (the table is one-row), 64 (bad store URL, or not a SQL store), 69 (store
+unavailable, or the table busy with a long transaction), 75 (locks left: run again).";
 
 const RELEASE_HELP: &str = "\
 The holder is not asked: its baton finds out at its next renewal, stops its command (SIGTERM,
@@ -330,6 +351,14 @@ fn parse_read_level(text: &str) -> Result<String, String> {
             READ_LEVELS.join(", ")
         ))
     }
+}
+
+/// `baton migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Print JSON (moved, held, busy, conflicts, finished) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton purge`.

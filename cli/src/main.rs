@@ -12,6 +12,7 @@ mod demo;
 mod duration;
 mod exit;
 mod locks;
+mod migrate;
 mod object;
 mod output;
 mod process;
@@ -65,6 +66,7 @@ fn execute(cli: &Cli) -> Result<u8, CliError> {
             Command::Run(args) => run::run(&store()?, args).await,
             Command::Locks(args) => locks::locks(&store()?, args).await,
             Command::Purge(args) => locks::purge(&store()?, args).await,
+            Command::Migrate(args) => migrate::migrate(&store()?, args).await,
             Command::Release(args) => locks::release(&store()?, args).await,
             Command::Get(args) => object::get(&store()?, args).await,
             Command::Put(args) => object::put(&store()?, args).await,

@@ -7,6 +7,7 @@ mod common;
 mod args;
 mod demo;
 mod locks;
+mod migrate;
 mod min_lease;
 mod objects;
 mod run;

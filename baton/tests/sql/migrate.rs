@@ -429,12 +429,34 @@ async fn a_table_being_moved_serves_each_name_in_its_layout() {
             .await
             .is_some_and(|f| f.starts_with(&format!("token={again} "))));
 
+        // Names first locked during the run, from both stores and by bakery, are made in two
+        // rows and moved by the run that finishes.
+        let new_after = token_after_release(&after, "new-after").await;
+        let new_before = token_after_release(&before_locker, "new-before").await;
+        let new_bakery = token_after_release(&bakery_on(&url), "new-bakery").await;
+
         // The run that finishes: every store goes on in one row, a new name included (a store
         // still routing meets the guard that came with the flag, and reads the layout again).
         let report = migrate(&url).await;
-        assert!(report.finished && report.moved == 1, "{db:?} {report:?}");
+        assert!(report.finished && report.moved == 4, "{db:?} {report:?}");
         let fresh = token_after_release(&after, "fresh").await;
-        assert!(fresh >= 1, "{db:?}");
+        assert_eq!(
+            token_after_release(&after, "fresh").await,
+            fresh + 1,
+            "{db:?}"
+        );
+        assert!(
+            token_after_release(&after, "new-after").await > new_after,
+            "{db:?}"
+        );
+        assert!(
+            token_after_release(&before_locker, "new-before").await > new_before,
+            "{db:?}"
+        );
+        assert!(
+            token_after_release(&bakery_on(&url), "new-bakery").await > new_bakery,
+            "{db:?}"
+        );
         let k2 = token_after_release(&before_locker, "kept").await;
         assert!(k2 > k, "{db:?}: {k2} after {k}");
         let m2 = token_after_release(&after, "moved").await;
@@ -444,6 +466,21 @@ async fn a_table_being_moved_serves_each_name_in_its_layout() {
             !left.iter().any(|(_, c, v, _)| c == "_LOCK_" && v != MARKER),
             "{db:?}: no counter row but markers: {left:?}"
         );
+        // Both stores read the table as one-row now: one that met the guard at once, one that
+        // meets moved names at its next command a second after it last read the layout.
+        assert_eq!(store.layout(), Some(Layout::OneRow), "{db:?}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut last = k2;
+        while before.layout() != Some(Layout::OneRow) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{db:?}: still {:?}",
+                before.layout()
+            );
+            let next = token_after_release(&before_locker, "kept").await;
+            assert!(next > last, "{db:?}: {next} after {last}");
+            last = next;
+        }
         common::drop_table(&url).await;
     }
 }

@@ -74,14 +74,21 @@ pub fn is_moving(flag: Option<&str>, columns: &[String]) -> bool {
             .all(|c| columns.iter().any(|p| p.eq_ignore_ascii_case(c)))
 }
 
-/// Whether `reply` carries the marker as a counter's value: the counter as a claim, a guarded
+/// Whether `reply` to `command` carries the marker as a counter's value: the counter as a claim, a guarded
 /// set or an object write found it, the current value of a conditional of the counter, a
 /// counter cell read.
-pub fn shows_marker(reply: &Reply) -> bool {
+pub fn shows_marker(command: &Command, reply: &Reply) -> bool {
     let marker = |v: &Option<String>| v.as_deref() == Some(MARKER);
     match reply {
         Reply::Guarded { guard, .. } => marker(guard),
-        Reply::Conditional { current, .. } => marker(current),
+        // A conditional's current value is the counter's only when the command is of it (a
+        // user's cell may hold any text).
+        Reply::Conditional { current, .. } => match command {
+            Command::CompareAndSet { column, .. } | Command::InsertIfAbsent { column, .. } => {
+                column == COUNTER_COLUMN && marker(current)
+            }
+            _ => false,
+        },
         Reply::Object { counter, .. } => marker(counter),
         Reply::Cells(cells) => cells
             .iter()

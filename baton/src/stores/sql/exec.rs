@@ -10,7 +10,7 @@ use baton_kernel::{Command, Failure, Reply};
 use baton_statements::sql::{Done, Operation, Step};
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use baton_statements::sql::{moving_route, shows_marker, Layout, Route, StatementSet};
 
@@ -26,31 +26,41 @@ pub(crate) struct Plan<'a> {
     pub state: &'a TableState,
 }
 
-/// The table's layout as a store last read it. `baton migrate` changes a two-row table under
-/// its clients: a store reads the layout again when a command meets a moved name.
+/// The table's layout as a store last read it: two rows, being moved, or one row, in that
+/// order only (`baton migrate` moves a table forward, never back, so an older reading, from a
+/// slow check or a caller's transaction's snapshot, never takes a store back). One value, so
+/// that a command never sees half of a change.
 #[derive(Debug, Default)]
 pub(crate) struct TableState {
-    one_row: AtomicBool,
-    /// The table has the `fence` columns and no flag: `migrate` is moving it.
-    pub(crate) moving: AtomicBool,
+    /// 0: two rows; 1: being moved; 2: one row.
+    stage: AtomicU8,
     /// A command met a moved name's marker since the layout was last read.
     pub(crate) refresh_due: AtomicBool,
     last_refresh: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl TableState {
-    pub(crate) fn layout(&self) -> Layout {
-        if self.one_row.load(Ordering::Relaxed) {
-            Layout::OneRow
-        } else {
-            Layout::TwoRows
+    /// The layout, and whether the table is being moved.
+    pub(crate) fn get(&self) -> (Layout, bool) {
+        match self.stage.load(Ordering::Acquire) {
+            0 => (Layout::TwoRows, false),
+            1 => (Layout::TwoRows, true),
+            _ => (Layout::OneRow, false),
         }
     }
 
+    pub(crate) fn layout(&self) -> Layout {
+        self.get().0
+    }
+
+    /// Records a reading; one older than what is known changes nothing. Returns `layout`.
     pub(crate) fn set(&self, layout: Layout, moving: bool) -> Layout {
-        self.one_row
-            .store(layout == Layout::OneRow, Ordering::Relaxed);
-        self.moving.store(moving, Ordering::Relaxed);
+        let stage = match (layout, moving) {
+            (Layout::OneRow, _) => 2,
+            (Layout::TwoRows, true) => 1,
+            (Layout::TwoRows, false) => 0,
+        };
+        self.stage.fetch_max(stage, Ordering::AcqRel);
         layout
     }
 
@@ -93,8 +103,7 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         Some(g) if floor == 0 => g,
         Some(g) => g.max(floor.saturating_add(1)),
     };
-    let layout = plan.state.layout();
-    let moving = plan.state.moving.load(Ordering::Relaxed) && layout == Layout::TwoRows;
+    let (layout, moving) = plan.state.get();
     let first = run(conn, plan, command, &stamp, own, layout, moving).await;
     // The table changed under the store: `migrate` moved a name (a store that read the table
     // as two-row before the columns were added meets its marker), or finished (the guard it
@@ -103,11 +112,29 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
     // when meeting either (one that writes or guards by the counter); any other fails this
     // once, closed (a marker is no counter).
     let changed = match &first {
-        Ok(reply) => !moving && layout == Layout::TwoRows && shows_marker(reply),
+        Ok(reply) => !moving && layout == Layout::TwoRows && shows_marker(command, reply),
         Err(ExecError::Sql(e)) => layout == Layout::TwoRows && names_the_flag_guard(e, plan.table),
         Err(ExecError::Invalid(_)) => false,
     };
-    if changed {
+    // In a caller's transaction the layout is read later, on a connection of the store's own
+    // (an error has aborted a PostgreSQL transaction, and its snapshot may be old).
+    if changed && !own {
+        plan.state.refresh_due.store(true, Ordering::Relaxed);
+    }
+    // A command that met a moved name (routing): the layout read again on this connection
+    // (at most once a second; the flag may be there now).
+    if own && !changed && plan.state.refresh_due.load(Ordering::Relaxed) && plan.state.may_refresh()
+    {
+        plan.state.refresh_due.store(false, Ordering::Relaxed);
+        let st = plan.sets.get(StatementSet::TwoRows);
+        match super::schema::read_layout(conn, st, plan.table).await {
+            Ok((layout, moving)) => {
+                plan.state.set(layout, moving);
+            }
+            Err(_) => plan.state.refresh_due.store(true, Ordering::Relaxed),
+        }
+    }
+    if changed && own {
         let st = plan.sets.get(StatementSet::TwoRows);
         if let Ok((layout, moving)) = super::schema::read_layout(conn, st, plan.table).await {
             plan.state.set(layout, moving);

@@ -2,11 +2,11 @@
 //! ([`SqlStore::migrate`]). The statements and the order they run in are
 //! [`baton_statements::sql::Migration`]'s; this module runs them on one connection.
 //!
-//! Not yet safe beside clients that are running: until the migrating layout is built (a client
-//! that routes each name's commands by the layout that name is in, `docs/one-row-claim.md`,
-//! "Phase 2, revised"), a client that started before a run fails on every moved name with
-//! `malformed fencing counter` (it never takes a wrong token: the marker is no number), and no
-//! command offers this yet.
+//! Clients keep working during a run: a store of this version serves each name in the layout
+//! it is in while the table is being moved, and reads the layout again when it meets a moved
+//! name (`docs/one-row-claim.md`, "Phase 2, revised"; `baton_statements::sql::moving_route`).
+//! The WebAssembly package's SQL host does not route yet: it fails on a moved name (never a
+//! wrong token: the marker is no number) until restarted after the table is one-row.
 
 use std::collections::BTreeSet;
 
@@ -122,15 +122,11 @@ impl SqlStore {
     /// one-row by the run that leaves none. Safe to run again, and to stop at any point: each
     /// name moves in a transaction of its own.
     ///
-    /// **Run it while no client of the table runs** (this version): a client that read the
-    /// table as two-row before the run fails every command on a moved name's counter with
-    /// `store_error: malformed fencing counter` until it is restarted (never a wrong token:
-    /// the marker is no number). Clients that route each name by its layout during a run are
-    /// designed, not built (`docs/one-row-claim.md`, "Phase 2, revised"); until they are, no
-    /// command of `baton` offers this.
+    /// Every client of the table must run this version or later (each serves a name in the
+    /// layout it is in during a run); `baton migrate` is the command.
     ///
-    /// The store keeps the layout it read at its first use: lock with a new store after a
-    /// run that finished.
+    /// Stores read the layout again when they meet a moved name, so any store, this one
+    /// included, goes on in one row after the run that finishes.
     ///
     /// `progress` is called after each page of names.
     ///

@@ -489,38 +489,43 @@ impl SqlStore {
     /// (at most once a second), so that the store uses the one-row statements once
     /// `baton migrate` finished. A failure leaves the layout as it was (the next marker tries
     /// again).
-    async fn refresh_layout_if_due(&self) {
+    pub(crate) async fn refresh_layout_if_due(&self) {
         let table = &self.inner.table;
-        if !table.refresh_due.swap(false, Ordering::Relaxed) || !table.may_refresh() {
+        // Due, and not read in the last second (then a later command reads it).
+        if !table.refresh_due.load(Ordering::Relaxed) || !table.may_refresh() {
             return;
         }
+        table.refresh_due.store(false, Ordering::Relaxed);
         let st = self.statements();
         let name = &self.inner.options.table;
+        // A connection of the pool, if one comes quickly (a caller's transaction may hold the
+        // only one): otherwise a later command tries again.
+        macro_rules! read_on {
+            ($pool:expr) => {
+                match tokio::time::timeout(Duration::from_millis(250), $pool.acquire()).await {
+                    Ok(Ok(mut c)) => Some(schema::read_layout(&mut *c, st, name).await),
+                    _ => None,
+                }
+            };
+        }
         let read = match &self.inner.pool {
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(p) => match self.acquire(p).await {
-                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
-                Err(f) => Err(f),
-            },
+            SqlPool::Sqlite(p) => read_on!(p),
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(p) => match self.acquire(p).await {
-                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
-                Err(f) => Err(f),
-            },
+            SqlPool::Postgres(p) => read_on!(p),
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(p) => match self.acquire(p).await {
-                Ok(mut c) => schema::read_layout(&mut *c, st, name).await,
-                Err(f) => Err(f),
-            },
+            SqlPool::MySql(p) => read_on!(p),
         };
         match read {
-            Ok((layout, moving)) => {
+            Some(Ok((layout, moving))) => {
                 table.set(layout, moving);
                 tracing::info!(table = %name, ?layout, moving, "lock table layout read again");
             }
-            Err(f) => {
-                tracing::warn!(table = %name, error = %f.message(), "reading the lock table's layout again failed")
+            Some(Err(f)) => {
+                table.refresh_due.store(true, Ordering::Relaxed);
+                tracing::warn!(table = %name, error = %f.message(), "reading the lock table's layout again failed");
             }
+            None => table.refresh_due.store(true, Ordering::Relaxed),
         }
     }
 

@@ -49,6 +49,8 @@ impl<C: SqlConn + ?Sized> Store for ConnStore<'_, C> {
                 Err(_) => Reply::Failed(self.sql.client_timed_out()),
             };
             self.sql.notify(&command, &reply);
+            drop(conn);
+            self.sql.refresh_layout_if_due().await;
             reply
         })
     }

@@ -403,7 +403,7 @@ impl<'c> Operation<'c> {
     /// [`Operation::step`] with the parameters in the operation's order.
     fn next(&mut self) -> Step<'c> {
         if let Some(reply) = self.reply.take() {
-            if self.moving && shows_marker(&reply) {
+            if self.moving && shows_marker(self.command, &reply) {
                 if self.set == StatementSet::TwoRows {
                     // A moved name: the same command again, in one row, with the same stamp
                     // (the two-row attempt applied nothing: a statement that meets the marker
