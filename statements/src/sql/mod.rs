@@ -256,7 +256,7 @@ impl Statements {
     /// layout flag yet): the one-row set, but for reads, which also show, as a name's counter,
     /// its counter row where that is no marker (a name not moved yet). Correct for both kinds
     /// of name in every command that does not write or guard by the counter; those run on the
-    /// two-row set first ([`moving_route`](super::moving_route)).
+    /// two-row set first ([`moving_route`]).
     pub fn moving(dialect: Dialect, table: &str) -> Result<Statements> {
         Statements::in_layout_moving(dialect, table, Layout::OneRow, true)
     }
