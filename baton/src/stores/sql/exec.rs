@@ -127,7 +127,8 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
     {
         plan.state.refresh_due.store(false, Ordering::Relaxed);
         let st = plan.sets.get(StatementSet::TwoRows);
-        match super::schema::read_layout(conn, st, plan.table).await {
+        // Boxed, as the rerun below: rare paths, kept out of every command's future.
+        match Box::pin(super::schema::read_layout(conn, st, plan.table)).await {
             Ok((layout, moving)) => {
                 plan.state.set(layout, moving);
             }
@@ -136,12 +137,14 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
     }
     if changed && own {
         let st = plan.sets.get(StatementSet::TwoRows);
-        if let Ok((layout, moving)) = super::schema::read_layout(conn, st, plan.table).await {
+        if let Ok((layout, moving)) =
+            Box::pin(super::schema::read_layout(conn, st, plan.table)).await
+        {
             plan.state.set(layout, moving);
             if (moving || layout == Layout::OneRow) && moving_route(command) == Route::TwoRowsFirst
             {
                 let moving = moving && layout == Layout::TwoRows;
-                return run(conn, plan, command, &stamp, own, layout, moving).await;
+                return Box::pin(run(conn, plan, command, &stamp, own, layout, moving)).await;
             }
         }
     }

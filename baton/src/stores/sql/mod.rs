@@ -318,7 +318,10 @@ impl SqlStore {
             return Reply::Failed(f);
         }
         let reply = self.execute_ready(command, stamp).await;
-        self.refresh_layout_if_due().await;
+        if self.inner.table.refresh_due.load(Ordering::Relaxed) {
+            // Boxed: rare, and kept out of every command's future.
+            Box::pin(self.refresh_layout_if_due()).await;
+        }
         reply
     }
 
@@ -489,6 +492,11 @@ impl SqlStore {
     /// (at most once a second), so that the store uses the one-row statements once
     /// `baton migrate` finished. A failure leaves the layout as it was (the next marker tries
     /// again).
+    /// Whether a command met a moved name since the layout was last read.
+    pub(crate) fn layout_refresh_due(&self) -> bool {
+        self.inner.table.refresh_due.load(Ordering::Relaxed)
+    }
+
     pub(crate) async fn refresh_layout_if_due(&self) {
         let table = &self.inner.table;
         // Due, and not read in the last second (then a later command reads it).

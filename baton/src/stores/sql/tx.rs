@@ -50,7 +50,9 @@ impl<C: SqlConn + ?Sized> Store for ConnStore<'_, C> {
             };
             self.sql.notify(&command, &reply);
             drop(conn);
-            self.sql.refresh_layout_if_due().await;
+            if self.sql.layout_refresh_due() {
+                Box::pin(self.sql.refresh_layout_if_due()).await;
+            }
             reply
         })
     }
