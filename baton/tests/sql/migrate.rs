@@ -260,6 +260,36 @@ fn bakery_on(url: &str) -> Locker {
         .expect("valid")
 }
 
+/// `$then`, evaluated while a transaction of `$store`'s pool (PostgreSQL or MariaDB) holds the
+/// rows `$select` (a `SELECT … FOR UPDATE`) locks, rolled back after.
+macro_rules! while_rows_locked {
+    ($store:expr, $select:expr, $then:expr) => {
+        match $store.pool() {
+            SqlPool::Postgres(p) => {
+                let mut tx = p.begin().await.expect("begin");
+                sqlx::query(AssertSqlSafe($select))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("rows locked");
+                let outcome = $then;
+                tx.rollback().await.expect("rollback");
+                outcome
+            }
+            SqlPool::MySql(p) => {
+                let mut tx = p.begin().await.expect("begin");
+                sqlx::query(AssertSqlSafe($select))
+                    .execute(&mut *tx)
+                    .await
+                    .expect("rows locked");
+                let outcome = $then;
+                tx.rollback().await.expect("rollback");
+                outcome
+            }
+            _ => unreachable!("PostgreSQL or MariaDB"),
+        }
+    };
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_leaves_a_name_whose_rows_another_transaction_holds() {
     // PostgreSQL and MariaDB: row locks (SQLite has one writer: a run waits for it).
@@ -275,35 +305,14 @@ async fn migrate_leaves_a_name_whose_rows_another_transaction_holds() {
         early.ensure_schema().await.expect("ready");
         let t = early.options().table.clone();
         let read = format!("SELECT value FROM {t} WHERE lock_name = 'held' FOR UPDATE");
-        let failed = match early.pool() {
-            SqlPool::Postgres(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe(read))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("rows locked");
-                let failed = SqlStore::open(&url)
-                    .expect("valid")
-                    .migrate(&mut |_| {})
-                    .await;
-                tx.rollback().await.expect("rollback");
-                failed
-            }
-            SqlPool::MySql(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe(read))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("rows locked");
-                let failed = SqlStore::open(&url)
-                    .expect("valid")
-                    .migrate(&mut |_| {})
-                    .await;
-                tx.rollback().await.expect("rollback");
-                failed
-            }
-            _ => unreachable!(),
-        };
+        let failed = while_rows_locked!(
+            early,
+            read,
+            SqlStore::open(&url)
+                .expect("valid")
+                .migrate(&mut |_| {})
+                .await
+        );
         let e = failed.expect_err("a run that cannot change the table's definition");
         assert!(
             e.message().contains("run again when they end"),
@@ -318,29 +327,7 @@ async fn migrate_leaves_a_name_whose_rows_another_transaction_holds() {
         let t = store.options().table.clone();
         let lock =
             format!("SELECT value FROM {t} WHERE lock_name = 'job' AND cell = '_LOCK_' FOR UPDATE");
-        let report = match store.pool() {
-            SqlPool::Postgres(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe(lock))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("row locked");
-                let report = migrate(&url).await;
-                tx.rollback().await.expect("rollback");
-                report
-            }
-            SqlPool::MySql(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe(lock))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("row locked");
-                let report = migrate(&url).await;
-                tx.rollback().await.expect("rollback");
-                report
-            }
-            _ => unreachable!(),
-        };
+        let report = while_rows_locked!(store, lock, migrate(&url).await);
         assert_eq!(report.busy, ["job"], "{db:?} {report:?}");
         assert!(!report.finished && report.moved == 0, "{db:?} {report:?}");
         assert!(report.summary().contains("busy"), "{}", report.summary());

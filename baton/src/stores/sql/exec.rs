@@ -6,13 +6,13 @@
 //! ([`next_stamp_after`]) just before its first statement is sent (a [`Command::DeleteVersion`]
 //! uses its own); a batch's writes all carry the same stamp, as in the reference table.
 
-use baton_kernel::{Command, Failure, Reply};
-use baton_statements::sql::{Done, Operation, Step};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-
-use baton_statements::sql::{moving_route, shows_marker, Layout, Route, StatementSet};
+use baton_kernel::{Command, Failure, Reply};
+use baton_statements::sql::{
+    moving_route, shows_marker, Done, Layout, Operation, Route, StatementSet, Step,
+};
 
 use super::conn::Sealed;
 use super::dialect::StatementSets;
@@ -126,21 +126,11 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
     if own && !changed && plan.state.refresh_due.load(Ordering::Relaxed) && plan.state.may_refresh()
     {
         plan.state.refresh_due.store(false, Ordering::Relaxed);
-        let st = plan.sets.get(StatementSet::TwoRows);
-        // Boxed, as the rerun below: rare paths, kept out of every command's future.
-        match Box::pin(super::schema::read_layout(conn, st, plan.table)).await {
-            Ok((layout, moving)) => {
-                plan.state.set(layout, moving);
-            }
-            Err(_) => plan.state.refresh_due.store(true, Ordering::Relaxed),
-        }
+        Box::pin(reread(conn, plan)).await;
     }
     if changed && own {
-        let st = plan.sets.get(StatementSet::TwoRows);
-        if let Ok((layout, moving)) =
-            Box::pin(super::schema::read_layout(conn, st, plan.table)).await
-        {
-            plan.state.set(layout, moving);
+        // Boxed, as the read: rare paths, kept out of every command's future.
+        if let Some((layout, moving)) = Box::pin(reread(conn, plan)).await {
             if (moving || layout == Layout::OneRow) && moving_route(command) == Route::TwoRowsFirst
             {
                 let moving = moving && layout == Layout::TwoRows;
@@ -149,6 +139,27 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         }
     }
     first
+}
+
+/// The table's layout read again on `conn` and recorded; a failure leaves it due for the next
+/// command.
+pub(crate) async fn reread<C: Sealed + ?Sized>(
+    conn: &mut C,
+    plan: &Plan<'_>,
+) -> Option<(Layout, bool)> {
+    let st = plan.sets.get(StatementSet::TwoRows);
+    match super::schema::read_layout(conn, st, plan.table).await {
+        Ok((layout, moving)) => {
+            plan.state.set(layout, moving);
+            tracing::info!(table = %plan.table, ?layout, moving, "lock table layout read again");
+            Some((layout, moving))
+        }
+        Err(f) => {
+            plan.state.refresh_due.store(true, Ordering::Relaxed);
+            tracing::warn!(table = %plan.table, error = %f.message(), "reading the lock table's layout again failed");
+            None
+        }
+    }
 }
 
 /// Whether `e` is the refusal of the guard `baton migrate` makes with the layout flag (a

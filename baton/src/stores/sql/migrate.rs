@@ -162,28 +162,21 @@ impl SqlStore {
             }
             Error::new(f.setup_kind(), message)
         };
+        macro_rules! run_on {
+            ($pool:expr) => {{
+                let mut c = $pool.acquire().await.map_err(run)?;
+                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
+                    .await
+                    .map_err(run)
+            }};
+        }
         match self.pool() {
             #[cfg(feature = "sqlite")]
-            SqlPool::Sqlite(p) => {
-                let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
-                    .await
-                    .map_err(run)
-            }
+            SqlPool::Sqlite(p) => run_on!(p),
             #[cfg(feature = "postgres")]
-            SqlPool::Postgres(p) => {
-                let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
-                    .await
-                    .map_err(run)
-            }
+            SqlPool::Postgres(p) => run_on!(p),
             #[cfg(feature = "mysql")]
-            SqlPool::MySql(p) => {
-                let mut c = p.acquire().await.map_err(run)?;
-                on(&mut *c, &m, [&columns, &flag], &catalog, progress)
-                    .await
-                    .map_err(run)
-            }
+            SqlPool::MySql(p) => run_on!(p),
         }
     }
 }

@@ -317,15 +317,6 @@ impl SqlStore {
         if let Err(f) = self.ready().await {
             return Reply::Failed(f);
         }
-        let reply = self.execute_ready(command, stamp).await;
-        if self.inner.table.refresh_due.load(Ordering::Relaxed) {
-            // Boxed: rare, and kept out of every command's future.
-            Box::pin(self.refresh_layout_if_due()).await;
-        }
-        reply
-    }
-
-    async fn execute_ready(&self, command: &Command, stamp: Option<u64>) -> Reply {
         match &self.inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => match &self.inner.sqlite_conns {
@@ -488,15 +479,16 @@ impl SqlStore {
         self.inner.ready.get().map(|_| self.inner.table.layout())
     }
 
-    /// After a command met a moved name's marker: the table's columns and flag read again
-    /// (at most once a second), so that the store uses the one-row statements once
-    /// `baton migrate` finished. A failure leaves the layout as it was (the next marker tries
-    /// again).
     /// Whether a command met a moved name since the layout was last read.
     pub(crate) fn layout_refresh_due(&self) -> bool {
         self.inner.table.refresh_due.load(Ordering::Relaxed)
     }
 
+    /// After a command in a caller's transaction met a moved name's marker or the flag's
+    /// guard: the table's columns and flag read again on a pooled connection (at most once a
+    /// second; the store's own commands read them on their own connection, `exec::execute`),
+    /// so that the store goes on in one row once `baton migrate` finished. A failure leaves it
+    /// due for a later command.
     pub(crate) async fn refresh_layout_if_due(&self) {
         let table = &self.inner.table;
         // Due, and not read in the last second (then a later command reads it).
@@ -504,36 +496,26 @@ impl SqlStore {
             return;
         }
         table.refresh_due.store(false, Ordering::Relaxed);
-        let st = self.statements();
-        let name = &self.inner.options.table;
-        // A connection of the pool, if one comes quickly (a caller's transaction may hold the
-        // only one): otherwise a later command tries again.
+        let plan = self.plan();
+        // A connection of the pool, if one comes quickly (the caller's transaction may hold
+        // the only one): otherwise a later command tries again.
         macro_rules! read_on {
             ($pool:expr) => {
                 match tokio::time::timeout(Duration::from_millis(250), $pool.acquire()).await {
-                    Ok(Ok(mut c)) => Some(schema::read_layout(&mut *c, st, name).await),
-                    _ => None,
+                    Ok(Ok(mut c)) => {
+                        exec::reread(&mut *c, &plan).await;
+                    }
+                    _ => table.refresh_due.store(true, Ordering::Relaxed),
                 }
             };
         }
-        let read = match &self.inner.pool {
+        match &self.inner.pool {
             #[cfg(feature = "sqlite")]
             SqlPool::Sqlite(p) => read_on!(p),
             #[cfg(feature = "postgres")]
             SqlPool::Postgres(p) => read_on!(p),
             #[cfg(feature = "mysql")]
             SqlPool::MySql(p) => read_on!(p),
-        };
-        match read {
-            Some(Ok((layout, moving))) => {
-                table.set(layout, moving);
-                tracing::info!(table = %name, ?layout, moving, "lock table layout read again");
-            }
-            Some(Err(f)) => {
-                table.refresh_due.store(true, Ordering::Relaxed);
-                tracing::warn!(table = %name, error = %f.message(), "reading the lock table's layout again failed");
-            }
-            None => table.refresh_due.store(true, Ordering::Relaxed),
         }
     }
 
