@@ -22,8 +22,9 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    failure, schema_statement, Dialect, Done, DriverError, Kind, Layout, Operation, Param, Phase,
-    SchemaSetup, SchemaStep, Statement, StatementSets, Statements, Val,
+    failure, names_the_flag_guard, read_layout, schema_statement, Dialect, Done, DriverError, Kind,
+    Layout, Next, Operation, Outcome, Param, Phase, SchemaSetup, SchemaStep, Statement,
+    StatementSet, StatementSets, Statements, TableState, Val,
 };
 use baton_statements::{no_answer_within, Access};
 use js_sys::{Array, BigInt, Object};
@@ -37,8 +38,8 @@ pub(crate) struct SqlHost {
     adapter: JsValue,
     /// The statements of every layout, and the layout of a table this host creates.
     sets: StatementSets,
-    /// The table's layout, as its first check found it.
-    layout: Cell<Layout>,
+    /// The table's layout, as last read (`baton migrate` may move it under the host).
+    state: TableState,
     table: String,
     create: bool,
     timeout: Duration,
@@ -77,7 +78,7 @@ impl SqlHost {
         Ok(SqlHost {
             adapter: adapter.clone(),
             sets,
-            layout: Cell::new(Layout::TwoRows),
+            state: TableState::default(),
             table,
             create,
             timeout,
@@ -94,12 +95,54 @@ impl SqlHost {
         super::schema_then(&self.ready, self.ensure_schema(), self.run(command)).await
     }
 
+    /// Runs `command` in the table's layout as last read; when `baton migrate` changed the
+    /// table under it, reads the layout again and runs it again as the shared decision says
+    /// ([`TableState::after_run`]).
     async fn run(&self, command: &Command) -> std::result::Result<Reply, Failure> {
-        let st = self.sets.of(self.layout.get());
-        let mut op = Operation::new(st.dialect, command, next_stamp_after)?.in_layout(st.layout);
+        let ran = self.state.get();
+        let first = self.run_in(command, ran).await;
+        let outcome = match &first {
+            Ok(reply) => Outcome::Replied(reply),
+            Err(f) if names_the_flag_guard(f.message(), &self.table) => Outcome::FlagGuard,
+            Err(_) => Outcome::Failed,
+        };
+        // The adapter's statements are never in a caller's transaction.
+        match self
+            .state
+            .after_run(command, ran, outcome, false, js_sys::Date::now() as u64)
+        {
+            Next::Answer => first,
+            Next::ReadLayout => {
+                // Recorded, or due again, by the read itself.
+                let _ = self.reread().await;
+                first
+            }
+            Next::ReadLayoutThenRerun => {
+                let reading = self.reread().await;
+                match self.state.rerun_in(command, &reading) {
+                    Some(route) => Box::pin(self.run_in(command, route)).await,
+                    None => first,
+                }
+            }
+        }
+    }
+
+    /// One run of `command` with the statements of `layout` (routed, when `moving`).
+    async fn run_in(
+        &self,
+        command: &Command,
+        (layout, moving): (Layout, bool),
+    ) -> std::result::Result<Reply, Failure> {
+        let mut op =
+            Operation::new(self.sets.dialect(), command, next_stamp_after)?.in_layout(layout);
+        if moving {
+            op = op.moving();
+        }
         let phase = Phase::Statement;
         loop {
-            match op.step() {
+            let step = op.step();
+            let st = self.sets.get(op.statement_set());
+            match step {
                 baton_statements::sql::Step::Execute { statement, params } => {
                     let out = self.run_statement(st, statement, &params, phase).await?;
                     op.executed(done(&out));
@@ -127,9 +170,27 @@ impl SqlHost {
                     self.call("transaction", &[list.into()], phase).await?;
                     op.executed(Done::default());
                 }
-                baton_statements::sql::Step::Reply(reply) => return Ok(reply),
+                baton_statements::sql::Step::Reply(reply) => {
+                    if op.met_marker() {
+                        self.state.due();
+                    }
+                    return Ok(reply);
+                }
             }
         }
+    }
+
+    /// The table's layout read again (its columns and its flag) and recorded; a failure leaves
+    /// it due for a later command.
+    async fn reread(&self) -> std::result::Result<(Layout, bool), Failure> {
+        let reading = async {
+            let present = self.columns().await?;
+            let flag = self.layout_flag().await?;
+            read_layout(self.sets.dialect(), &self.table, flag.as_deref(), &present)
+        }
+        .await;
+        self.state.read(&reading);
+        reading
     }
 
     /// Runs one of the lock's statements.
@@ -240,7 +301,7 @@ impl SqlHost {
                     continue;
                 }
                 SchemaStep::Ready(layout) => {
-                    self.layout.set(layout);
+                    self.state.set(layout, setup.moving());
                     return Ok(());
                 }
                 SchemaStep::Refused(message) => return Err(Failure::Rejected(message)),
@@ -266,7 +327,7 @@ impl SqlHost {
     async fn layout_flag(&self) -> std::result::Result<Option<String>, Failure> {
         let out = self
             .schema(
-                &self.sets.of(Layout::TwoRows).layout_flag,
+                &self.sets.get(StatementSet::TwoRows).layout_flag,
                 &[],
                 schema_statement::LAYOUT_FLAG,
             )
@@ -278,7 +339,7 @@ impl SqlHost {
 
     /// The table's column names (none when the table does not exist).
     async fn columns(&self) -> std::result::Result<Vec<String>, Failure> {
-        let st = self.sets.of(Layout::TwoRows);
+        let st = self.sets.get(StatementSet::TwoRows);
         let out = self
             .schema(
                 &st.columns,

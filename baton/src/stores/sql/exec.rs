@@ -6,12 +6,12 @@
 //! ([`next_stamp_after`]) just before its first statement is sent (a [`Command::DeleteVersion`]
 //! uses its own); a batch's writes all carry the same stamp, as in the reference table.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::Duration;
+use std::time::Instant;
 
 use baton_kernel::{Command, Failure, Reply};
+pub(crate) use baton_statements::sql::TableState;
 use baton_statements::sql::{
-    moving_route, shows_marker, Done, Layout, Operation, Route, StatementSet, Step,
+    names_the_flag_guard, Done, Layout, Next, Operation, Outcome, StatementSet, Step,
 };
 
 use super::conn::Sealed;
@@ -26,54 +26,11 @@ pub(crate) struct Plan<'a> {
     pub state: &'a TableState,
 }
 
-/// The table's layout as a store last read it: two rows, being moved, or one row, in that
-/// order only (`baton migrate` moves a table forward, never back, so an older reading, from a
-/// slow check or a caller's transaction's snapshot, never takes a store back). One value, so
-/// that a command never sees half of a change.
-#[derive(Debug, Default)]
-pub(crate) struct TableState {
-    /// 0: two rows; 1: being moved; 2: one row.
-    stage: AtomicU8,
-    /// A command met a moved name's marker since the layout was last read.
-    pub(crate) refresh_due: AtomicBool,
-    last_refresh: std::sync::Mutex<Option<std::time::Instant>>,
-}
-
-impl TableState {
-    /// The layout, and whether the table is being moved.
-    pub(crate) fn get(&self) -> (Layout, bool) {
-        match self.stage.load(Ordering::Acquire) {
-            0 => (Layout::TwoRows, false),
-            1 => (Layout::TwoRows, true),
-            _ => (Layout::OneRow, false),
-        }
-    }
-
-    pub(crate) fn layout(&self) -> Layout {
-        self.get().0
-    }
-
-    /// Records a reading; one older than what is known changes nothing. Returns `layout`.
-    pub(crate) fn set(&self, layout: Layout, moving: bool) -> Layout {
-        let stage = match (layout, moving) {
-            (Layout::OneRow, _) => 2,
-            (Layout::TwoRows, true) => 1,
-            (Layout::TwoRows, false) => 0,
-        };
-        self.stage.fetch_max(stage, Ordering::AcqRel);
-        layout
-    }
-
-    /// Whether a second has passed since the last read (and if so, that one starts now).
-    pub(crate) fn may_refresh(&self) -> bool {
-        let mut last = self.last_refresh.lock().unwrap_or_else(|p| p.into_inner());
-        let now = std::time::Instant::now();
-        if last.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
-            return false;
-        }
-        *last = Some(now);
-        true
-    }
+/// Milliseconds of a clock that does not go back, for [`TableState::take_refresh`].
+pub(crate) fn now_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX - 1)
 }
 
 /// Why a command did not run: a database error, or a command the table cannot hold.
@@ -103,77 +60,55 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
         Some(g) if floor == 0 => g,
         Some(g) => g.max(floor.saturating_add(1)),
     };
-    let (layout, moving) = plan.state.get();
-    let first = run(conn, plan, command, &stamp, own, layout, moving).await;
-    // The table changed under the store: `migrate` moved a name (a store that read the table
-    // as two-row before the columns were added meets its marker), or finished (the guard it
-    // made with the flag refuses a counter row that a store still in two rows would make).
-    // The store reads the layout again at once, and runs again a command that applied nothing
-    // when meeting either (one that writes or guards by the counter); any other fails this
-    // once, closed (a marker is no counter).
-    let changed = match &first {
-        Ok(reply) => !moving && layout == Layout::TwoRows && shows_marker(command, reply),
-        Err(ExecError::Sql(e)) => layout == Layout::TwoRows && names_the_flag_guard(e, plan.table),
-        Err(ExecError::Invalid(_)) => false,
+    let ran = plan.state.get();
+    let first = run(conn, plan, command, &stamp, own, ran).await;
+    // The table may have changed under the store (`migrate` moved a name, or finished): what
+    // to do is decided once for every host ([`TableState::after_run`]).
+    let outcome = match &first {
+        Ok(reply) => Outcome::Replied(reply),
+        Err(ExecError::Sql(sqlx::Error::Database(db)))
+            if names_the_flag_guard(db.message(), plan.table) =>
+        {
+            Outcome::FlagGuard
+        }
+        Err(_) => Outcome::Failed,
     };
-    // In a caller's transaction the layout is read later, on a connection of the store's own
-    // (an error has aborted a PostgreSQL transaction, and its snapshot may be old).
-    if changed && !own {
-        plan.state.refresh_due.store(true, Ordering::Relaxed);
-    }
-    // A command that met a moved name (routing): the layout read again on this connection
-    // (at most once a second; the flag may be there now).
-    if own && !changed && plan.state.refresh_due.load(Ordering::Relaxed) && plan.state.may_refresh()
-    {
-        plan.state.refresh_due.store(false, Ordering::Relaxed);
-        Box::pin(reread(conn, plan)).await;
-    }
-    if changed && own {
-        // Boxed, as the read: rare paths, kept out of every command's future.
-        if let Some((layout, moving)) = Box::pin(reread(conn, plan)).await {
-            if (moving || layout == Layout::OneRow) && moving_route(command) == Route::TwoRowsFirst
-            {
-                let moving = moving && layout == Layout::TwoRows;
-                return Box::pin(run(conn, plan, command, &stamp, own, layout, moving)).await;
+    // Boxed, the read and the rerun: rare paths, kept out of every command's future.
+    match plan.state.after_run(command, ran, outcome, !own, now_ms()) {
+        Next::Answer => first,
+        Next::ReadLayout => {
+            // Recorded, or due again, by the read itself.
+            let _ = Box::pin(reread(conn, plan)).await;
+            first
+        }
+        Next::ReadLayoutThenRerun => {
+            let reading = Box::pin(reread(conn, plan)).await;
+            match plan.state.rerun_in(command, &reading) {
+                Some(route) => Box::pin(run(conn, plan, command, &stamp, own, route)).await,
+                None => first,
             }
         }
     }
-    first
 }
 
-/// The table's layout read again on `conn` and recorded; a failure leaves it due for the next
-/// command.
+/// The table's layout read again on `conn` and recorded (a failure leaves it due for a later
+/// command).
 pub(crate) async fn reread<C: Sealed + ?Sized>(
     conn: &mut C,
     plan: &Plan<'_>,
-) -> Option<(Layout, bool)> {
+) -> Result<(Layout, bool), Failure> {
     let st = plan.sets.get(StatementSet::TwoRows);
-    match super::schema::read_layout(conn, st, plan.table).await {
+    let reading = super::schema::read_layout(conn, st, plan.table).await;
+    plan.state.read(&reading);
+    match &reading {
         Ok((layout, moving)) => {
-            plan.state.set(layout, moving);
             tracing::info!(table = %plan.table, ?layout, moving, "lock table layout read again");
-            Some((layout, moving))
         }
         Err(f) => {
-            plan.state.refresh_due.store(true, Ordering::Relaxed);
             tracing::warn!(table = %plan.table, error = %f.message(), "reading the lock table's layout again failed");
-            None
         }
     }
-}
-
-/// Whether `e` is the refusal of the guard `baton migrate` makes with the layout flag (a
-/// counter row made in a table whose counters are in its lock rows): PostgreSQL's and
-/// MariaDB's constraint `<table>_moved`, SQLite's trigger of that name and message.
-fn names_the_flag_guard(e: &sqlx::Error, table: &str) -> bool {
-    match e {
-        sqlx::Error::Database(db) => {
-            let m = db.message();
-            m.contains(&format!("{table}_moved"))
-                || m.contains("keeps its fencing counters in its lock rows")
-        }
-        _ => false,
-    }
+    reading
 }
 
 /// One run of `command` with the statements of `layout` (routed, when `moving`).
@@ -183,8 +118,7 @@ async fn run<C: Sealed + ?Sized>(
     command: &Command,
     stamp: &(impl Fn(u64) -> u64 + Sync),
     own: bool,
-    layout: Layout,
-    moving: bool,
+    (layout, moving): (Layout, bool),
 ) -> Result<Reply, ExecError> {
     let sets = plan.sets;
     let mut op = Operation::new(sets.dialect(), command, stamp)
@@ -222,7 +156,7 @@ async fn run<C: Sealed + ?Sized>(
             }
             Step::Reply(reply) => {
                 if op.met_marker() {
-                    plan.state.refresh_due.store(true, Ordering::Relaxed);
+                    plan.state.due();
                 }
                 return Ok(reply);
             }

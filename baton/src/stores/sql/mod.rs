@@ -66,7 +66,6 @@ mod schema;
 pub(crate) mod tx;
 
 use std::any::Any;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -481,7 +480,7 @@ impl SqlStore {
 
     /// Whether a command met a moved name since the layout was last read.
     pub(crate) fn layout_refresh_due(&self) -> bool {
-        self.inner.table.refresh_due.load(Ordering::Relaxed)
+        self.inner.table.refresh_due()
     }
 
     /// After a command in a caller's transaction met a moved name's marker or the flag's
@@ -492,10 +491,9 @@ impl SqlStore {
     pub(crate) async fn refresh_layout_if_due(&self) {
         let table = &self.inner.table;
         // Due, and not read in the last second (then a later command reads it).
-        if !table.refresh_due.load(Ordering::Relaxed) || !table.may_refresh() {
+        if !table.take_refresh(exec::now_ms()) {
             return;
         }
-        table.refresh_due.store(false, Ordering::Relaxed);
         let plan = self.plan();
         // A connection of the pool, if one comes quickly (the caller's transaction may hold
         // the only one): otherwise a later command tries again.
@@ -503,9 +501,10 @@ impl SqlStore {
             ($pool:expr) => {
                 match tokio::time::timeout(Duration::from_millis(250), $pool.acquire()).await {
                     Ok(Ok(mut c)) => {
-                        exec::reread(&mut *c, &plan).await;
+                        // Recorded, or due again, by the read itself.
+                        let _ = exec::reread(&mut *c, &plan).await;
                     }
-                    _ => table.refresh_due.store(true, Ordering::Relaxed),
+                    _ => table.due(),
                 }
             };
         }

@@ -92,10 +92,5 @@ pub(crate) async fn read_layout<C: Sealed + ?Sized>(
 ) -> Result<(Layout, bool), Failure> {
     let present = columns(conn, st).await?;
     let flag = layout_flag(conn, st).await?;
-    let layout = Layout::of_table(st.dialect, table, flag.as_deref(), &present)
-        .map_err(Failure::Rejected)?;
-    Ok((
-        layout,
-        baton_statements::sql::is_moving(flag.as_deref(), &present),
-    ))
+    baton_statements::sql::read_layout(st.dialect, table, flag.as_deref(), &present)
 }
