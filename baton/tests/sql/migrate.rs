@@ -471,3 +471,167 @@ async fn a_table_being_moved_serves_each_name_in_its_layout() {
         common::drop_table(&url).await;
     }
 }
+
+/// What the clients of [`clients_across_a_migration_never_overlap`] saw of one name: a fenced
+/// register (the highest token a section of the name wrote; a lower or equal one is a
+/// regression) and whether a section of it is running (one starting while another runs is an
+/// overlap, which fencing alone would not prevent).
+#[derive(Default)]
+struct Register {
+    highest: std::sync::Mutex<u64>,
+    inside: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct Checked {
+    sections: std::sync::atomic::AtomicU64,
+    overlaps: std::sync::atomic::AtomicU64,
+    regressions: std::sync::atomic::AtomicU64,
+    errors: std::sync::Mutex<Vec<String>>,
+}
+
+/// One critical section of `name` under `locker`, checked against `register`.
+async fn section(locker: &Locker, name: &str, register: &Register, checked: &Checked) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut guard = match locker.lock(name).await {
+        Ok(g) => g,
+        Err(e) => {
+            checked
+                .errors
+                .lock()
+                .expect("the errors")
+                .push(format!("lock {name}: {e}"));
+            return;
+        }
+    };
+    if register.inside.swap(true, SeqCst) {
+        checked.overlaps.fetch_add(1, SeqCst);
+    }
+    {
+        let mut highest = register.highest.lock().expect("the register");
+        if guard.token() <= *highest {
+            checked.regressions.fetch_add(1, SeqCst);
+        }
+        *highest = (*highest).max(guard.token());
+    }
+    tokio::task::yield_now().await;
+    register.inside.store(false, SeqCst);
+    checked.sections.fetch_add(1, SeqCst);
+    if let Err(e) = guard.release().await {
+        checked
+            .errors
+            .lock()
+            .expect("the errors")
+            .push(format!("release {name}: {e}"));
+    }
+}
+
+/// Clients on a few names while `migrate` runs again and again until a run finishes, and on
+/// after: unique-insert stores that read the table before the first run (as two-row) and one
+/// opened during the runs (as being moved), and bakery clients on names of their own. Every
+/// critical section writes its token to its name's fenced register and marks itself inside:
+/// no two sections of a name overlap, no token goes back or repeats, throughout the move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_across_a_migration_never_overlap() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    const UNIQUE: [&str; 3] = ["u0", "u1", "u2"];
+    const BAKERY: [&str; 2] = ["b0", "b1"];
+    for db in DBS {
+        let Some(url) = two_rows(db) else { continue };
+        let registers: Arc<std::collections::HashMap<&str, Register>> = Arc::new(
+            UNIQUE
+                .iter()
+                .chain(&BAKERY)
+                .map(|n| (*n, Register::default()))
+                .collect(),
+        );
+        let checked = Arc::new(Checked::default());
+        // Every name locked once, in two rows, by the stores that read the table now.
+        let before: Vec<Locker> = (0..2).map(|_| locker_on(&url)).collect();
+        let bakery: Vec<Locker> = (0..2).map(|_| bakery_on(&url)).collect();
+        for name in UNIQUE {
+            section(&before[0], name, &registers[name], &checked).await;
+        }
+        for name in BAKERY {
+            section(&bakery[0], name, &registers[name], &checked).await;
+        }
+
+        // A name held through the first run, so that there is a window with the table being
+        // moved (the run leaves it), which the store opened then reads.
+        let mut held = locker_on(&url).lock("h").await.expect("lock");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let client = |locker: Locker, names: &'static [&'static str], k: usize| {
+            let (registers, checked, stop) = (registers.clone(), checked.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut i = k;
+                while !stop.load(SeqCst) {
+                    let name = names[i % names.len()];
+                    section(&locker, name, &registers[name], &checked).await;
+                    i += 1;
+                    // Paced, so that the names are free now and then for `migrate` to move.
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+            })
+        };
+        let mut clients = Vec::new();
+        for (k, l) in before.into_iter().enumerate() {
+            clients.push(client(l, &UNIQUE, k));
+        }
+        for (k, l) in bakery.into_iter().enumerate() {
+            clients.push(client(l, &BAKERY, k));
+        }
+
+        // `migrate` again and again (a store opened after the first run joins the clients)
+        // until a run finishes.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut runs = 0;
+        loop {
+            let report = migrate(&url).await;
+            runs += 1;
+            if runs == 1 {
+                assert!(report.held.iter().any(|n| n == "h"), "{db:?} {report:?}");
+                clients.push(client(locker_on(&url), &UNIQUE, 2));
+                held.release().await.expect("release");
+            }
+            if report.finished {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{db:?}: not finished after {runs} runs: {report:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let at_finish = checked.sections.load(SeqCst);
+        // On in one row: at least as many sections again as the clients made before the end.
+        let on = Instant::now() + Duration::from_secs(30);
+        while checked.sections.load(SeqCst) < at_finish + 40 {
+            assert!(
+                Instant::now() < on,
+                "{db:?}: the clients stopped after the move"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.store(true, SeqCst);
+        for c in clients {
+            c.await.expect("a client");
+        }
+        let store = SqlStore::open(&url).expect("valid");
+        store.ensure_schema().await.expect("ready");
+        assert_eq!(store.layout(), Some(Layout::OneRow), "{db:?}");
+        let (sections, overlaps, regressions) = (
+            checked.sections.load(SeqCst),
+            checked.overlaps.load(SeqCst),
+            checked.regressions.load(SeqCst),
+        );
+        let errors = checked.errors.lock().expect("the errors").clone();
+        println!(
+            "{db:?}: {runs} runs of migrate; {sections} sections ({at_finish} before the end), {overlaps} overlaps, {regressions} token regressions, {} errors {errors:?}",
+            errors.len()
+        );
+        assert_eq!((overlaps, regressions), (0, 0), "{db:?}");
+        assert!(errors.is_empty(), "{db:?}: {errors:?}");
+    }
+}

@@ -161,9 +161,10 @@ impl TableState {
     ///
     /// The table changed under the command when it ran in two rows, not routed, and met a
     /// moved name's marker, or ran in two rows and was refused by the flag's guard: the layout
-    /// is read at once, and a command that applied nothing on meeting either (one that writes
-    /// or guards by the counter, [`Route::TwoRowsFirst`]) runs again; any other fails this
-    /// once, closed (a marker is no counter). Otherwise a due read is taken when one is.
+    /// is read at once, and the command runs again when that is safe: one that applied nothing
+    /// on meeting either (one that writes or guards by the counter, [`Route::TwoRowsFirst`]),
+    /// or a read (a `Read` or `Scan`, which changes nothing); any other fails this once,
+    /// closed (a marker is no counter). Otherwise a due read is taken when one is.
     pub fn after_run(
         &self,
         command: &Command,
@@ -192,8 +193,8 @@ impl TableState {
 
     /// After [`Next::ReadLayoutThenRerun`] and the read (recorded, [`TableState::read`]): the
     /// layout and routing to run `command` again in, or `None` to answer with the first run
-    /// (the read failed, the table is still two-row and not being moved, or the command is not
-    /// one that applies nothing on meeting a marker).
+    /// (the read failed, the table is still two-row and not being moved, or the command is
+    /// neither a read nor one that applies nothing on meeting a marker).
     pub fn rerun_in(
         &self,
         command: &Command,
@@ -201,8 +202,9 @@ impl TableState {
     ) -> Option<(Layout, bool)> {
         let (layout, moving) = *reading.as_ref().ok()?;
         let moved = moving || layout == Layout::OneRow;
-        (moved && moving_route(command) == Route::TwoRowsFirst)
-            .then_some((layout, moving && layout == Layout::TwoRows))
+        let again = matches!(command, Command::Read { .. } | Command::Scan { .. })
+            || moving_route(command) == Route::TwoRowsFirst;
+        (moved && again).then_some((layout, moving && layout == Layout::TwoRows))
     }
 }
 
@@ -331,10 +333,22 @@ mod tests {
             s.rerun_in(&claim(), &Err(Failure::Rejected("x".into()))),
             None
         );
-        // A read that met a marker fails closed, once: read again, not rerun.
+        // A read that met a marker runs again (it changed nothing); a write that is not of
+        // the counter does not (it may have applied).
         let next = s.after_run(&read(), ran, Outcome::Replied(&marker_cells()), false, 0);
         assert_eq!(next, Next::ReadLayoutThenRerun);
-        assert_eq!(s.rerun_in(&read(), &Ok((Layout::OneRow, false))), None);
+        assert_eq!(
+            s.rerun_in(&read(), &Ok((Layout::TwoRows, true))),
+            Some((Layout::TwoRows, true))
+        );
+        let put = Command::Put {
+            row: "job".into(),
+            column: "note".into(),
+            value: "x".into(),
+            ttl: None,
+            consistency: Consistency::default(),
+        };
+        assert_eq!(s.rerun_in(&put, &Ok((Layout::OneRow, false))), None);
     }
 
     #[test]
