@@ -21,7 +21,10 @@
 //! - **contended**: with each of `--clients`, that many lockers (each its own session, as
 //!   separate processes would have) locking and releasing one name for `--contended-secs`:
 //!   acquisitions per second, fairness (Jain's index over the clients' counts, 1.0 = perfectly
-//!   even) and the fewest and most acquisitions of one client;
+//!   even) and the fewest and most acquisitions of one client; and the storage commands they
+//!   all sent per acquisition, by the command's kind and the reply's (a claim refused, a look,
+//!   a turn written: where the waiting goes), with the CPU time per acquisition of the nodes
+//!   (every `java` process on the machine) and of the clients (this process);
 //! - **hand-off**: with each of `--waiters`, p50 and p99 of the time from a release returning
 //!   to the next holder's `lock()` returning, over `--handoffs` hand-offs (0 skips them; holders
 //!   keep the lock 1 ms).
@@ -169,6 +172,12 @@ struct Contended {
     jain: f64,
     min: u64,
     max: u64,
+    /// The commands all clients sent per acquisition, by kind and reply
+    /// ([`baton_tests::contention::ContendedRun::per_acquisition`]).
+    split: String,
+    /// CPU per acquisition, the nodes' and the clients'
+    /// ([`baton_tests::contention::ContendedRun::cpu_per_acquisition`]).
+    cpu: String,
 }
 
 struct Result1 {
@@ -231,6 +240,20 @@ impl Result1 {
             self.p50.as_secs_f64() / self.floor_p50.as_secs_f64(),
             if handoff.is_empty() { String::from("-") } else { handoff },
         )
+    }
+
+    /// The lines of the commands-per-acquisition table: where contending clients' commands
+    /// went, per client count.
+    fn split_rows(&self, label: &str) -> Vec<String> {
+        self.throughput
+            .iter()
+            .map(|c| {
+                format!(
+                    "| {label} | {} | {} | {} | {} |",
+                    self.strategy, c.clients, c.cpu, c.split
+                )
+            })
+            .collect()
     }
 
     /// The Markdown row of the history table, if the history ran.
@@ -460,20 +483,24 @@ async fn bench(args: &Args, strategy: Strategy, turns: Option<bool>) -> Result<R
 
     // Contended: clients on one name, each with its own session; then hand-offs.
     let contention = Contention::new(&url, strategy)
+        .server("java")
         .retry(quick_retry(args.max_backoff))
         .turns(turns);
     let mut throughput = Vec::with_capacity(args.clients.len());
     for &clients in &args.clients {
-        let (counts, _) = contention
-            .contended(clients, args.contended)
+        let run = contention
+            .contended_counted(clients, args.contended)
             .await
             .map_err(|e| format!("{clients} contending clients: {e}"))?;
+        let counts = &run.counts;
         throughput.push(Contended {
             clients,
             per_s: counts.iter().sum::<u64>() as f64 / args.contended.as_secs_f64(),
-            jain: baton_tests::wire::jain(&counts),
+            jain: baton_tests::wire::jain(counts),
             min: counts.iter().copied().min().unwrap_or(0),
             max: counts.iter().copied().max().unwrap_or(0),
+            split: run.per_acquisition(),
+            cpu: run.cpu_per_acquisition(),
         });
     }
     let mut handoff = Vec::new();
@@ -564,6 +591,16 @@ fn main() {
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for r in &results {
         println!("{}", r.row(&args.label));
+    }
+    println!();
+    println!("Storage commands per acquisition, by the command's kind and the reply's, all contending clients:");
+    println!();
+    println!("| cluster | strategy | clients | CPU per acquisition (nodes: every `java` process) | commands per acquisition |");
+    println!("| --- | --- | ---: | --- | --- |");
+    for r in &results {
+        for row in r.split_rows(&args.label) {
+            println!("{row}");
+        }
     }
     let history: Vec<String> = results
         .iter()

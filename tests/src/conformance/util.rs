@@ -94,7 +94,8 @@ impl CountingStore {
     }
 
     /// Commands answered so far, by the command's kind and the reply's (`CompareAndSet
-    /// Conditional`, `Read Failed(Timeout)`, ...): where a client's commands went.
+    /// Conditional(applied)`, `Claim Guarded(refused)`, `Read Failed(Timeout)`, ...): where a
+    /// client's commands went.
     pub fn answered_by_kind(&self) -> BTreeMap<String, u64> {
         let by_kind = self.by_kind.lock().map(|m| m.clone()).unwrap_or_default();
         by_kind
@@ -129,8 +130,10 @@ fn reply_kind(reply: &Reply) -> &'static str {
     match reply {
         Reply::Cells(_) => "Cells",
         Reply::Written => "Written",
-        Reply::Conditional { .. } => "Conditional",
-        Reply::Guarded { .. } => "Guarded",
+        Reply::Conditional { applied: true, .. } => "Conditional(applied)",
+        Reply::Conditional { .. } => "Conditional(refused)",
+        Reply::Guarded { applied: true, .. } => "Guarded(applied)",
+        Reply::Guarded { .. } => "Guarded(refused)",
         Reply::Object { .. } => "Object",
         Reply::Purged(_) => "Purged",
         Reply::Rows(_) => "Rows",
