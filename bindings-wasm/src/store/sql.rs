@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use baton_kernel::{Command, Error, ErrorKind, Failure, Reply, Result};
 use baton_statements::sql::{
-    failure, names_the_flag_guard, read_layout, schema_statement, Dialect, Done, DriverError, Kind,
-    Layout, Next, Operation, Outcome, Param, Phase, SchemaSetup, SchemaStep, Statement,
+    failure, names_a_migrate_guard, read_layout, schema_statement, Dialect, Done, DriverError,
+    Kind, Layout, Next, Operation, Outcome, Param, Phase, SchemaSetup, SchemaStep, Statement,
     StatementSet, StatementSets, Statements, TableState, Val,
 };
 use baton_statements::{no_answer_within, Access};
@@ -103,13 +103,13 @@ impl SqlHost {
         let first = self.run_in(command, ran).await;
         let outcome = match &first {
             Ok(reply) => Outcome::Replied(reply),
-            Err(f) if names_the_flag_guard(f.message(), &self.table) => Outcome::FlagGuard,
+            Err(f) if names_a_migrate_guard(f.message(), &self.table) => Outcome::MigrateGuard,
             Err(_) => Outcome::Failed,
         };
         // The adapter's statements are never in a caller's transaction.
         match self
             .state
-            .after_run(command, ran, outcome, false, js_sys::Date::now() as u64)
+            .after_run(command, ran, outcome, false, || js_sys::Date::now() as u64)
         {
             Next::Answer => first,
             Next::ReadLayout => {

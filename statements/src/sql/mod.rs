@@ -83,7 +83,7 @@ pub use object::MYSQL_MAX_VALUE_BYTES;
 pub use operation::{ttl_ms, Done, Kind, Operation, Param, Step, Val, MAX_KEY_BYTES};
 pub use schema::{add_stamp_failed, missing_columns, SchemaCheck, SchemaSetup, SchemaStep};
 pub use statement::{schema_statement, Statement, Statements};
-pub use table_state::{names_the_flag_guard, read_layout, Next, Outcome, TableState};
+pub use table_state::{names_a_migrate_guard, read_layout, Next, Outcome, TableState};
 
 /// The database a store talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

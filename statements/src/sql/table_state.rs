@@ -12,8 +12,9 @@
 //! layout due for a read ([`TableState::due`]), taken by a later command at most once a second
 //! ([`TableState::take_refresh`]).
 //!
-//! Costs: two atomic loads per command when nothing changed; a read of the layout (two
-//! statements: the columns and the flag) and at most one more run of the command when it did.
+//! Costs: two atomic loads per command when nothing changed (the host's clock is read only
+//! when a read is due); a read of the layout (two statements: the columns and the flag) and at
+//! most one more run of the command when it did.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
@@ -61,9 +62,10 @@ impl Default for TableState {
 pub enum Outcome<'a> {
     /// The store answered.
     Replied(&'a Reply),
-    /// The database refused a statement by the guard `baton migrate` makes with the layout
-    /// flag ([`names_the_flag_guard`]).
-    FlagGuard,
+    /// The database refused a statement by a guard `baton migrate` makes
+    /// ([`names_a_migrate_guard`]): the flag's (no counter row in a one-row table), or the one
+    /// that keeps moved counters (never deleted, a marker never set back).
+    MigrateGuard,
     /// Any other failure.
     Failed,
 }
@@ -131,11 +133,13 @@ impl TableState {
 
     /// Takes a due read of the layout: true (and no longer due) when one is due and none was
     /// taken in the last second by the host's clock `now_ms` (any milliseconds that do not go
-    /// back, as a rule); the host then reads the layout and records it ([`TableState::read`]).
-    pub fn take_refresh(&self, now_ms: u64) -> bool {
+    /// back, as a rule; read only when a read is due); the host then reads the layout and
+    /// records it ([`TableState::read`]).
+    pub fn take_refresh(&self, now_ms: impl FnOnce() -> u64) -> bool {
         if !self.refresh_due() {
             return false;
         }
+        let now_ms = now_ms();
         let last = self.last_read_ms.load(Ordering::Relaxed);
         // A clock that went back allows a read rather than none.
         if last != NEVER && now_ms >= last && now_ms - last < REFRESH_EVERY_MS {
@@ -160,24 +164,23 @@ impl TableState {
     /// [`TableState::take_refresh`].
     ///
     /// The table changed under the command when it ran in two rows, not routed, and met a
-    /// moved name's marker, or ran in two rows and was refused by the flag's guard: the layout
-    /// is read at once, and the command runs again when that is safe: one that applied nothing
-    /// on meeting either (one that writes or guards by the counter, [`Route::TwoRowsFirst`]),
-    /// or a read (a `Read` or `Scan`, which changes nothing); any other fails this once,
-    /// closed (a marker is no counter). Otherwise a due read is taken when one is.
+    /// moved name's marker, or ran in two rows and was refused by a guard of `migrate`'s: the
+    /// layout is read at once, and the command runs again when that is safe
+    /// ([`TableState::rerun_in`]); any other fails this once, closed (a marker is no counter).
+    /// Otherwise a due read is taken when one is.
     pub fn after_run(
         &self,
         command: &Command,
         ran: (Layout, bool),
         outcome: Outcome<'_>,
         in_callers_transaction: bool,
-        now_ms: u64,
+        now_ms: impl FnOnce() -> u64,
     ) -> Next {
         let (layout, moving) = ran;
         let changed = layout == Layout::TwoRows
             && match outcome {
                 Outcome::Replied(reply) => !moving && shows_marker(command, reply),
-                Outcome::FlagGuard => true,
+                Outcome::MigrateGuard => true,
                 Outcome::Failed => false,
             };
         match (changed, in_callers_transaction) {
@@ -193,8 +196,15 @@ impl TableState {
 
     /// After [`Next::ReadLayoutThenRerun`] and the read (recorded, [`TableState::read`]): the
     /// layout and routing to run `command` again in, or `None` to answer with the first run
-    /// (the read failed, the table is still two-row and not being moved, or the command is
-    /// neither a read nor one that applies nothing on meeting a marker).
+    /// (the read failed, or the table is still two-row and not being moved, or the command is
+    /// not one of these). Run again: a command that applied nothing on meeting a marker or a
+    /// guard (one that writes or guards by the counter, [`Route::TwoRowsFirst`]); a read (a
+    /// `Read` or `Scan`, which changes nothing: its answer is one it could have had a moment
+    /// later); a purge, which only a guard stops (MariaDB's, on a moved counter's row an
+    /// earlier reading takes for an expired cell) and which deletes only expired cells: if a
+    /// step before the refused one deleted some, the second run does not list them again.
+    /// Not run again: a `Vacate` (it deleted before its read showed the marker) and plain
+    /// writes.
     pub fn rerun_in(
         &self,
         command: &Command,
@@ -202,8 +212,10 @@ impl TableState {
     ) -> Option<(Layout, bool)> {
         let (layout, moving) = *reading.as_ref().ok()?;
         let moved = moving || layout == Layout::OneRow;
-        let again = matches!(command, Command::Read { .. } | Command::Scan { .. })
-            || moving_route(command) == Route::TwoRowsFirst;
+        let again = matches!(
+            command,
+            Command::Read { .. } | Command::Scan { .. } | Command::Purge { .. }
+        ) || moving_route(command) == Route::TwoRowsFirst;
         (moved && again).then_some((layout, moving && layout == Layout::TwoRows))
     }
 }
@@ -222,15 +234,17 @@ pub fn read_layout(
     Ok((layout, is_moving(flag, columns)))
 }
 
-/// Whether a database error's `message` is the refusal of the guard `baton migrate` makes with
-/// the layout flag of table `table` (a counter row made in a table whose counters are in its
-/// lock rows): PostgreSQL's and MariaDB's constraint `<table>_moved`, SQLite's trigger of that
-/// name and message.
-pub fn names_the_flag_guard(message: &str, table: &str) -> bool {
+/// Whether a database error's `message` is the refusal of a guard `baton migrate` makes on
+/// table `table`: the layout flag's (a counter row made in a table whose counters are in its
+/// lock rows: PostgreSQL's and MariaDB's constraint `<table>_moved`, SQLite's trigger of that
+/// name and message), or the one that keeps moved counters (MariaDB's delete trigger, and
+/// every database's trigger that keeps a marker: "… is never removed or set back").
+pub fn names_a_migrate_guard(message: &str, table: &str) -> bool {
     let mut name = String::from(table);
     name.push_str("_moved");
     message.contains(name.as_str())
         || message.contains("keeps its fencing counters in its lock rows")
+        || message.contains("is never removed or set back (baton migrate)")
 }
 
 #[cfg(test)]
@@ -293,16 +307,16 @@ mod tests {
     #[test]
     fn a_due_read_is_taken_once_a_second_at_most() {
         let s = TableState::default();
-        assert!(!s.take_refresh(10), "nothing due");
+        assert!(!s.take_refresh(|| 10), "nothing due");
         s.due();
-        assert!(s.take_refresh(10));
+        assert!(s.take_refresh(|| 10));
         assert!(!s.refresh_due());
         s.due();
-        assert!(!s.take_refresh(500), "within a second of the last");
+        assert!(!s.take_refresh(|| 500), "within a second of the last");
         assert!(s.refresh_due(), "still due");
-        assert!(s.take_refresh(1_010));
+        assert!(s.take_refresh(|| 1_010));
         s.due();
-        assert!(s.take_refresh(5), "a clock that went back allows one");
+        assert!(s.take_refresh(|| 5), "a clock that went back allows one");
     }
 
     #[test]
@@ -315,7 +329,7 @@ mod tests {
         };
         let ran = s.get();
         assert_eq!(
-            s.after_run(&claim(), ran, Outcome::Replied(&guarded), false, 0),
+            s.after_run(&claim(), ran, Outcome::Replied(&guarded), false, || 0),
             Next::ReadLayoutThenRerun
         );
         // Being moved: the claim runs routed; one-row: in one row.
@@ -335,20 +349,29 @@ mod tests {
         );
         // A read that met a marker runs again (it changed nothing); a write that is not of
         // the counter does not (it may have applied).
-        let next = s.after_run(&read(), ran, Outcome::Replied(&marker_cells()), false, 0);
+        let next = s.after_run(&read(), ran, Outcome::Replied(&marker_cells()), false, || 0);
         assert_eq!(next, Next::ReadLayoutThenRerun);
         assert_eq!(
             s.rerun_in(&read(), &Ok((Layout::TwoRows, true))),
             Some((Layout::TwoRows, true))
         );
-        let put = Command::Put {
+        let vacate = Command::Vacate {
             row: "job".into(),
-            column: "note".into(),
-            value: "x".into(),
-            ttl: None,
+            column: "ticket".into(),
+            read: ColumnFilter::All,
             consistency: Consistency::default(),
         };
-        assert_eq!(s.rerun_in(&put, &Ok((Layout::OneRow, false))), None);
+        let next = s.after_run(&vacate, ran, Outcome::Replied(&marker_cells()), false, || 0);
+        assert_eq!(next, Next::ReadLayoutThenRerun);
+        assert_eq!(s.rerun_in(&vacate, &Ok((Layout::OneRow, false))), None);
+        // A purge refused by the guard that keeps moved counters runs again.
+        let purge = Command::Purge { row: None };
+        let next = s.after_run(&purge, ran, Outcome::MigrateGuard, false, || 0);
+        assert_eq!(next, Next::ReadLayoutThenRerun);
+        assert_eq!(
+            s.rerun_in(&purge, &Ok((Layout::TwoRows, true))),
+            Some((Layout::TwoRows, true))
+        );
     }
 
     #[test]
@@ -356,12 +379,12 @@ mod tests {
         let s = TableState::default();
         let ran = s.get();
         assert_eq!(
-            s.after_run(&claim(), ran, Outcome::FlagGuard, true, 0),
+            s.after_run(&claim(), ran, Outcome::MigrateGuard, true, || 0),
             Next::Answer
         );
         assert!(s.refresh_due());
         assert_eq!(
-            s.after_run(&read(), ran, Outcome::Failed, false, 0),
+            s.after_run(&read(), ran, Outcome::Failed, false, || 0),
             Next::ReadLayout
         );
         assert!(!s.refresh_due());
@@ -371,31 +394,35 @@ mod tests {
     fn routed_or_one_row_commands_do_not_count_a_marker_as_a_change() {
         let s = TableState::default();
         for ran in [(Layout::TwoRows, true), (Layout::OneRow, false)] {
-            let next = s.after_run(&read(), ran, Outcome::Replied(&marker_cells()), false, 0);
+            let next = s.after_run(&read(), ran, Outcome::Replied(&marker_cells()), false, || 0);
             assert_eq!(next, Next::Answer, "{ran:?}");
         }
         assert_eq!(
             s.after_run(
                 &claim(),
                 (Layout::OneRow, false),
-                Outcome::FlagGuard,
+                Outcome::MigrateGuard,
                 false,
-                0
+                || 0
             ),
             Next::Answer
         );
     }
 
     #[test]
-    fn the_flag_guard_is_named_by_its_table() {
-        assert!(names_the_flag_guard(
+    fn migrates_guards_are_named() {
+        assert!(names_a_migrate_guard(
             "new row for relation \"locks\" violates check constraint \"locks_moved\"",
             "locks"
         ));
-        assert!(names_the_flag_guard(
+        assert!(names_a_migrate_guard(
             "the lock table keeps its fencing counters in its lock rows",
             "t"
         ));
-        assert!(!names_the_flag_guard("duplicate key", "locks"));
+        assert!(names_a_migrate_guard(
+            "baton: a moved fencing counter of table locks is never removed or set back (baton migrate)",
+            "locks"
+        ));
+        assert!(!names_a_migrate_guard("duplicate key", "locks"));
     }
 }

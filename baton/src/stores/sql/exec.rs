@@ -11,7 +11,7 @@ use std::time::Instant;
 use baton_kernel::{Command, Failure, Reply};
 pub(crate) use baton_statements::sql::TableState;
 use baton_statements::sql::{
-    names_the_flag_guard, Done, Layout, Next, Operation, Outcome, StatementSet, Step,
+    names_a_migrate_guard, Done, Layout, Next, Operation, Outcome, StatementSet, Step,
 };
 
 use super::conn::Sealed;
@@ -67,14 +67,14 @@ pub(crate) async fn execute<C: Sealed + ?Sized>(
     let outcome = match &first {
         Ok(reply) => Outcome::Replied(reply),
         Err(ExecError::Sql(sqlx::Error::Database(db)))
-            if names_the_flag_guard(db.message(), plan.table) =>
+            if names_a_migrate_guard(db.message(), plan.table) =>
         {
-            Outcome::FlagGuard
+            Outcome::MigrateGuard
         }
         Err(_) => Outcome::Failed,
     };
     // Boxed, the read and the rerun: rare paths, kept out of every command's future.
-    match plan.state.after_run(command, ran, outcome, !own, now_ms()) {
+    match plan.state.after_run(command, ran, outcome, !own, now_ms) {
         Next::Answer => first,
         Next::ReadLayout => {
             // Recorded, or due again, by the read itself.

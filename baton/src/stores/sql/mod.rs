@@ -491,7 +491,7 @@ impl SqlStore {
     pub(crate) async fn refresh_layout_if_due(&self) {
         let table = &self.inner.table;
         // Due, and not read in the last second (then a later command reads it).
-        if !table.take_refresh(exec::now_ms()) {
+        if !table.take_refresh(exec::now_ms) {
             return;
         }
         let plan = self.plan();
