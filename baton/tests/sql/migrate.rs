@@ -263,28 +263,21 @@ fn bakery_on(url: &str) -> Locker {
 /// `$then`, evaluated while a transaction of `$store`'s pool (PostgreSQL or MariaDB) holds the
 /// rows `$select` (a `SELECT … FOR UPDATE`) locks, rolled back after.
 macro_rules! while_rows_locked {
+    // One pool's arm (the pools' types differ, the steps do not).
+    (on $pool:ident, $select:expr, $then:expr) => {{
+        let mut tx = $pool.begin().await.expect("begin");
+        sqlx::query(AssertSqlSafe($select))
+            .execute(&mut *tx)
+            .await
+            .expect("rows locked");
+        let outcome = $then;
+        tx.rollback().await.expect("rollback");
+        outcome
+    }};
     ($store:expr, $select:expr, $then:expr) => {
         match $store.pool() {
-            SqlPool::Postgres(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe($select))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("rows locked");
-                let outcome = $then;
-                tx.rollback().await.expect("rollback");
-                outcome
-            }
-            SqlPool::MySql(p) => {
-                let mut tx = p.begin().await.expect("begin");
-                sqlx::query(AssertSqlSafe($select))
-                    .execute(&mut *tx)
-                    .await
-                    .expect("rows locked");
-                let outcome = $then;
-                tx.rollback().await.expect("rollback");
-                outcome
-            }
+            SqlPool::Postgres(p) => while_rows_locked!(on p, $select, $then),
+            SqlPool::MySql(p) => while_rows_locked!(on p, $select, $then),
             _ => unreachable!("PostgreSQL or MariaDB"),
         }
     };
