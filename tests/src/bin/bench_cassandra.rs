@@ -178,6 +178,9 @@ struct Contended {
     /// CPU per acquisition, the nodes' and the clients'
     /// ([`baton_tests::contention::ContendedRun::cpu_per_acquisition`]).
     cpu: String,
+    /// The gaps between leases, by whether the releaser took the lock again
+    /// ([`baton_tests::contention::HandOffs::summary`]).
+    gaps: String,
 }
 
 struct Result1 {
@@ -249,8 +252,8 @@ impl Result1 {
             .iter()
             .map(|c| {
                 format!(
-                    "| {label} | {} | {} | {} | {} |",
-                    self.strategy, c.clients, c.cpu, c.split
+                    "| {label} | {} | {} | {} | {} | {} |",
+                    self.strategy, c.clients, c.cpu, c.gaps, c.split
                 )
             })
             .collect()
@@ -501,6 +504,7 @@ async fn bench(args: &Args, strategy: Strategy, turns: Option<bool>) -> Result<R
             max: counts.iter().copied().max().unwrap_or(0),
             split: run.per_acquisition(),
             cpu: run.cpu_per_acquisition(),
+            gaps: run.handoffs.summary(),
         });
     }
     let mut handoff = Vec::new();
@@ -595,8 +599,8 @@ fn main() {
     println!();
     println!("Storage commands per acquisition, by the command's kind and the reply's, all contending clients:");
     println!();
-    println!("| cluster | strategy | clients | CPU per acquisition (nodes: every `java` process) | commands per acquisition |");
-    println!("| --- | --- | ---: | --- | --- |");
+    println!("| cluster | strategy | clients | CPU per acquisition (nodes: every `java` process) | gaps between leases | commands per acquisition |");
+    println!("| --- | --- | ---: | --- | --- | --- |");
     for r in &results {
         for row in r.split_rows(&args.label) {
             println!("{row}");

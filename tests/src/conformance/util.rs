@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::{Command, ErrorKind, Failure, Locker, LockerBuilder, Reply, Store, StoreFuture};
+use baton_kernel::Turn;
 use tokio::sync::watch;
 
 /// `future`'s output, or a panic naming `what` if it takes longer than `limit`. The limit is
@@ -115,7 +116,15 @@ fn command_kind(command: &Command) -> &'static str {
         Command::DeleteVersion { .. } => "DeleteVersion",
         Command::InsertIfAbsent { .. } => "InsertIfAbsent",
         Command::CompareAndSet { .. } => "CompareAndSet",
-        Command::Claim { .. } => "Claim",
+        Command::Claim { turn: None, .. } => "Claim",
+        Command::Claim {
+            turn: Some(Turn::Free),
+            ..
+        } => "Claim(turn free)",
+        Command::Claim {
+            turn: Some(Turn::Ours(_)),
+            ..
+        } => "Claim(turn ours)",
         Command::GuardedSet { .. } => "GuardedSet",
         Command::Batch { .. } => "Batch",
         Command::SetObject { .. } => "SetObject",
@@ -125,9 +134,20 @@ fn command_kind(command: &Command) -> &'static str {
     }
 }
 
-/// A reply's kind, one level in for a failure (`Failed(Timeout)`).
-fn reply_kind(reply: &Reply) -> &'static str {
+/// A reply's kind, one level in for a failure (`Failed(Timeout)`); a refused claim's by what
+/// refused it (`expected`: the counter the claim expected): the lock held, the counter moved,
+/// or else the turn (the lock free and the counter as expected).
+fn reply_kind(reply: &Reply, expected: Option<&Option<String>>) -> &'static str {
     match reply {
+        Reply::Guarded {
+            applied: false,
+            current,
+            guard,
+        } if expected.is_some() => match (current, expected) {
+            (Some(_), _) => "Guarded(refused: held)",
+            (None, Some(expected)) if guard != expected => "Guarded(refused: counter moved)",
+            _ => "Guarded(refused: turn)",
+        },
         Reply::Cells(_) => "Cells",
         Reply::Written => "Written",
         Reply::Conditional { applied: true, .. } => "Conditional(applied)",
@@ -149,11 +169,19 @@ impl Store for CountingStore {
     fn execute(&self, command: Command) -> StoreFuture<'_> {
         self.executed.fetch_add(1, Ordering::SeqCst);
         let kind = command_kind(&command);
+        let expected = match &command {
+            Command::Claim {
+                counter_expected, ..
+            } => Some(counter_expected.clone()),
+            _ => None,
+        };
         let reply = self.inner.execute(command);
         Box::pin(async move {
             let reply = reply.await;
             if let Ok(mut by_kind) = self.by_kind.lock() {
-                *by_kind.entry((kind, reply_kind(&reply))).or_default() += 1;
+                *by_kind
+                    .entry((kind, reply_kind(&reply, expected.as_ref())))
+                    .or_default() += 1;
             }
             reply
         })

@@ -676,6 +676,12 @@ impl Acquire {
                 self.fair.signalled,
             ) {
                 (true, true) => crate::lease::COURTESIES,
+                // With turns the courtesy is a look, not a sleep: owed by the next
+                // acquisitions as where the store wakes waiters, so that a client looping on a
+                // contended name looks before it claims and does not send a claim that a
+                // waiter's turn refuses (on Paxos v1 such a claim meeting the waiter's makes
+                // one of them sleep up to 100 ms).
+                (true, false) if self.uses_turns() => crate::lease::COURTESIES,
                 (true, false) => 1,
                 (false, _) => self.fair.courtesies,
             },

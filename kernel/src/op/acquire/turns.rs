@@ -58,6 +58,9 @@ pub(super) enum TurnSeen {
     Ours(Option<Duration>),
     /// Another waiter's.
     Other,
+    /// Another waiter's, which started waiting after us (a later counter in its `since=`):
+    /// ours goes over it.
+    Younger,
 }
 
 /// One acquisition's turn.
@@ -71,6 +74,11 @@ pub(super) struct Turns {
     /// The first attempt looks before it claims: the locker's previous lease of the name was
     /// contended (it owes a courtesy), so a waiter may have taken the turn meanwhile.
     pub(super) look_first: bool,
+    /// Our place among the waiters: the fencing counter's token when we first found the lock
+    /// taken or reserved (`None` until then). Written in our turn value (`since=`); a waiter
+    /// with an earlier place writes its turn over ours, so that the waiter that has waited
+    /// longest takes the next grant. It orders by the store's counter, not by clocks.
+    pub(super) since: Option<u64>,
 }
 
 impl Acquire {
@@ -81,9 +89,42 @@ impl Acquire {
             && self.opts.sabotage() != Sabotage::FenceBlindWrite
     }
 
-    /// The value our turn cell holds: our owner and acquisition.
+    /// The value our turn cell holds: our owner and acquisition, and our place.
     fn turn_value(&self) -> String {
-        format!("{} acq={:x}", self.owner.key(), self.opts.acquisition)
+        match self.turns.since {
+            Some(since) => format!(
+                "{} acq={:x} since={since}",
+                self.owner.key(),
+                self.opts.acquisition
+            ),
+            None => format!("{} acq={:x}", self.owner.key(), self.opts.acquisition),
+        }
+    }
+
+    /// Takes our place among the waiters from the counter last seen (0 before the first
+    /// grant of the name), once: before our first turn is written, so that our turn value
+    /// never changes.
+    pub(super) fn note_place(&mut self) {
+        if self.turns.since.is_none() {
+            self.turns.since = self
+                .unique
+                .counter_seen
+                .as_deref()
+                .and_then(|c| crate::record::Fence::decode(c).ok())
+                .map_or(Some(0), |f| Some(f.token));
+        }
+    }
+
+    /// How another waiter's turn value `value` compares with ours: younger when both carry a
+    /// place and its place is later than ours.
+    fn other_turn(&self, value: &str) -> TurnSeen {
+        let place = value
+            .rsplit_once(" since=")
+            .and_then(|(_, n)| n.parse::<u64>().ok());
+        match (self.turns.since, place) {
+            (Some(ours), Some(theirs)) if ours < theirs => TurnSeen::Younger,
+            _ => TurnSeen::Other,
+        }
     }
 
     /// The turn condition of our next claim (`None` without turns).
@@ -112,6 +153,7 @@ impl Acquire {
     /// whose turn it is.
     pub(super) fn on_look(&mut self, cells: alloc::vec::Vec<Cell>, now: Instant) {
         let (mut current, mut counter, mut turn) = (None, None, TurnSeen::Nobody);
+        let mut others_turn = String::new();
         let ours = self.turn_value();
         for cell in cells {
             if cell.column == self.column {
@@ -122,6 +164,7 @@ impl Acquire {
                 turn = if cell.value == ours {
                     TurnSeen::Ours(cell.ttl_remaining)
                 } else {
+                    others_turn = cell.value;
                     TurnSeen::Other
                 };
             }
@@ -129,6 +172,13 @@ impl Acquire {
         // A guess, as a hint's is: a claim from a stale one fails and shows the value.
         if counter.is_some() {
             self.unique.counter_seen.clone_from(&counter);
+        }
+        let reserved = !matches!(turn, TurnSeen::Nobody);
+        if current.is_some() || reserved {
+            self.note_place();
+        }
+        if let TurnSeen::Other = turn {
+            turn = self.other_turn(&others_turn);
         }
         self.turns.holding = matches!(turn, TurnSeen::Ours(_));
         match current {
@@ -140,7 +190,16 @@ impl Acquire {
                 let seen = alloc::vec![counter.unwrap_or_else(|| current.clone())];
                 self.unique_taken(current, seen, now);
             }
+            None if turn == TurnSeen::Younger => self.take_turn(self.reserved_for_another()),
             None if turn == TurnSeen::Other => self.contended(now, self.reserved_for_another()),
+            // A waiter's retry that finds the lock free and nobody's turn takes the turn and
+            // claims at its next look: the client that released it is likely claiming again at
+            // this moment, and two claims of one name at once on Paxos v1 make one of them
+            // sleep up to 100 ms before it tries again, which a release meeting it pays too.
+            // The first attempt (a client looping on the name) claims at once.
+            None if turn == TurnSeen::Nobody && self.attempts > 1 => {
+                self.take_turn(self.free_for_the_turn());
+            }
             None => self.claim(),
         }
     }
@@ -151,11 +210,18 @@ impl Acquire {
         let due = match self.turns.seen.take() {
             Some(TurnSeen::Nobody) => self.fair.aging.passed_over(),
             Some(TurnSeen::Ours(left)) => left.is_none_or(|left| left < TURN_TTL / 2),
+            Some(TurnSeen::Younger) => true,
             Some(TurnSeen::Other) | None => false,
         };
         if !due {
             return self.contended(now, busy);
         }
+        self.take_turn(busy);
+    }
+
+    /// Writes our turn (a plain put with [`TURN_TTL`]); then waits at the reserved pace.
+    fn take_turn(&mut self, busy: Error) {
+        self.note_place();
         self.phase = Phase::TurnTake(busy);
         self.io.send(Command::Put {
             row: self.row(),
@@ -176,6 +242,7 @@ impl Acquire {
     /// condition failed (someone else's turn, or ours ended).
     pub(super) fn turn_refused(&mut self, now: Instant) {
         self.turns.holding = false;
+        self.note_place();
         self.contended(now, self.reserved_for_another());
     }
 
@@ -184,6 +251,16 @@ impl Acquire {
         self.turns
             .holding
             .then(|| self.round_trip.clamp(TURN_POLL_MIN, TURN_TTL / 8))
+    }
+
+    fn free_for_the_turn(&self) -> Error {
+        Error::new(
+            ErrorKind::Busy,
+            format!(
+                "lock {:?} was free, and its next grant is being reserved for this waiter",
+                self.name.as_str()
+            ),
+        )
     }
 
     fn reserved_for_another(&self) -> Error {
@@ -396,10 +473,11 @@ mod tests {
         }
     }
 
-    /// After a contended lease the next acquisition looks before it claims, once (a store
-    /// that does not wake waiters owes one courtesy), and the one after claims at once.
+    /// After a contended lease the next [`crate::lease::COURTESIES`] acquisitions look before
+    /// they claim (the courtesy a store that does not wake waiters is owed, paid as a look), and
+    /// the one after claims at once.
     #[test]
-    fn after_a_contended_lease_the_next_acquisition_looks_first_once() {
+    fn after_a_contended_lease_the_next_acquisitions_look_first() {
         let mut table = MemoryTable::new();
         let wait = Wait::Timeout(Duration::from_secs(30));
         let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
@@ -408,20 +486,136 @@ mod tests {
             panic!("the waiter waits");
         };
         release(&first, &mut table, at(1));
-        let contended = granted(&mut waiter, &mut table, next);
-        release(&contended, &mut table, next);
-        let mut again = acquire(2, wait, 23).with_fence_hint(Some(contended.lease.fence_hint()));
+        let (grant, next) = granted_in_time(&mut waiter, &mut table, next);
+        let mut lease = grant.lease;
+        release_lease(&lease, &mut table, next);
+        for n in 0..crate::lease::COURTESIES {
+            let acq = 23 + u64::from(n) * 2;
+            let mut again = acquire(2, wait, acq).with_fence_hint(Some(lease.fence_hint()));
+            assert!(
+                matches!(first_command(&mut again, next), Command::Read { .. }),
+                "acquisition {n} after the contended lease claimed without a look"
+            );
+            let mut op = acquire(2, wait, acq).with_fence_hint(Some(lease.fence_hint()));
+            lease = granted(&mut op, &mut table, next).lease;
+            release_lease(&lease, &mut table, next);
+        }
+        let mut last = acquire(2, wait, 99).with_fence_hint(Some(lease.fence_hint()));
         assert!(matches!(
-            first_command(&mut again, next),
-            Command::Read { .. }
-        ));
-        let mut op = acquire(2, wait, 23).with_fence_hint(Some(contended.lease.fence_hint()));
-        let second = granted(&mut op, &mut table, next);
-        release(&second, &mut table, next);
-        let mut third = acquire(2, wait, 25).with_fence_hint(Some(second.lease.fence_hint()));
-        assert!(matches!(
-            first_command(&mut third, next),
+            first_command(&mut last, next),
             Command::Claim { .. }
         ));
+    }
+
+    /// Drives `op` through its waits until it is granted: the grant and when.
+    fn granted_in_time(
+        op: &mut Acquire,
+        table: &mut MemoryTable,
+        from: Instant,
+    ) -> (Grant, Instant) {
+        let mut now = from;
+        for _ in 0..100 {
+            match drive(op, table, now) {
+                Stop::Done(Ok(grant)) => return (grant, now),
+                Stop::Done(Err(e)) => panic!("not granted: {e}"),
+                Stop::Waits(until) => now = until,
+            }
+        }
+        panic!("not granted after 100 waits");
+    }
+
+    fn release_lease(lease: &crate::Lease, table: &mut MemoryTable, now: Instant) {
+        let mut op = Release::new(lease);
+        assert!(matches!(drive(&mut op, table, now), Stop::Done(Ok(_))));
+    }
+
+    /// A waiter's look that finds the lock free and nobody's turn takes the turn (a plain
+    /// write) instead of claiming, and claims at its next look with the turn as the condition.
+    #[test]
+    fn a_waiter_that_finds_the_lock_free_takes_the_turn_before_it_claims() {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
+        let mut waiter = acquire(2, wait, 21);
+        let Stop::Waits(next) = drive(&mut waiter, &mut table, at(0)) else {
+            panic!("the waiter waits");
+        };
+        release(&first, &mut table, at(1));
+        // Its retry looks, finds the lock free and no turn: a put of its turn, no claim.
+        let mut sent = alloc::vec::Vec::new();
+        let mut now = next;
+        let grant = loop {
+            match waiter.poll(now) {
+                Poll::Execute(id, command) => {
+                    sent.push(command.clone());
+                    waiter.handle(id, table.apply(&command, now));
+                }
+                Poll::WaitUntil(until) => now = until,
+                Poll::Ready(result) => break result.expect("granted"),
+            }
+        };
+        let kinds: alloc::vec::Vec<&str> = sent
+            .iter()
+            .map(|c| match c {
+                Command::Read { .. } => "look",
+                Command::Put { column, .. } if column == TURN_COLUMN => "turn",
+                Command::Claim {
+                    turn: Some(Turn::Ours(_)),
+                    ..
+                } => "claim ours",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds[..4],
+            ["look", "turn", "look", "claim ours"],
+            "{kinds:?}"
+        );
+        assert_eq!(
+            grant.lease.owner().key(),
+            OwnerId::new("h", 2, 7).expect("valid").key()
+        );
+    }
+
+    /// A waiter that started waiting earlier (an earlier counter) writes its turn over a later
+    /// waiter's, and takes the next grant.
+    #[test]
+    fn the_waiter_that_waited_longest_takes_the_turn_over_a_later_one() {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let holder = granted(&mut acquire(1, wait, 11), &mut table, at(0));
+        let mut old = acquire(2, wait, 21);
+        let Stop::Waits(old_next) = drive(&mut old, &mut table, at(0)) else {
+            panic!("the first waiter waits");
+        };
+        // The lock changes hands once (the holder again): a later waiter arrives after that,
+        // and its place is the later counter.
+        release(&holder, &mut table, at(1));
+        let holder = granted(&mut acquire(1, wait, 13), &mut table, at(1));
+        let mut young = acquire(3, wait, 31);
+        assert!(matches!(
+            drive(&mut young, &mut table, at(1)),
+            Stop::Waits(_)
+        ));
+        put_turn(
+            &mut table,
+            &format!("{} acq=1f since=99", young_key()),
+            at(2),
+        );
+        // The earlier waiter's next look finds the later one's turn and writes its own over it.
+        let Stop::Waits(_) = drive(&mut old, &mut table, old_next.max(at(2))) else {
+            panic!("still held");
+        };
+        let turn = turn_of(&table, old_next.max(at(2))).expect("a turn");
+        assert!(
+            turn.contains("acq=15") && turn.contains("since=1"),
+            "{turn}"
+        );
+        release(&holder, &mut table, at(3));
+        let _ = young;
+    }
+
+    fn young_key() -> String {
+        OwnerId::new("h", 3, 7).expect("valid").key()
     }
 }

@@ -70,6 +70,9 @@ impl Acquire {
     /// that got the lock, for aging: the fencing counter where the reply carries it (it moves
     /// exactly when the lock changes hands), else the holder's record.
     pub(super) fn unique_taken(&mut self, current: String, seen: Vec<String>, now: Instant) {
+        if self.uses_turns() {
+            self.note_place();
+        }
         let ours = LockRecord::decode(&current)
             .is_ok_and(|r| r.same_acquisition(&self.record) && r.att != self.record.att);
         if ours && self.opts.sabotage() != Sabotage::SameValueEveryAttempt {
