@@ -676,12 +676,10 @@ impl Acquire {
                 self.fair.signalled,
             ) {
                 (true, true) => crate::lease::COURTESIES,
-                // With turns the courtesy is a look, not a sleep: owed by the next
-                // acquisitions as where the store wakes waiters, so that a client looping on a
-                // contended name looks before it claims and does not send a claim that a
-                // waiter's turn refuses (on Paxos v1 such a claim meeting the waiter's makes
-                // one of them sleep up to 100 ms).
-                (true, false) if self.uses_turns() => crate::lease::COURTESIES,
+                // With turns too (the courtesy is then a look): owed by the next 8 instead,
+                // a client looping on a contended name looked before each claim, which cost
+                // more than the claims a turn refuses (bench_cassandra, 8 clients, 2026-12-03:
+                // 48-51% of one client's rate against 69-72%).
                 (true, false) => 1,
                 (false, _) => self.fair.courtesies,
             },
