@@ -424,6 +424,18 @@ mod tests {
         }
     }
 
+    /// Owner 1 holds the lock (acquisition 11) and owner 2 waits for it (acquisition 21,
+    /// default wait of 30 s): the grant, the waiter, and when it looks next.
+    fn held_with_a_waiter(table: &mut MemoryTable) -> (Grant, Acquire, Instant) {
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let holder = granted(&mut acquire(1, wait, 11), table, at(0));
+        let mut waiter = acquire(2, wait, 21);
+        let Stop::Waits(next) = drive(&mut waiter, table, at(0)) else {
+            panic!("the waiter waits");
+        };
+        (holder, waiter, next)
+    }
+
     fn release(grant: &Grant, table: &mut MemoryTable, now: Instant) {
         let mut op = Release::new(&grant.lease);
         assert!(matches!(drive(&mut op, table, now), Stop::Done(Ok(_))));
@@ -504,11 +516,7 @@ mod tests {
     fn after_a_contended_lease_the_next_acquisition_looks_first_once() {
         let mut table = MemoryTable::new();
         let wait = Wait::Timeout(Duration::from_secs(30));
-        let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
-        let mut waiter = acquire(2, wait, 21);
-        let Stop::Waits(next) = drive(&mut waiter, &mut table, at(0)) else {
-            panic!("the waiter waits");
-        };
+        let (first, mut waiter, next) = held_with_a_waiter(&mut table);
         release(&first, &mut table, at(1));
         let (contended, next) = granted_in_time(&mut waiter, &mut table, next);
         release(&contended, &mut table, next);
@@ -553,12 +561,7 @@ mod tests {
     #[test]
     fn a_waiter_that_finds_the_lock_free_takes_the_turn_before_it_claims() {
         let mut table = MemoryTable::new();
-        let wait = Wait::Timeout(Duration::from_secs(30));
-        let first = granted(&mut acquire(1, wait, 11), &mut table, at(0));
-        let mut waiter = acquire(2, wait, 21);
-        let Stop::Waits(next) = drive(&mut waiter, &mut table, at(0)) else {
-            panic!("the waiter waits");
-        };
+        let (first, mut waiter, next) = held_with_a_waiter(&mut table);
         release(&first, &mut table, at(1));
         // Its retry looks, finds the lock free and no turn: a put of its turn, no claim.
         let mut sent = alloc::vec::Vec::new();
@@ -597,16 +600,12 @@ mod tests {
     }
 
     /// A waiter that started waiting earlier (an earlier counter) writes its turn over a later
-    /// waiter's, and takes the next grant.
+    /// waiter's while the lock is held.
     #[test]
     fn the_waiter_that_waited_longest_takes_the_turn_over_a_later_one() {
         let mut table = MemoryTable::new();
         let wait = Wait::Timeout(Duration::from_secs(30));
-        let holder = granted(&mut acquire(1, wait, 11), &mut table, at(0));
-        let mut old = acquire(2, wait, 21);
-        let Stop::Waits(old_next) = drive(&mut old, &mut table, at(0)) else {
-            panic!("the first waiter waits");
-        };
+        let (holder, mut old, old_next) = held_with_a_waiter(&mut table);
         // The lock changes hands once (the holder again): a later waiter arrives after that,
         // and its place is the later counter.
         release(&holder, &mut table, at(1));
@@ -640,12 +639,7 @@ mod tests {
     #[test]
     fn a_later_waiters_turn_on_a_free_lock_is_left_and_chased() {
         let mut table = MemoryTable::new();
-        let wait = Wait::Timeout(Duration::from_secs(30));
-        let holder = granted(&mut acquire(1, wait, 11), &mut table, at(0));
-        let mut old = acquire(2, wait, 21);
-        let Stop::Waits(old_next) = drive(&mut old, &mut table, at(0)) else {
-            panic!("the first waiter waits");
-        };
+        let (holder, mut old, old_next) = held_with_a_waiter(&mut table);
         let now = old_next.max(at(2));
         release(&holder, &mut table, at(1));
         let young = format!("{} acq=1f since=99", young_key());
