@@ -17,7 +17,8 @@
 //!   at once: the last write wins, and the other sees it at its next look.
 //! - **Claims by turn.** A waiter's look that finds the lock free and no turn does not claim:
 //!   it writes its turn and claims at its next look. Only a first attempt (a client looping on
-//!   the name, or a new one) claims without a turn of its own.
+//!   the name, or a new one) and a waiter whose wait ends within four round trips (which would
+//!   leave its turn behind) claim without a turn of their own.
 //! - **Every claim carries a condition on it** ([`Turn`]): no live turn, or, when our last
 //!   look found ours, exactly ours, which the claim then removes in the same step. The looping
 //!   releaser's claim therefore fails while someone is reserved (answered as not applied with
@@ -221,11 +222,20 @@ impl Acquire {
             // this moment, and two claims of one name at once on Paxos v1 make one of them
             // sleep up to 100 ms before it tries again, which a release meeting it pays too.
             // The first attempt (a client looping on the name) claims at once.
-            None if turn == TurnSeen::Nobody && self.attempts > 1 => {
+            None if turn == TurnSeen::Nobody && self.attempts > 1 && self.time_for_a_turn(now) => {
                 self.take_turn(self.free_for_the_turn());
             }
             None => self.claim(),
         }
+    }
+
+    /// Whether our wait has room for a turn before a claim: a write, a pause and a look (four
+    /// of our round trips at least) before it ends. A waiter whose wait ends sooner claims at
+    /// once rather than leave a turn that would hold the others' claims up for [`TURN_TTL`]
+    /// after it gives up.
+    fn time_for_a_turn(&self, now: Instant) -> bool {
+        let needed = self.round_trip.max(TURN_POLL_MIN).saturating_mul(4);
+        now.saturating_add(needed) < self.wait_deadline
     }
 
     /// The lock is held and our cell is not in the way: wait, taking the turn first if our
@@ -631,6 +641,40 @@ mod tests {
         );
         release(&holder, &mut table, at(3));
         let _ = young;
+    }
+
+    /// A waiter whose wait ends within a few round trips claims a free lock at once: a turn
+    /// it left behind when it gives up would hold the others up for `TURN_TTL`.
+    #[test]
+    fn a_waiter_about_to_give_up_claims_without_a_turn() {
+        let mut table = MemoryTable::new();
+        let wait = Wait::Timeout(Duration::from_millis(50));
+        let holder = granted(&mut acquire(1, wait, 11), &mut table, at(0));
+        let mut waiter = acquire(2, wait, 21);
+        assert!(matches!(
+            drive(&mut waiter, &mut table, at(0)),
+            Stop::Waits(_)
+        ));
+        release(&holder, &mut table, at(1));
+        let late = at(50).saturating_sub(Duration::from_micros(500));
+        let mut sent = alloc::vec::Vec::new();
+        let granted = loop {
+            match waiter.poll(late) {
+                Poll::Execute(id, command) => {
+                    sent.push(command.clone());
+                    waiter.handle(id, table.apply(&command, late));
+                }
+                Poll::WaitUntil(until) => panic!("waits until {until:?}: {sent:?}"),
+                Poll::Ready(result) => break result,
+            }
+        };
+        assert!(granted.is_ok(), "{granted:?}");
+        assert!(
+            !sent
+                .iter()
+                .any(|c| matches!(c, Command::Put { column, .. } if column == TURN_COLUMN)),
+            "{sent:?}"
+        );
     }
 
     /// A later waiter's turn on a free lock is left alone (that waiter is claiming; a turn
