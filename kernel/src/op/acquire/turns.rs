@@ -31,6 +31,11 @@
 //!   that finds a later waiter's turn while the lock is held writes ours over it; on a free
 //!   lock it leaves it (that waiter is claiming) and looks again at the reserved pace. A turn
 //!   value without a place (an earlier build's) is never written over.
+//! - **A turn left behind.** A waiter whose looks find the same other waiter's turn on a free
+//!   lock for [`TURN_STALE_MIN`] (or eight of its round trips, if longer) takes it over: a
+//!   waiter holding the turn looks about once a round trip and claims at once, so that turn's
+//!   waiter is gone or stalled, and the lock would otherwise stay idle until the turn's TTL
+//!   (a second, two at Cassandra after its whole-second rounding).
 //! - **Looks.** With turns, a retry that ends a back-off (not one a wake-up started) reads the
 //!   row first, at the plain consistency, and claims only if the lock is free and the turn is
 //!   ours (or, for the first attempt after a contended lease, nobody's). A waiter's poll is
@@ -62,6 +67,11 @@ use crate::time::Instant;
 /// How long a turn lives unless its waiter writes it again. Cassandra's TTLs are whole
 /// seconds: a waiter that died while reserved holds up the others this long at most.
 pub const TURN_TTL: Duration = Duration::from_secs(1);
+
+/// The shortest time another waiter's turn stands on a free lock before a waiter takes it
+/// over (see `Acquire::stale_after`): longer than a live waiter's pause (a round trip, which
+/// a host's timer may round up to a millisecond), look and claim.
+pub const TURN_STALE_MIN: Duration = Duration::from_millis(10);
 
 /// The shortest wait between the reserved waiter's looks.
 pub const TURN_POLL_MIN: Duration = Duration::from_micros(200);
@@ -99,6 +109,10 @@ pub(super) struct Turns {
     /// Our last look found a later waiter's turn on a free lock: we look at the reserved pace
     /// until we can write ours over it while the lock is held.
     pub(super) chasing: bool,
+    /// Another waiter's turn that our looks have found on a free lock, and when they first did:
+    /// a turn whose waiter does not claim for [`stale_after`](Acquire::stale_after) is taken
+    /// over, so that a turn left behind holds the lock idle for that long, not its TTL.
+    pub(super) free_turn: Option<(String, Instant)>,
 }
 
 impl Acquire {
@@ -201,6 +215,7 @@ impl Acquire {
             turn = self.other_turn(&others_turn);
         }
         self.turns.chasing = current.is_none() && turn == TurnSeen::Younger;
+        let stale = self.note_free_turn(current.is_none(), turn, others_turn, now);
         self.turns.holding = matches!(turn, TurnSeen::Ours(_));
         match current {
             Some(current) => {
@@ -214,6 +229,7 @@ impl Acquire {
             // Another waiter's turn on a free lock: it is claiming now. A turn written over it
             // at this moment would only refuse its claim; an earlier waiter takes the turn over
             // while the lock is held (`wait_behind`).
+            None if stale => self.take_turn(self.reserved_for_another()),
             None if matches!(turn, TurnSeen::Other | TurnSeen::Younger) => {
                 self.contended(now, self.reserved_for_another())
             }
@@ -227,6 +243,32 @@ impl Acquire {
             }
             None => self.claim(),
         }
+    }
+
+    /// Records another waiter's turn found on a free lock (`free`), and says whether the same
+    /// turn has been there, the lock free at each of our looks, for
+    /// [`stale_after`](Acquire::stale_after): its waiter is gone or stalled (a waiter holding
+    /// the turn looks about once a round trip and claims at once).
+    fn note_free_turn(&mut self, free: bool, turn: TurnSeen, value: String, now: Instant) -> bool {
+        if !free || !matches!(turn, TurnSeen::Other | TurnSeen::Younger) {
+            self.turns.free_turn = None;
+            return false;
+        }
+        match &self.turns.free_turn {
+            Some((seen, since)) if *seen == value => {
+                now.saturating_duration_since(*since) >= self.stale_after()
+            }
+            _ => {
+                self.turns.free_turn = Some((value, now));
+                false
+            }
+        }
+    }
+
+    /// How long another waiter's turn may stand on a free lock before we take it over: eight
+    /// of our round trips, at least [`TURN_STALE_MIN`].
+    fn stale_after(&self) -> Duration {
+        self.round_trip.saturating_mul(8).max(TURN_STALE_MIN)
     }
 
     /// Whether our wait has room for a turn before a claim: a write, a pause and a look (four
@@ -674,6 +716,43 @@ mod tests {
                 .iter()
                 .any(|c| matches!(c, Command::Put { column, .. } if column == TURN_COLUMN)),
             "{sent:?}"
+        );
+    }
+
+    /// Another waiter's turn that stands on a free lock (its waiter gone) is taken over once
+    /// our looks have found it there for `TURN_STALE_MIN`, not left to block every claim
+    /// until its TTL.
+    #[test]
+    fn a_turn_left_on_a_free_lock_is_taken_over() {
+        let mut table = MemoryTable::new();
+        let (holder, mut waiter, next) = held_with_a_waiter(&mut table);
+        release(&holder, &mut table, at(1));
+        put_turn(&mut table, "gone acq=9 since=0", at(1));
+        let mut now = next.max(at(2));
+        let mut looks_before = 0;
+        let grant = loop {
+            match drive(&mut waiter, &mut table, now) {
+                Stop::Done(result) => break result.expect("granted"),
+                Stop::Waits(until) => {
+                    if turn_of(&table, until).as_deref() == Some("gone acq=9 since=0") {
+                        looks_before += 1;
+                    }
+                    now = until;
+                }
+            }
+            assert!(
+                now < at(2).saturating_add(TURN_TTL / 2),
+                "still waiting at {now:?}"
+            );
+        };
+        assert!(looks_before >= 1, "taken over at the first look");
+        assert!(
+            now >= at(2).saturating_add(TURN_STALE_MIN),
+            "taken over at {now:?}, before the turn had stood TURN_STALE_MIN"
+        );
+        assert_eq!(
+            grant.lease.owner().key(),
+            OwnerId::new("h", 2, 7).expect("valid").key()
         );
     }
 
