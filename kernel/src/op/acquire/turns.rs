@@ -476,6 +476,12 @@ mod tests {
         }
     }
 
+    /// `grant` went to owner `n` (of `acquire`'s owners).
+    fn assert_granted_to(grant: &Grant, n: u32) {
+        let owner = OwnerId::new("h", n, 7).expect("valid");
+        assert_eq!(grant.lease.owner().key(), owner.key());
+    }
+
     /// Owner 1 holds the lock (acquisition 11) and owner 2 waits for it (acquisition 21,
     /// default wait of 30 s): the grant, the waiter, and when it looks next.
     fn held_with_a_waiter(table: &mut MemoryTable) -> (Grant, Acquire, Instant) {
@@ -546,10 +552,7 @@ mod tests {
             _ => panic!("the releaser took the lock reserved for the waiter"),
         }
         let grant = granted(&mut waiter, &mut table, until);
-        assert_eq!(
-            grant.lease.owner().key(),
-            OwnerId::new("h", 2, 7).expect("valid").key()
-        );
+        assert_granted_to(&grant, 2);
         assert_eq!(turn_of(&table, until), None, "the turn outlived its grant");
     }
 
@@ -645,10 +648,7 @@ mod tests {
             ["look", "turn", "look", "claim ours"],
             "{kinds:?}"
         );
-        assert_eq!(
-            grant.lease.owner().key(),
-            OwnerId::new("h", 2, 7).expect("valid").key()
-        );
+        assert_granted_to(&grant, 2);
     }
 
     /// A waiter that started waiting earlier (an earlier counter) writes its turn over a later
@@ -750,10 +750,7 @@ mod tests {
             now >= at(2).saturating_add(TURN_STALE_MIN),
             "taken over at {now:?}, before the turn had stood TURN_STALE_MIN"
         );
-        assert_eq!(
-            grant.lease.owner().key(),
-            OwnerId::new("h", 2, 7).expect("valid").key()
-        );
+        assert_granted_to(&grant, 2);
     }
 
     /// A later waiter's turn on a free lock is left alone (that waiter is claiming; a turn
