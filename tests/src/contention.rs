@@ -380,6 +380,7 @@ impl HandOffs {
         };
         let total = (self.again.len() + self.passed.len()).max(1);
         let (held50, held99) = percentiles(self.held.clone());
+        let (passed50, passed99) = percentiles(self.passed.clone());
         let long = |v: &[Duration]| v.iter().filter(|d| **d > Duration::from_millis(10)).count();
         format!(
             "again {:.0}% {:.2}/{:.2} ms, passed {:.2}/{:.2}/{:.2} ms (mean/p50/p99); held {:.2}/{:.2}/{:.2} ms (mean/p50/p99); over 10 ms {:.1}% of holds, {:.1}% of gaps; longest gap {:.1} ms",
@@ -387,8 +388,8 @@ impl HandOffs {
             mean(&self.again),
             ms(percentiles(self.again.clone()).1),
             mean(&self.passed),
-            ms(percentiles(self.passed.clone()).0),
-            ms(percentiles(self.passed.clone()).1),
+            ms(passed50),
+            ms(passed99),
             mean(&self.held),
             ms(held50),
             ms(held99),

@@ -226,18 +226,17 @@ impl Acquire {
                 let seen = alloc::vec![counter.unwrap_or_else(|| current.clone())];
                 self.unique_taken(current, seen, now);
             }
+            // Another waiter's turn on a free lock, standing there too long: left behind.
+            None if stale => self.take_turn(self.reserved_for_another()),
             // Another waiter's turn on a free lock: it is claiming now. A turn written over it
             // at this moment would only refuse its claim; an earlier waiter takes the turn over
             // while the lock is held (`wait_behind`).
-            None if stale => self.take_turn(self.reserved_for_another()),
             None if matches!(turn, TurnSeen::Other | TurnSeen::Younger) => {
                 self.contended(now, self.reserved_for_another())
             }
             // A waiter's retry that finds the lock free and nobody's turn takes the turn and
-            // claims at its next look: the client that released it is likely claiming again at
-            // this moment, and two claims of one name at once on Paxos v1 make one of them
-            // sleep up to 100 ms before it tries again, which a release meeting it pays too.
-            // The first attempt (a client looping on the name) claims at once.
+            // claims at its next look, not racing the releaser's own claim (the module doc:
+            // "Claims by turn"). The first attempt (a client looping on the name) claims at once.
             None if turn == TurnSeen::Nobody && self.attempts > 1 && self.time_for_a_turn(now) => {
                 self.take_turn(self.free_for_the_turn());
             }
