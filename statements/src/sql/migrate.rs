@@ -48,6 +48,11 @@ pub struct Migration {
     /// when [`Migration::guards_present`] counts fewer than [`Migration::guards_count`]: each
     /// waits for every open transaction on the table.
     pub guards: Vec<String>,
+    /// PostgreSQL: run first in the transaction of the columns and guards, so that runs at the
+    /// same time on any table of the database make them one after another (the guards share
+    /// one trigger function, which two transactions replacing it at once fail on). Empty
+    /// elsewhere.
+    pub ddl_turn: String,
     /// Columns `(count)`: how many of the guards the table has.
     pub guards_present: String,
     /// How many guards the dialect makes.
@@ -135,6 +140,8 @@ impl Migration {
                         "CREATE TRIGGER baton_keep_marker BEFORE UPDATE ON {t} FOR EACH ROW WHEN (OLD.cell = '_LOCK_' AND OLD.value = '{MARKER}' AND NEW.value IS DISTINCT FROM '{MARKER}') EXECUTE FUNCTION baton_keep_fence('{refused}')"
                     ),
                 ],
+                // A constant key ("baton" in ASCII), held until the transaction ends.
+                ddl_turn: "SELECT pg_advisory_xact_lock(422541815662)".into(),
                 guards_present: format!(
                     "SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = '{t}'::regclass AND tgname IN ('baton_keep_fence', 'baton_keep_marker')"
                 ),
@@ -172,6 +179,7 @@ impl Migration {
                     "CREATE OR REPLACE TRIGGER {} BEFORE DELETE ON {t} FOR EACH ROW BEGIN IF OLD.fence IS NOT NULL OR OLD.cell = '_LOCK_' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{refused}'; END IF; END",
                     d.quote(&format!("{table}_fdel"))
                 )],
+                ddl_turn: String::new(),
                 guards_present: format!(
                     "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = '{table}' AND TRIGGER_NAME = '{table}_fdel'"
                 ),
@@ -211,6 +219,7 @@ impl Migration {
                         d.quote(&format!("{table}_keep_marker"))
                     ),
                 ],
+                ddl_turn: String::new(),
                 guards_present: format!(
                     "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('{table}_keep_fence', '{table}_keep_marker')"
                 ),

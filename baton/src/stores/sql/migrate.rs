@@ -216,51 +216,47 @@ where
             ..MigrationReport::default()
         });
     }
-    // The columns and the guards.
-    let present: Vec<String> = c
-        .fetch(columns, &[Param::Text(catalog.into())], &[Kind::Text])
-        .await?
-        .into_iter()
-        .filter_map(|r| r.into_iter().next().map(Val::into_text))
-        .collect();
-    // DDL waits for every transaction open on the table, and holds up every statement after
-    // it while it waits: only what is missing is made, and each waits at most DDL_WAIT.
-    let mut ddl: Vec<&str> = m.missing_columns(&present);
-    let guards = c
-        .fetch(&sql(&m.guards_present), &[], &[Kind::Int])
-        .await?
-        .first()
-        .and_then(|r| r.first())
-        .and_then(Val::int)
-        .unwrap_or(0);
-    if guards < m.guards_count {
-        ddl.extend(m.guards.iter().map(String::as_str));
-    }
-    if !ddl.is_empty() {
-        match m.dialect {
-            // One transaction: PostgreSQL drops and makes its triggers again, with no moment
-            // without them.
-            Dialect::Postgres => {
+    // The columns and the guards. DDL waits for every transaction open on the table, and
+    // holds up every statement after it while it waits: only what is missing is made, and
+    // each waits at most DDL_WAIT. Runs at the same time take turns (another run's DDL is
+    // seen, not repeated): PostgreSQL's guards share one trigger function, which two runs
+    // replacing at once fail on ("tuple concurrently updated"); SQLite's `ADD COLUMN` has no
+    // `IF NOT EXISTS`.
+    match m.dialect {
+        // One transaction: PostgreSQL drops and makes its triggers again, with no moment
+        // without them; the transaction-scoped advisory lock orders runs on any table of the
+        // database (it waits at most DDL_WAIT too).
+        Dialect::Postgres => {
+            let ddl = missing(c, m, columns, catalog).await?;
+            if !ddl.is_empty() {
                 let mut tx = c.begin().await?;
                 tx.script(&sql(&format!("SET LOCAL lock_timeout = '{DDL_WAIT_S}s'")))
                     .await?;
+                tx.script(&sql(&m.ddl_turn)).await?;
                 for s in ddl {
                     tx.script(&sql(s)).await?;
                 }
                 tx.commit().await?;
             }
-            Dialect::MySql => {
-                for s in ddl {
-                    c.script(&sql(&format!(
-                        "SET STATEMENT lock_wait_timeout = {DDL_WAIT_S} FOR {s}"
-                    )))
-                    .await?;
-                }
+        }
+        // Each statement skips what is there (`IF NOT EXISTS`, `OR REPLACE`) and commits on
+        // its own.
+        Dialect::MySql => {
+            for s in missing(c, m, columns, catalog).await? {
+                c.script(&sql(&format!(
+                    "SET STATEMENT lock_wait_timeout = {DDL_WAIT_S} FOR {s}"
+                )))
+                .await?;
             }
-            Dialect::Sqlite => {
-                for s in ddl {
-                    c.script(&sql(s)).await?;
+        }
+        // Read and made under the write lock: another run's columns are seen, not added again.
+        Dialect::Sqlite => {
+            if !missing(c, m, columns, catalog).await?.is_empty() {
+                let mut tx = c.begin_with(sql("BEGIN IMMEDIATE")).await?;
+                for s in missing(&mut *tx, m, columns, catalog).await? {
+                    tx.script(&sql(s)).await?;
                 }
+                tx.commit().await?;
             }
         }
     }
@@ -306,6 +302,36 @@ where
         report.finished = finish(c, m).await?;
     }
     Ok(report)
+}
+
+/// The DDL `c`'s table still needs: its missing columns, and every guard when one is missing.
+async fn missing<'m, X>(
+    c: &mut X,
+    m: &'m Migration,
+    columns: &SqlStr,
+    catalog: &str,
+) -> std::result::Result<Vec<&'m str>, sqlx::Error>
+where
+    X: Sealed + ?Sized,
+{
+    let present: Vec<String> = c
+        .fetch(columns, &[Param::Text(catalog.into())], &[Kind::Text])
+        .await?
+        .into_iter()
+        .filter_map(|r| r.into_iter().next().map(Val::into_text))
+        .collect();
+    let mut ddl: Vec<&str> = m.missing_columns(&present);
+    let guards = c
+        .fetch(&sql(&m.guards_present), &[], &[Kind::Int])
+        .await?
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Val::int)
+        .unwrap_or(0);
+    if guards < m.guards_count {
+        ddl.extend(m.guards.iter().map(String::as_str));
+    }
+    Ok(ddl)
 }
 
 /// Moves `name`'s counter, in a transaction of its own.
